@@ -1,0 +1,63 @@
+// Package ledger is hookledger's DynamoDB ledger: one record per webhook
+// event, keyed by (source, tenant, key), whose status moves through a small
+// state machine by conditional writes only.
+//
+// # Items
+//
+// Each event is two items in one table that has a string partition key "pk"
+// and a string sort key "sk":
+//
+//   - the record (sk "r"): identity, status, lease, counters, timestamps, the
+//     body's SHA-256 and, while the record is not terminal, the due-index pair
+//     due_shard/due_at. It stays well under 1 KB, so every status change costs
+//     one write unit whatever the payload size.
+//   - the payload (sk "p"): the raw body, gzip-compressed when that is
+//     smaller. It is written once and never rewritten by a status change.
+//
+// The partition key is "ev#" followed by source, tenant and key, each escaped
+// ("%" as "%25", "#" as "%23") and joined by "#", so no two different triples
+// share a stored key.
+//
+// # States
+//
+//	          Create (attribute_not_exists)
+//	               │
+//	               ▼
+//	          received ──Claim──▶ processing ──Complete──▶ done (terminal)
+//	             ▲                  │  │
+//	             │                  │  └──Fail──▶ failed ──Claim──▶ processing
+//	             └──Reclaim─────────┘
+//	any non-terminal ──Bury / Fail past MaxAttempts / reclaims exhausted──▶ dead (terminal)
+//
+// Claim succeeds from received, failed, or processing whose lease has expired;
+// it sets a fresh owner token, lease_until and attempts+1. Complete, Fail,
+// Bury and ExtendLease succeed only while the caller's token still owns an
+// unexpired lease; otherwise they return ErrLeaseLost. The reclaimer's
+// transitions (Requeue, Reset, Resolve, Kill) are conditioned on the version
+// it read, so two reclaimers, or a reclaimer and a worker, never both act on
+// one record.
+//
+// # Due index
+//
+// A sparse global secondary index (DueIndex) on due_shard (number, hash of pk
+// modulo Shards) and due_at (milliseconds since the epoch). Only non-terminal
+// records carry the two attributes; done and dead remove them. The reclaimer
+// queries each shard for due_at <= now.
+//
+// # Guarantees
+//
+//   - Exactly one Create for a given identity reports created == true, however
+//     many run concurrently. A duplicate costs one request: the failed
+//     conditional put returns the existing record (ALL_OLD); where an endpoint
+//     omits it, the ledger falls back to one consistent read.
+//   - At most one worker owns a record's lease at any time, as judged by the
+//     ledger's clock check at write time.
+//   - done and dead are terminal: no transition leaves them except Replay,
+//     which an operator calls explicitly.
+//   - Expiry is checked in code: a record past expires_at is treated as absent
+//     (Create may replace it) even if DynamoDB's TTL has not deleted it yet.
+//
+// SDK errors never leave the package: callers branch on the sentinel errors
+// (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a
+// wrapped ErrUnavailable for throttling, 5xx and transport failures.
+package ledger

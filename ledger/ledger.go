@@ -1,0 +1,436 @@
+package ledger
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// API is the slice of the DynamoDB client the ledger calls.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Defaults for Options' zero values.
+const (
+	DefaultShards       = 16
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultReclaimAfter = 2 * time.Minute
+	// compressAbove is the payload size from which gzip is tried.
+	compressAbove = 512
+)
+
+// Options configure a Ledger.
+type Options struct {
+	// Table is the DynamoDB table name. Required.
+	Table string
+	// Shards is the number of due-index partitions (default 16). Changing
+	// it on a live table only changes where new records go; the reclaimer
+	// must query the largest value ever used.
+	Shards int
+	// Retention is how long records and payloads live (default 7 days;
+	// keep it above the longest provider retry window: Stripe retries for
+	// up to 3 days).
+	Retention time.Duration
+	// ReclaimAfter is how long a new record may wait in received before the
+	// reclaimer looks at it (default 2 minutes). Claims leave due_at alone,
+	// so the common path (claim, complete) never rewrites the due index.
+	ReclaimAfter time.Duration
+	// Now is the clock (default time.Now). Tests inject their own.
+	Now func() time.Time
+}
+
+// Ledger is the DynamoDB ledger. Safe for concurrent use.
+type Ledger struct {
+	db  API
+	opt Options
+}
+
+// New returns a ledger over db.
+func New(db API, opt Options) (*Ledger, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalid)
+	}
+	if opt.Table == "" {
+		return nil, fmt.Errorf("%w: table name is empty", ErrInvalid)
+	}
+	if opt.Shards == 0 {
+		opt.Shards = DefaultShards
+	}
+	if opt.Shards < 1 || opt.Shards > 1000 {
+		return nil, fmt.Errorf("%w: shards %d out of range 1..1000", ErrInvalid, opt.Shards)
+	}
+	if opt.Retention == 0 {
+		opt.Retention = DefaultRetention
+	}
+	if opt.ReclaimAfter == 0 {
+		opt.ReclaimAfter = DefaultReclaimAfter
+	}
+	if opt.Retention < 0 || opt.ReclaimAfter < 0 {
+		return nil, fmt.Errorf("%w: negative retention or reclaim delay", ErrInvalid)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Ledger{db: db, opt: opt}, nil
+}
+
+// Shards is the number of due-index shards this ledger writes.
+func (l *Ledger) Shards() int { return l.opt.Shards }
+
+// Table is the table name.
+func (l *Ledger) Table() string { return l.opt.Table }
+
+func (l *Ledger) now() time.Time { return l.opt.Now().UTC() }
+
+// NewEvent is what Create stores.
+type NewEvent struct {
+	ID
+	Type       string
+	BodySHA256 string
+}
+
+// Create claims ev's identity with one conditional put. It reports
+// created == true for the first caller; every other caller gets the existing
+// record and created == false (a duplicate is a result, not an error).
+func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) {
+	if err := ev.Validate(); err != nil {
+		return Record{}, false, err
+	}
+	now := l.now()
+	pk := ev.PK()
+	rec := Record{
+		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
+		ExpiresAt: now.Add(l.opt.Retention).Truncate(time.Second), BodySHA256: ev.BodySHA256,
+		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1,
+	}
+	item := map[string]types.AttributeValue{
+		attrPK: s(pk), attrSK: s(skRecord),
+		attrSource: s(ev.Source), attrTenant: s(ev.Tenant), attrKey: s(ev.Key),
+		attrStatus: s(string(Received)), attrAttempts: n(0), attrReclaims: n(0),
+		attrCreated: ms(now), attrUpdated: ms(now), attrExpires: n(rec.ExpiresAt.Unix()),
+		attrDueShard: n(int64(rec.DueShard)), attrDueAt: ms(rec.DueAt), attrVersion: n(1),
+	}
+	if ev.Type != "" {
+		item[attrType] = s(ev.Type)
+	}
+	if ev.BodySHA256 != "" {
+		item[attrSHA] = s(ev.BodySHA256)
+	}
+	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           &l.opt.Table,
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :now"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": n(now.Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return rec, true, nil
+	}
+	old, failed, err := l.conditionFailure(ctx, "create", ev.ID, err)
+	if !failed {
+		return Record{}, false, err
+	}
+	if old == nil {
+		// The condition failed but the record is gone or expired by the time we
+		// read it back: someone else owns the identity's fate; report a
+		// conflict so the caller answers 5xx and the sender retries.
+		return Record{}, false, fmt.Errorf("create %s: %w", ev.ID, ErrConflict)
+	}
+	return *old, false, nil
+}
+
+// conditionFailure recognises a failed condition. It returns the old record
+// from ALL_OLD or, when the endpoint omitted it, from one consistent read
+// (nil when there is none or it has expired). failed is false when err was
+// something else, which is returned translated.
+func (l *Ledger) conditionFailure(ctx context.Context, op string, id ID, err error) (old *Record, failed bool, _ error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, false, unavailable(op, id, err)
+	}
+	if ccf.Item != nil {
+		r := decodeRecord(ccf.Item)
+		if r.Expired(l.now()) {
+			return nil, true, nil
+		}
+		return &r, true, nil
+	}
+	r, gerr := l.Get(ctx, id)
+	if errors.Is(gerr, ErrNotFound) {
+		return nil, true, nil
+	}
+	if gerr != nil {
+		return nil, false, gerr
+	}
+	return &r, true, nil
+}
+
+func unavailable(op string, id ID, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s %s: %w: %w", op, id, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s %s: %w: %v", op, id, ErrUnavailable, err)
+}
+
+// Get reads a record with a consistent read. An expired record is
+// ErrNotFound.
+func (l *Ledger) Get(ctx context.Context, id ID) (Record, error) {
+	if err := id.Validate(); err != nil {
+		return Record{}, err
+	}
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &l.opt.Table, Key: key(id, skRecord), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Record{}, unavailable("get", id, err)
+	}
+	if out.Item == nil {
+		return Record{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
+	}
+	r := decodeRecord(out.Item)
+	if r.Expired(l.now()) {
+		return Record{}, fmt.Errorf("get %s: %w (expired)", id, ErrNotFound)
+	}
+	return r, nil
+}
+
+// PutPayload stores the event's body, compressed when that is smaller. It is
+// written once per event by the receiver that created the record (and again,
+// identically, to repair a receiver that died between the two writes).
+func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	stored, enc := body, ""
+	if len(body) >= compressAbove {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		zw.Write(body)
+		zw.Close()
+		if buf.Len() < len(body) {
+			stored, enc = buf.Bytes(), "gzip"
+		}
+	}
+	item := key(id, skPayload)
+	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
+	item[attrExpires] = n(l.now().Add(l.opt.Retention).Unix())
+	if enc != "" {
+		item[attrEncoding] = s(enc)
+	}
+	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &l.opt.Table, Item: item}); err != nil {
+		return unavailable("put payload", id, err)
+	}
+	return nil
+}
+
+// Payload reads the event's body back. ErrNotFound when it was never stored.
+func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &l.opt.Table, Key: key(id, skPayload), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, unavailable("get payload", id, err)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("payload %s: %w", id, ErrNotFound)
+	}
+	b, _ := out.Item[attrBody].(*types.AttributeValueMemberB)
+	if b == nil {
+		return nil, fmt.Errorf("payload %s: %w (no body attribute)", id, ErrNotFound)
+	}
+	if getS(out.Item, attrEncoding) != "gzip" {
+		return b.Value, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b.Value))
+	if err != nil {
+		return nil, fmt.Errorf("payload %s: corrupt gzip: %w", id, err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("payload %s: corrupt gzip: %w", id, err)
+	}
+	return body, nil
+}
+
+func newToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// update runs one conditional UpdateItem on id's record and returns the
+// record as written. On a failed condition it returns the old record (nil
+// when there is none) and failed == true.
+func (l *Ledger) update(ctx context.Context, op string, id ID, expr, cond string, names map[string]string, vals map[string]types.AttributeValue) (rec Record, old *Record, failed bool, err error) {
+	vals[":one"] = n(1)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           &l.opt.Table,
+		Key:                                 key(id, skRecord),
+		UpdateExpression:                    aws.String(withVersion(expr)),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if len(names) > 0 {
+		in.ExpressionAttributeNames = names
+	}
+	out, uerr := l.db.UpdateItem(ctx, in)
+	if uerr == nil {
+		return decodeRecord(out.Attributes), nil, false, nil
+	}
+	old, failed, err = l.conditionFailure(ctx, op, id, uerr)
+	return Record{}, old, failed, err
+}
+
+// withVersion adds the version increment to expr's SET clause (every
+// expression here starts with SET; a REMOVE clause, if any, follows it).
+func withVersion(expr string) string {
+	set, remove, hasRemove := strings.Cut(expr, " REMOVE ")
+	set += ", ver = ver + :one"
+	if hasRemove {
+		return set + " REMOVE " + remove
+	}
+	return set
+}
+
+var statusName = map[string]string{"#st": attrStatus}
+
+// Claim takes a lease on id for the given duration. It succeeds from
+// received, failed, or processing whose lease has expired, and returns the
+// record with a fresh LeaseOwner token and Attempts incremented.
+//
+// Refusals: ErrNotFound; ErrTerminal when done or dead (the StateError's
+// Record says which); ErrLeased when another worker's lease is live.
+func (l *Ledger) Claim(ctx context.Context, id ID, lease time.Duration) (Record, error) {
+	if err := id.Validate(); err != nil {
+		return Record{}, err
+	}
+	if lease <= 0 {
+		return Record{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, lease)
+	}
+	now := l.now()
+	rec, old, failed, err := l.update(ctx, "claim", id,
+		"SET #st = :processing, lease_owner = :tok, lease_until = :until, attempts = attempts + :one, updated_at = :now",
+		"attribute_exists(pk) AND expires_at > :nows AND (#st IN (:received, :failed) OR (#st = :processing AND lease_until <= :now))",
+		statusName,
+		map[string]types.AttributeValue{
+			":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
+			":tok": s(newToken()), ":until": ms(now.Add(lease)), ":now": ms(now), ":nows": n(now.Unix()),
+		})
+	if err != nil {
+		return Record{}, err
+	}
+	if !failed {
+		return rec, nil
+	}
+	return Record{}, l.refusal("claim", id, old, now)
+}
+
+// refusal classifies why a claim-like write was refused.
+func (l *Ledger) refusal(op string, id ID, old *Record, now time.Time) error {
+	switch {
+	case old == nil:
+		return fmt.Errorf("%s %s: %w", op, id, ErrNotFound)
+	case old.Status.Terminal():
+		return &StateError{Op: op, Err: ErrTerminal, Record: *old}
+	case old.LeaseLive(now):
+		return &StateError{Op: op, Err: ErrLeased, Record: *old}
+	default:
+		return &StateError{Op: op, Err: ErrConflict, Record: *old}
+	}
+}
+
+// ownerCond holds while token owns a live lease on a processing record.
+const ownerCond = "#st = :processing AND lease_owner = :tok AND lease_until > :now"
+
+func (l *Ledger) owned(ctx context.Context, op string, id ID, token, expr string, vals map[string]types.AttributeValue) (Record, error) {
+	if err := id.Validate(); err != nil {
+		return Record{}, err
+	}
+	if token == "" {
+		return Record{}, fmt.Errorf("%w: empty lease token", ErrInvalid)
+	}
+	now := l.now()
+	vals[":processing"] = s(string(Processing))
+	vals[":tok"] = s(token)
+	vals[":now"] = ms(now)
+	rec, old, failed, err := l.update(ctx, op, id, expr, ownerCond, statusName, vals)
+	if err != nil {
+		return Record{}, err
+	}
+	if !failed {
+		return rec, nil
+	}
+	if old == nil {
+		return Record{}, fmt.Errorf("%s %s: %w", op, id, ErrNotFound)
+	}
+	return Record{}, &StateError{Op: op, Err: ErrLeaseLost, Record: *old}
+}
+
+// Complete marks a leased record done and drops it from the due index.
+// ErrLeaseLost when token no longer owns a live lease.
+func (l *Ledger) Complete(ctx context.Context, id ID, token string) (Record, error) {
+	return l.owned(ctx, "complete", id, token,
+		"SET #st = :done, updated_at = :now REMOVE lease_owner, lease_until, due_shard, due_at",
+		map[string]types.AttributeValue{":done": s(string(Done))})
+}
+
+// Fail records a retryable failure: status failed, the error text (trimmed
+// to 1 KB of the caller's choosing; never put secrets in it), and a due time
+// retryAfter from now when the reclaimer re-drives it if SQS has not.
+func (l *Ledger) Fail(ctx context.Context, id ID, token, cause string, retryAfter time.Duration) (Record, error) {
+	now := l.now()
+	return l.owned(ctx, "fail", id, token,
+		"SET #st = :failed, updated_at = :now, last_error = :err, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until",
+		map[string]types.AttributeValue{
+			":failed": s(string(Failed)), ":err": s(trim(cause)),
+			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(retryAfter)),
+		})
+}
+
+// Bury marks a leased record dead (a permanent error or attempts exhausted).
+func (l *Ledger) Bury(ctx context.Context, id ID, token, cause string) (Record, error) {
+	return l.owned(ctx, "bury", id, token,
+		"SET #st = :dead, updated_at = :now, last_error = :err REMOVE lease_owner, lease_until, due_shard, due_at",
+		map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))})
+}
+
+// Extend moves a live lease's end to now+lease, for handlers that run long.
+func (l *Ledger) Extend(ctx context.Context, id ID, token string, lease time.Duration) (Record, error) {
+	if lease <= 0 {
+		return Record{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, lease)
+	}
+	return l.owned(ctx, "extend", id, token,
+		"SET lease_until = :until, updated_at = :now",
+		map[string]types.AttributeValue{":until": ms(l.now().Add(lease))})
+}
+
+func trim(s string) string {
+	const max = 1024
+	if len(s) > max {
+		s = s[:max]
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,561 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/meter"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	l     *ledger.Ledger
+	clock *clock
+	meter *meter.Meter
+	db    *dynamodb.Client
+	table string
+}
+
+// setup creates a fresh table in the emulator and a ledger on it with an
+// injected clock and a request meter.
+func setup(t *testing.T, opts ...func(*ledger.Options)) fixture {
+	t.Helper()
+	m := meter.New()
+	cfg := emulator.Config(t, m.APIOption)
+	table := emulator.Table(t, cfg)
+	db := dynamodb.NewFromConfig(cfg)
+	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+	o := ledger.Options{Table: table, Shards: 4, ReclaimAfter: time.Minute, Now: c.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	l, err := ledger.New(db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reset()
+	return fixture{l: l, clock: c, meter: m, db: db, table: table}
+}
+
+func newID(t *testing.T) ledger.ID {
+	return ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+}
+
+func create(t *testing.T, f fixture, id ledger.ID) ledger.Record {
+	t.Helper()
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "charge.succeeded", BodySHA256: "abc"})
+	if err != nil || !created {
+		t.Fatalf("create %s: created=%v err=%v", id, created, err)
+	}
+	return rec
+}
+
+func TestCreateConcurrentOneWinner(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := newID(t)
+	const n = 50
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			rec, c, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "t", BodySHA256: "abc"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if c {
+				created.Add(1)
+			} else if rec.ID != id || rec.Status != ledger.Received || rec.BodySHA256 != "abc" {
+				errs <- fmt.Errorf("duplicate saw %+v", rec)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := created.Load(); got != 1 {
+		t.Fatalf("created %d times, want exactly 1", got)
+	}
+	if got := f.meter.Snapshot()["DynamoDB.PutItem"]; got != n {
+		t.Errorf("PutItem requests = %d, want %d (one per caller, no extra reads)", got, n)
+	}
+}
+
+func TestDuplicateCostsOneRequest(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := newID(t)
+	create(t, f, id)
+	f.meter.Reset()
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "x", BodySHA256: "other"})
+	if err != nil || created {
+		t.Fatalf("duplicate: created=%v err=%v", created, err)
+	}
+	if rec.BodySHA256 != "abc" || rec.Status != ledger.Received {
+		t.Errorf("duplicate returned %+v, want the stored record", rec)
+	}
+	if snap := f.meter.Snapshot(); len(snap) != 1 || snap["DynamoDB.PutItem"] != 1 {
+		t.Errorf("duplicate cost %v, want exactly one PutItem", snap)
+	}
+}
+
+// noOld strips ALL_OLD from failed conditions, as some endpoints do.
+type noOld struct{ *dynamodb.Client }
+
+func (c noOld) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := c.Client.PutItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		ccf.Item = nil
+	}
+	return out, err
+}
+
+func TestDuplicateFallsBackToConsistentRead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	l, err := ledger.New(noOld{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newID(t)
+	create(t, f, id)
+	f.meter.Reset()
+	rec, created, err := l.Create(t.Context(), ledger.NewEvent{ID: id})
+	if err != nil || created || rec.BodySHA256 != "abc" {
+		t.Fatalf("fallback: rec=%+v created=%v err=%v", rec, created, err)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["DynamoDB.GetItem"] != 1 {
+		t.Errorf("fallback cost %v, want one PutItem and one GetItem", snap)
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	type step func(t *testing.T, f fixture, id ledger.ID)
+	claim := func(t *testing.T, f fixture, id ledger.ID) ledger.Record {
+		t.Helper()
+		rec, err := f.l.Claim(t.Context(), id, lease)
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if rec.Status != ledger.Processing || rec.LeaseOwner == "" {
+			t.Fatalf("claim gave %+v", rec)
+		}
+		return rec
+	}
+	wantErr := func(t *testing.T, err, want error, status ledger.Status) {
+		t.Helper()
+		if !errors.Is(err, want) {
+			t.Fatalf("got %v, want %v", err, want)
+		}
+		var se *ledger.StateError
+		if status != "" && (!errors.As(err, &se) || se.Record.Status != status) {
+			t.Fatalf("refusal %v should carry the record in status %s", err, status)
+		}
+	}
+	tests := []struct {
+		name string
+		run  step
+	}{
+		{"received to processing to done", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			if c.Attempts != 1 || !c.LeaseUntil.Equal(f.clock.Now().Add(lease)) {
+				t.Errorf("claim: attempts %d lease_until %v", c.Attempts, c.LeaseUntil)
+			}
+			d, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			if err != nil || d.Status != ledger.Done || d.LeaseOwner != "" || !d.DueAt.IsZero() {
+				t.Fatalf("complete: %+v %v", d, err)
+			}
+		}},
+		{"claim refused when done", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.l.Complete(t.Context(), id, c.LeaseOwner)
+			_, err := f.l.Claim(t.Context(), id, lease)
+			wantErr(t, err, ledger.ErrTerminal, ledger.Done)
+		}},
+		{"fail then claim again", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			r, err := f.l.Fail(t.Context(), id, c.LeaseOwner, "boom", time.Minute)
+			if err != nil || r.Status != ledger.Failed || r.LastError != "boom" || r.LeaseOwner != "" {
+				t.Fatalf("fail: %+v %v", r, err)
+			}
+			c2 := claim(t, f, id)
+			if c2.Attempts != 2 || c2.LeaseOwner == c.LeaseOwner {
+				t.Errorf("second claim: attempts %d, owner reused %v", c2.Attempts, c2.LeaseOwner == c.LeaseOwner)
+			}
+		}},
+		{"bury makes dead and terminal", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			r, err := f.l.Bury(t.Context(), id, c.LeaseOwner, "permanent: card declined")
+			if err != nil || r.Status != ledger.Dead || !r.DueAt.IsZero() {
+				t.Fatalf("bury: %+v %v", r, err)
+			}
+			_, err = f.l.Claim(t.Context(), id, lease)
+			wantErr(t, err, ledger.ErrTerminal, ledger.Dead)
+		}},
+		{"claim refused while leased", func(t *testing.T, f fixture, id ledger.ID) {
+			claim(t, f, id)
+			_, err := f.l.Claim(t.Context(), id, lease)
+			wantErr(t, err, ledger.ErrLeased, ledger.Processing)
+		}},
+		{"complete refused for wrong owner", func(t *testing.T, f fixture, id ledger.ID) {
+			claim(t, f, id)
+			_, err := f.l.Complete(t.Context(), id, "not-the-owner")
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
+		}},
+		{"complete and fail refused after lease expiry", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.clock.Advance(lease)
+			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
+			_, err = f.l.Fail(t.Context(), id, c.LeaseOwner, "x", 0)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
+		}},
+		{"takeover after expiry, then old owner loses", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.clock.Advance(lease + time.Millisecond)
+			c2 := claim(t, f, id)
+			if c2.LeaseOwner == c.LeaseOwner || c2.Attempts != 2 {
+				t.Fatalf("takeover: %+v", c2)
+			}
+			f.clock.Advance(-lease) // even with time on its side, the old owner's token is gone
+			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
+			if _, err := f.l.Complete(t.Context(), id, c2.LeaseOwner); err != nil {
+				t.Fatalf("new owner complete: %v", err)
+			}
+		}},
+		{"extend keeps the lease alive", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.clock.Advance(lease - time.Second)
+			if _, err := f.l.Extend(t.Context(), id, c.LeaseOwner, lease); err != nil {
+				t.Fatalf("extend: %v", err)
+			}
+			f.clock.Advance(lease - time.Second)
+			_, err := f.l.Claim(t.Context(), id, lease)
+			wantErr(t, err, ledger.ErrLeased, ledger.Processing)
+			if _, err := f.l.Complete(t.Context(), id, c.LeaseOwner); err != nil {
+				t.Fatalf("complete after extend: %v", err)
+			}
+		}},
+		{"extend refused after expiry", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.clock.Advance(lease)
+			_, err := f.l.Extend(t.Context(), id, c.LeaseOwner, lease)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
+		}},
+		{"terminal refuses complete, fail, bury", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.l.Complete(t.Context(), id, c.LeaseOwner)
+			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
+			_, err = f.l.Fail(t.Context(), id, c.LeaseOwner, "x", 0)
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
+			_, err = f.l.Bury(t.Context(), id, c.LeaseOwner, "x")
+			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
+		}},
+		{"replay brings dead back", func(t *testing.T, f fixture, id ledger.ID) {
+			c := claim(t, f, id)
+			f.l.Bury(t.Context(), id, c.LeaseOwner, "x")
+			r, err := f.l.Replay(t.Context(), id)
+			if err != nil || r.Status != ledger.Received || r.Attempts != 0 || r.DueAt.IsZero() {
+				t.Fatalf("replay: %+v %v", r, err)
+			}
+			claim(t, f, id)
+			_, err = f.l.Replay(t.Context(), id)
+			wantErr(t, err, ledger.ErrConflict, ledger.Processing)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			id := newID(t)
+			create(t, f, id)
+			tt.run(t, f, id)
+		})
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := newID(t)
+	if _, err := f.l.Claim(t.Context(), id, time.Second); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("claim: %v", err)
+	}
+	if _, err := f.l.Complete(t.Context(), id, "tok"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("complete: %v", err)
+	}
+	if _, err := f.l.Get(t.Context(), id); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("get: %v", err)
+	}
+	if _, err := f.l.Payload(t.Context(), id); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("payload: %v", err)
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	long := string(bytes.Repeat([]byte("k"), ledger.MaxPartLen+1))
+	for _, id := range []ledger.ID{{}, {Source: "s", Tenant: "t"}, {Source: "s", Tenant: "t", Key: long}} {
+		if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id}); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("create %q: %v, want ErrInvalid", id, err)
+		}
+	}
+	if _, err := f.l.Claim(t.Context(), newID(t), 0); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("zero lease: %v", err)
+	}
+	if _, err := f.l.List(t.Context(), "bogus", 1); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("bad status: %v", err)
+	}
+	if snap := f.meter.Snapshot(); len(snap) != 0 {
+		t.Errorf("invalid calls reached DynamoDB: %v", snap)
+	}
+}
+
+func TestExpiryIsCheckedInCode(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Retention = time.Hour })
+	id := newID(t)
+	create(t, f, id)
+	f.clock.Advance(time.Hour + time.Second)
+	if _, err := f.l.Get(t.Context(), id); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("expired get: %v", err)
+	}
+	if _, err := f.l.Claim(t.Context(), id, time.Second); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("expired claim: %v", err)
+	}
+	// The key is free again: a delivery after retention is a new event.
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "new"})
+	if err != nil || !created || rec.BodySHA256 != "new" {
+		t.Fatalf("create over expired: %+v %v %v", rec, created, err)
+	}
+}
+
+func TestPayload(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	random := make([]byte, 50_000)
+	rand.Read(random)
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"empty", []byte{}},
+		{"small json", []byte(`{"id":"evt_1","amount":4900}`)},
+		{"100KB compressible", bytes.Repeat([]byte(`{"line":"item","qty":1},`), 4200)},
+		{"50KB random", random},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := newID(t)
+			if err := f.l.PutPayload(t.Context(), id, tc.body); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.l.Payload(t.Context(), id)
+			if err != nil || !bytes.Equal(got, tc.body) {
+				t.Fatalf("round trip: %d bytes back, err %v", len(got), err)
+			}
+			out, err := f.db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &f.table, Key: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "p"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored := len(out.Item["body"].(*types.AttributeValueMemberB).Value)
+			if stored > len(tc.body) {
+				t.Errorf("stored %d bytes for a %d-byte body", stored, len(tc.body))
+			}
+			if tc.name == "100KB compressible" && stored*10 > len(tc.body) {
+				t.Errorf("compressible body stored in %d bytes, want under a tenth of %d", stored, len(tc.body))
+			}
+		})
+	}
+}
+
+func TestRecordStaysSmall(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
+	create(t, f, id)
+	c, _ := f.l.Claim(t.Context(), id, time.Minute)
+	f.l.Fail(t.Context(), id, c.LeaseOwner, string(bytes.Repeat([]byte("e"), 5000)), time.Minute)
+	out, err := f.db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &f.table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for k, v := range out.Item {
+		size += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			size += len(v.Value)
+		case *types.AttributeValueMemberN:
+			size += len(v.Value)/2 + 1
+		}
+	}
+	// The largest record (a trimmed 1 KB error) must still be one write unit
+	// per status change once the error is cleared; an ordinary one is far
+	// below 1 KB.
+	if size > 1024+600 {
+		t.Errorf("record is %d bytes", size)
+	}
+}
+
+func TestDueIndex(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	due := func() map[ledger.ID]bool {
+		t.Helper()
+		got := map[ledger.ID]bool{}
+		for shard := range f.l.Shards() {
+			ids, err := f.l.Due(t.Context(), shard, f.clock.Now(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				got[id] = true
+			}
+		}
+		return got
+	}
+	a, b := newID(t), newID(t)
+	create(t, f, a)
+	create(t, f, b)
+	if got := due(); len(got) != 0 {
+		t.Fatalf("due before ReclaimAfter: %v", got)
+	}
+	c, _ := f.l.Claim(t.Context(), b, time.Second)
+	f.l.Complete(t.Context(), b, c.LeaseOwner)
+	f.clock.Advance(time.Minute)
+	got := due()
+	if !got[a] || got[b] || len(got) != 1 {
+		t.Fatalf("due after ReclaimAfter = %v, want only %v (done records leave the sparse index)", got, a)
+	}
+}
+
+func TestReclaimTransitions(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+
+	// Requeue: two reclaimers read the same version; one wins.
+	a := newID(t)
+	rec := create(t, f, a)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := f.l.Requeue(ctx, rec, f.clock.Now().Add(time.Minute)); err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, ledger.ErrConflict) {
+				t.Errorf("requeue: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("requeue winners = %d, want 1", wins.Load())
+	}
+	if r, _ := f.l.Get(ctx, a); r.Reclaims != 1 {
+		t.Errorf("reclaims = %d", r.Reclaims)
+	}
+
+	// Reset only after the lease expired.
+	b := newID(t)
+	create(t, f, b)
+	f.l.Claim(ctx, b, 10*time.Second)
+	rb, _ := f.l.Get(ctx, b)
+	if _, err := f.l.Reset(ctx, rb, f.clock.Now()); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("reset with live lease: %v", err)
+	}
+	f.clock.Advance(10 * time.Second)
+	r, err := f.l.Reset(ctx, rb, f.clock.Now().Add(time.Minute))
+	if err != nil || r.Status != ledger.Received || r.LeaseOwner != "" || r.Reclaims != 1 {
+		t.Fatalf("reset: %+v %v", r, err)
+	}
+	if _, err := f.l.Reset(ctx, rb, f.clock.Now()); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("stale reset: %v", err)
+	}
+
+	// Resolve an expired lease to done.
+	c := newID(t)
+	create(t, f, c)
+	f.l.Claim(ctx, c, time.Second)
+	f.clock.Advance(time.Second)
+	rc, _ := f.l.Get(ctx, c)
+	if r, err := f.l.Resolve(ctx, rc); err != nil || r.Status != ledger.Done {
+		t.Fatalf("resolve: %+v %v", r, err)
+	}
+
+	// Kill refuses a live lease and a terminal record.
+	d := newID(t)
+	create(t, f, d)
+	f.l.Claim(ctx, d, time.Minute)
+	rd, _ := f.l.Get(ctx, d)
+	if _, err := f.l.Kill(ctx, rd, "x"); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("kill live lease: %v", err)
+	}
+	f.clock.Advance(time.Minute)
+	if r, err := f.l.Kill(ctx, rd, "reclaims exhausted"); err != nil || r.Status != ledger.Dead || r.LastError != "reclaims exhausted" {
+		t.Fatalf("kill: %+v %v", r, err)
+	}
+	rc, _ = f.l.Get(ctx, c)
+	if _, err := f.l.Kill(ctx, rc, "x"); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("kill done: %v", err)
+	}
+}
+
+func TestListAndCounts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for range 3 {
+		create(t, f, newID(t))
+	}
+	id := newID(t)
+	create(t, f, id)
+	c, _ := f.l.Claim(t.Context(), id, time.Minute)
+	f.l.Complete(t.Context(), id, c.LeaseOwner)
+	f.l.PutPayload(t.Context(), id, []byte("{}"))
+	counts, err := f.l.Counts(t.Context())
+	if err != nil || counts[ledger.Received] != 3 || counts[ledger.Done] != 1 || len(counts) != 2 {
+		t.Fatalf("counts %v %v", counts, err)
+	}
+	done, err := f.l.List(t.Context(), ledger.Done, 10)
+	if err != nil || len(done) != 1 || done[0].ID != id {
+		t.Fatalf("list done: %v %v", done, err)
+	}
+}

@@ -1,0 +1,203 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Due returns up to limit identities in shard whose due_at is at or before
+// now, oldest first. The index is eventually consistent and projects keys
+// only: read each record with Get before acting on it.
+func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]ID, error) {
+	if shard < 0 || shard >= l.opt.Shards {
+		return nil, fmt.Errorf("%w: shard %d out of range 0..%d", ErrInvalid, shard, l.opt.Shards-1)
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: limit %d must be positive", ErrInvalid, limit)
+	}
+	out, err := l.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              &l.opt.Table,
+		IndexName:              aws.String(DueIndex),
+		KeyConditionExpression: aws.String("due_shard = :shard AND due_at <= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":shard": n(int64(shard)), ":now": ms(now),
+		},
+		Limit: aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("due shard %d: %w: %v", shard, ErrUnavailable, err)
+	}
+	ids := make([]ID, 0, len(out.Items))
+	for _, it := range out.Items {
+		if getS(it, attrSK) != skRecord {
+			continue
+		}
+		id, err := ParsePK(getS(it, attrPK))
+		if err != nil {
+			continue // not one of ours; never act on it
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// versioned runs a reclaimer transition: one conditional write that holds
+// only if the record is still at the version the caller read (plus extra).
+func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, extra string, vals map[string]types.AttributeValue) (Record, error) {
+	if err := rec.ID.Validate(); err != nil {
+		return Record{}, err
+	}
+	now := l.now()
+	vals[":ver"] = n(rec.Version)
+	vals[":now"] = ms(now)
+	cond := "ver = :ver"
+	if extra != "" {
+		cond += " AND " + extra
+	}
+	out, old, failed, err := l.update(ctx, op, rec.ID, expr, cond, statusName, vals)
+	if err != nil {
+		return Record{}, err
+	}
+	if !failed {
+		return out, nil
+	}
+	if old == nil {
+		return Record{}, fmt.Errorf("%s %s: %w", op, rec.ID, ErrNotFound)
+	}
+	return Record{}, &StateError{Op: op, Err: ErrConflict, Record: *old}
+}
+
+// Requeue records that the reclaimer re-drove a received or failed record:
+// reclaims+1 and due_at moved to next. The caller enqueues after it succeeds.
+func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Record, error) {
+	return l.versioned(ctx, "requeue", rec,
+		"SET due_at = :next, reclaims = reclaims + :one, updated_at = :now",
+		"#st IN (:received, :failed)",
+		map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":failed": s(string(Failed))})
+}
+
+// Reset returns a processing record whose lease expired to received
+// (reclaims+1, due_at next), dropping the dead worker's lease.
+func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record, error) {
+	return l.versioned(ctx, "reset", rec,
+		"SET #st = :received, due_at = :next, reclaims = reclaims + :one, updated_at = :now REMOVE lease_owner, lease_until",
+		"#st = :processing AND lease_until <= :now",
+		map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":processing": s(string(Processing))})
+}
+
+// Postpone moves due_at of a record that is not yet overdue in fact (a live
+// lease) to next, without counting a reclaim.
+func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Record, error) {
+	return l.versioned(ctx, "postpone", rec, "SET due_at = :next", "",
+		map[string]types.AttributeValue{":next": ms(next)})
+}
+
+// Resolve marks done a processing record whose lease expired, when a
+// downstream check shows the effect already happened.
+func (l *Ledger) Resolve(ctx context.Context, rec Record) (Record, error) {
+	return l.versioned(ctx, "resolve", rec,
+		"SET #st = :done, updated_at = :now REMOVE lease_owner, lease_until, due_shard, due_at",
+		"#st = :processing AND lease_until <= :now",
+		map[string]types.AttributeValue{":done": s(string(Done)), ":processing": s(string(Processing))})
+}
+
+// Kill marks a non-terminal record dead (reclaims exhausted, payload lost).
+func (l *Ledger) Kill(ctx context.Context, rec Record, cause string) (Record, error) {
+	return l.versioned(ctx, "kill", rec,
+		"SET #st = :dead, updated_at = :now, last_error = :err REMOVE lease_owner, lease_until, due_shard, due_at",
+		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)",
+		map[string]types.AttributeValue{
+			":dead": s(string(Dead)), ":done": s(string(Done)), ":processing": s(string(Processing)), ":err": s(trim(cause)),
+		})
+}
+
+// Replay is the operator's way back from dead or failed: the record returns
+// to received with attempts and reclaims reset and a fresh due time. The
+// caller enqueues it. Replaying is safe to repeat: effects carry the same
+// downstream idempotency keys as before.
+func (l *Ledger) Replay(ctx context.Context, id ID) (Record, error) {
+	if err := id.Validate(); err != nil {
+		return Record{}, err
+	}
+	now := l.now()
+	rec, old, failed, err := l.update(ctx, "replay", id,
+		"SET #st = :received, attempts = :zero, reclaims = :zero, updated_at = :now, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until",
+		"attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)",
+		statusName,
+		map[string]types.AttributeValue{
+			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),
+			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()),
+			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(l.opt.ReclaimAfter)),
+		})
+	if err != nil {
+		return Record{}, err
+	}
+	if !failed {
+		return rec, nil
+	}
+	if old == nil {
+		return Record{}, fmt.Errorf("replay %s: %w", id, ErrNotFound)
+	}
+	return Record{}, &StateError{Op: "replay", Err: ErrConflict, Record: *old}
+}
+
+// List scans for records in status (all statuses when empty), up to limit.
+// It reads the whole table and is meant for operators and tests, not for hot
+// paths.
+func (l *Ledger) List(ctx context.Context, status Status, limit int) ([]Record, error) {
+	if status != "" && !status.Valid() {
+		return nil, fmt.Errorf("%w: unknown status %q (want received, processing, done, failed or dead)", ErrInvalid, status)
+	}
+	filter := "sk = :r"
+	vals := map[string]types.AttributeValue{":r": s(skRecord)}
+	var names map[string]string
+	if status != "" {
+		filter += " AND #st = :st"
+		vals[":st"] = s(string(status))
+		names = statusName
+	}
+	var recs []Record
+	var start map[string]types.AttributeValue
+	now := l.now()
+	for {
+		out, err := l.db.Scan(ctx, &dynamodb.ScanInput{
+			TableName: &l.opt.Table, FilterExpression: &filter, ExpressionAttributeValues: vals,
+			ExpressionAttributeNames: names, ExclusiveStartKey: start, ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w: %v", status, ErrUnavailable, err)
+		}
+		for _, it := range out.Items {
+			r := decodeRecord(it)
+			if r.Expired(now) {
+				continue
+			}
+			recs = append(recs, r)
+			if limit > 0 && len(recs) >= limit {
+				return recs, nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return recs, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// Counts tallies records by status (a full scan; for operators and tests).
+func (l *Ledger) Counts(ctx context.Context) (map[Status]int, error) {
+	recs, err := l.List(ctx, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	c := map[Status]int{}
+	for _, r := range recs {
+		c[r.Status]++
+	}
+	return c, nil
+}

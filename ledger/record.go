@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+)
+
+// Status is a record's place in the state machine (see the package doc).
+type Status string
+
+// The statuses a record can be in.
+const (
+	Received   Status = "received"
+	Processing Status = "processing"
+	Done       Status = "done"
+	Failed     Status = "failed"
+	Dead       Status = "dead"
+)
+
+// Terminal reports whether no ordinary transition leaves s.
+func (s Status) Terminal() bool { return s == Done || s == Dead }
+
+// Valid reports whether s is one of the five statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case Received, Processing, Done, Failed, Dead:
+		return true
+	}
+	return false
+}
+
+// MaxPartLen bounds each of source, tenant and key, so that the stored
+// partition key stays far below DynamoDB's 2048-byte limit.
+const MaxPartLen = 512
+
+// ID is an event's identity: who sent it (source), for whom (tenant), and the
+// sender's event id or a derived key.
+type ID struct {
+	Source string
+	Tenant string
+	Key    string
+}
+
+// Validate reports an empty or over-long part.
+func (id ID) Validate() error {
+	for _, p := range []struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.Key}} {
+		if p.v == "" {
+			return fmt.Errorf("%w: %s is empty", ErrInvalid, p.name)
+		}
+		if len(p.v) > MaxPartLen {
+			return fmt.Errorf("%w: %s is %d bytes, over %d", ErrInvalid, p.name, len(p.v), MaxPartLen)
+		}
+	}
+	return nil
+}
+
+// String is the identity as logged: source/tenant/key.
+func (id ID) String() string { return id.Source + "/" + id.Tenant + "/" + id.Key }
+
+// PK is the stored partition key. Each part is escaped so that the encoding
+// is injective: "%" becomes "%25" and "#" becomes "%23" before joining with
+// "#".
+func (id ID) PK() string {
+	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.Key)
+}
+
+var escaper = strings.NewReplacer("%", "%25", "#", "%23")
+
+func escape(s string) string { return escaper.Replace(s) }
+
+var unescaper = strings.NewReplacer("%23", "#", "%25", "%")
+
+// ParsePK inverts ID.PK.
+func ParsePK(pk string) (ID, error) {
+	rest, ok := strings.CutPrefix(pk, "ev#")
+	parts := strings.Split(rest, "#")
+	if !ok || len(parts) != 3 {
+		return ID{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
+	}
+	return ID{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), Key: unescaper.Replace(parts[2])}, nil
+}
+
+// shardOf spreads records over the due index's partitions.
+func shardOf(pk string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// Record is an event's ledger record (never its payload).
+type Record struct {
+	ID
+	EventType  string
+	Status     Status
+	Attempts   int // how many times a worker claimed it
+	Reclaims   int // how many times the reclaimer re-drove it
+	LeaseOwner string
+	LeaseUntil time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	ExpiresAt  time.Time
+	LastError  string
+	BodySHA256 string
+	DueShard   int
+	DueAt      time.Time // zero once terminal
+	Version    int64     // incremented by every write
+}
+
+// Expired reports whether the record is past its retention at now.
+func (r Record) Expired(now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+}
+
+// LeaseLive reports whether a processing record's lease is still held at now.
+func (r Record) LeaseLive(now time.Time) bool {
+	return r.Status == Processing && now.Before(r.LeaseUntil)
+}
+
+// Sentinel errors. Callers branch on them with errors.Is; the ledger wraps
+// them with what failed.
+var (
+	// ErrNotFound: no record for the identity, or only an expired one.
+	ErrNotFound = errors.New("ledger: record not found")
+	// ErrLeaseLost: the caller's token no longer owns a live lease.
+	ErrLeaseLost = errors.New("ledger: lease lost")
+	// ErrLeased: another worker holds a live lease.
+	ErrLeased = errors.New("ledger: leased by another worker")
+	// ErrTerminal: the record is done or dead.
+	ErrTerminal = errors.New("ledger: record is terminal")
+	// ErrConflict: the record changed since it was read (reclaimer race).
+	ErrConflict = errors.New("ledger: record changed concurrently")
+	// ErrInvalid: the caller passed something the ledger cannot store.
+	ErrInvalid = errors.New("ledger: invalid argument")
+	// ErrUnavailable: DynamoDB throttled, failed or could not be reached;
+	// the operation may or may not have taken effect.
+	ErrUnavailable = errors.New("ledger: unavailable")
+)
+
+// StateError is returned with ErrLeaseLost, ErrLeased, ErrTerminal and
+// ErrConflict. It carries the record as it was when the write was refused,
+// so callers need no extra read.
+type StateError struct {
+	Op     string
+	Err    error
+	Record Record
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("%s %s: %v (status %s)", e.Op, e.Record.ID, e.Err, e.Record.Status)
+}
+
+func (e *StateError) Unwrap() error { return e.Err }

@@ -1,0 +1,95 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DueIndex is the name of the sparse global secondary index the reclaimer
+// queries.
+const DueIndex = "due"
+
+// TableInput is the table's schema, the same as template.yaml declares: on
+// demand, string keys pk/sk, the sparse KEYS_ONLY due index on
+// due_shard (N) / due_at (N), server-side encryption. TTL on expires_at is
+// enabled separately (CreateTable does both).
+func TableInput(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrDueShard), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(attrDueAt), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(DueIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrDueShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
+		SSESpecification: &types.SSESpecification{Enabled: aws.Bool(true)},
+	}
+}
+
+// TableAPI is what CreateTable needs.
+type TableAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+// CreateTable creates the ledger table if it does not exist, waits until it
+// is active and enables TTL on expires_at. For tests and local runs; in AWS
+// the SAM template owns the table.
+func CreateTable(ctx context.Context, db TableAPI, name string) error {
+	_, err := db.CreateTable(ctx, TableInput(name))
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	for i := 0; ; i++ {
+		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", name, err)
+		}
+		if out.Table.TableStatus == types.TableStatusActive {
+			break
+		}
+		if i > 300 {
+			return fmt.Errorf("table %s not active after 60s (status %s)", name, out.Table.TableStatus)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrExpires), Enabled: aws.Bool(true)},
+	})
+	if err != nil && !isTTLAlreadyOn(err) {
+		return fmt.Errorf("enable TTL on %s: %w", name, err)
+	}
+	return nil
+}
+
+func isTTLAlreadyOn(err error) bool {
+	var ve interface{ ErrorMessage() string }
+	return errors.As(err, &ve) && strings.Contains(ve.ErrorMessage(), "already enabled")
+}

@@ -1,0 +1,153 @@
+package webhook
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// derivedPrefix starts every derived key, so a derived key never collides with
+// a provider's own id.
+const derivedPrefix = "derived:"
+
+// body parses the raw body as JSON at most once.
+type body struct {
+	raw    []byte
+	doc    any
+	err    error
+	parsed bool
+}
+
+// json returns the body decoded as JSON (numbers kept as json.Number), or an
+// error wrapping ErrMalformedBody.
+func (b *body) json() (any, error) {
+	if !b.parsed {
+		b.parsed = true
+		b.doc, b.err = decodeJSON(b.raw)
+	}
+	return b.doc, b.err
+}
+
+// decodeJSON decodes exactly one JSON value, numbers as json.Number.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("body is not JSON: %w", ErrMalformedBody)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("body has data after its JSON value: %w", ErrMalformedBody)
+	}
+	return doc, nil
+}
+
+// parsePath splits a dotted JSON path such as "data.object.id". Paths walk
+// objects only; a key that contains a dot cannot be addressed.
+func parsePath(s string) ([]string, error) {
+	parts := strings.Split(s, ".")
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("path %q has an empty segment; want dotted object keys such as \"data.object.id\"", s)
+		}
+	}
+	return parts, nil
+}
+
+// lookup walks path through nested objects.
+func lookup(doc any, path []string) (any, bool) {
+	cur := doc
+	for _, p := range path {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = obj[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// stringAt returns the string at path, or "" when there is none.
+func stringAt(doc any, path []string) string {
+	v, _ := lookup(doc, path)
+	s, _ := v.(string)
+	return s
+}
+
+// scalarAt returns the string or number at path as text.
+func scalarAt(doc any, path []string) (string, bool) {
+	v, _ := lookup(doc, path)
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
+}
+
+// deleteAt removes the value at path, if there is one.
+func deleteAt(doc any, path []string) {
+	if len(path) == 0 {
+		return
+	}
+	parent, ok := lookup(doc, path[:len(path)-1])
+	if !ok {
+		return
+	}
+	if obj, ok := parent.(map[string]any); ok {
+		delete(obj, path[len(path)-1])
+	}
+}
+
+// canonicalJSON encodes doc with object keys sorted, no insignificant
+// whitespace, no HTML escaping and numbers as they were written.
+func canonicalJSON(doc any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("encode canonical JSON: %w", ErrMalformedBody)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// normalize parses raw as JSON, removes the volatile paths and returns the
+// canonical encoding of what is left.
+func normalize(raw []byte, volatile [][]string) ([]byte, error) {
+	doc, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range volatile {
+		deleteAt(doc, p)
+	}
+	return canonicalJSON(doc)
+}
+
+// deriveKey derives the DESIGN §2 key of an event without a provider id:
+// "derived:" + hex(sha256(type + "\x00" + canonical JSON)). doc is modified:
+// the volatile paths are removed from it. Canonical JSON never contains a raw
+// NUL byte, so the last NUL splits the hashed input unambiguously and two
+// different (type, body) pairs never hash the same input.
+func deriveKey(eventType string, doc any, volatile [][]string) (string, error) {
+	for _, p := range volatile {
+		deleteAt(doc, p)
+	}
+	canon, err := canonicalJSON(doc)
+	if err != nil {
+		return "", fmt.Errorf("derive key: %w", ErrNoKey)
+	}
+	h := sha256.New()
+	h.Write([]byte(eventType))
+	h.Write([]byte{0})
+	h.Write(canon)
+	return derivedPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// GitHub's scheme, as documented at
+// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
+// and https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers:
+//
+//   - X-Hub-Signature-256 is "sha256=" + hex HMAC-SHA256 of the raw body, keyed
+//     with the webhook secret as given. There is no timestamp.
+//   - X-GitHub-Delivery is a GUID identifying the delivery (kept on redelivery),
+//     X-GitHub-Event the event name.
+//   - GitHub also sends the legacy X-Hub-Signature (sha1=...) when a secret is
+//     set; it is sent by Sign and ignored by Verify.
+const (
+	githubSignatureHeader = "X-Hub-Signature-256"
+	githubLegacyHeader    = "X-Hub-Signature"
+	githubDeliveryHeader  = "X-GitHub-Delivery"
+	githubEventHeader     = "X-GitHub-Event"
+	githubPrefix          = "sha256="
+)
+
+// githubScheme verifies X-Hub-Signature-256.
+type githubScheme struct{}
+
+// parseGitHubSignature parses every value of X-Hub-Signature-256. Values that
+// are not "sha256=" + 64 hex digits are skipped; none left is an error.
+func parseGitHubSignature(values []string) ([][]byte, error) {
+	var sigs [][]byte
+	for _, v := range values {
+		hexSig, ok := strings.CutPrefix(strings.TrimSpace(v), githubPrefix)
+		if !ok {
+			continue
+		}
+		sig, err := hex.DecodeString(hexSig)
+		if err != nil || len(sig) != sha256.Size {
+			continue
+		}
+		sigs = append(sigs, sig)
+	}
+	if len(sigs) == 0 {
+		return nil, fmt.Errorf("%s: want %s followed by 64 hex digits: %w", githubSignatureHeader, githubPrefix, ErrMalformedHeader)
+	}
+	return sigs, nil
+}
+
+// formatGitHubSignature writes an X-Hub-Signature-256 value.
+func formatGitHubSignature(sig []byte) string {
+	return githubPrefix + hex.EncodeToString(sig)
+}
+
+// githubMAC computes the X-Hub-Signature-256 signature of body.
+func githubMAC(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+func (githubScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
+	values := headerValues(req.Header, githubSignatureHeader)
+	if len(values) == 0 {
+		return meta{}, fmt.Errorf("%s: %w", githubSignatureHeader, ErrMissingHeader)
+	}
+	sigs, err := parseGitHubSignature(values)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return githubMAC(key, req.Body) }, sigs); err != nil {
+		return meta{}, err
+	}
+	var m meta
+	m.id, m.idErr = singleValue(req.Header, githubDeliveryHeader)
+	m.typ, m.typErr = singleValue(req.Header, githubEventHeader)
+	return m, nil
+}
+
+func (githubScheme) sign(m Message, secret string) (http.Header, error) {
+	if m.ID == "" {
+		return nil, errors.New("message needs an ID for " + githubDeliveryHeader)
+	}
+	if m.Type == "" {
+		return nil, errors.New("message needs a Type for " + githubEventHeader)
+	}
+	legacy := hmac.New(sha1.New, []byte(secret))
+	legacy.Write(m.Body)
+	h := http.Header{}
+	h.Set(githubSignatureHeader, formatGitHubSignature(githubMAC([]byte(secret), m.Body)))
+	h.Set(githubLegacyHeader, "sha1="+hex.EncodeToString(legacy.Sum(nil)))
+	h.Set(githubDeliveryHeader, m.ID)
+	h.Set(githubEventHeader, m.Type)
+	h.Set("Content-Type", "application/json")
+	return h, nil
+}

@@ -1,0 +1,162 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Stripe's scheme, as documented at https://docs.stripe.com/webhooks#verify-manually
+// (formerly https://stripe.com/docs/webhooks/signatures):
+//
+//   - Stripe-Signature holds comma-separated key=value elements: t is the Unix
+//     timestamp, each v1 is a signature (several during a secret roll); other
+//     schemes (v0 is Stripe's test scheme) and unknown keys are discarded.
+//   - The signed payload is t + "." + raw body, signed with HMAC-SHA256 and
+//     hex-encoded; the whsec_... signing secret is the key exactly as shown.
+//   - Stripe's libraries default to a tolerance of 300 seconds.
+const stripeSignatureHeader = "Stripe-Signature"
+
+// stripeScheme verifies Stripe-Signature.
+type stripeScheme struct {
+	tolerance time.Duration
+}
+
+// stripeHeader is a parsed Stripe-Signature header.
+type stripeHeader struct {
+	t         string // the timestamp as sent, which is what was signed
+	timestamp int64
+	v1        [][]byte
+}
+
+// parseStripeHeader parses every value of Stripe-Signature. It needs exactly
+// one timestamp (repeated only with the same value) and at least one valid v1
+// signature; v1 entries that are not hex are skipped.
+func parseStripeHeader(values []string) (stripeHeader, error) {
+	var h stripeHeader
+	var ts string
+	for _, value := range values {
+		for elem := range strings.SplitSeq(value, ",") {
+			elem = strings.TrimSpace(elem)
+			if elem == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(elem, "=")
+			if !ok {
+				return stripeHeader{}, fmt.Errorf("%s: element %q is not key=value: %w", stripeSignatureHeader, clip(elem), ErrMalformedHeader)
+			}
+			switch k {
+			case "t":
+				if ts != "" && ts != val {
+					return stripeHeader{}, fmt.Errorf("%s: several timestamps: %w", stripeSignatureHeader, ErrMalformedHeader)
+				}
+				ts = val
+			case "v1":
+				sig, err := hex.DecodeString(val)
+				if err != nil || len(sig) == 0 {
+					continue
+				}
+				h.v1 = append(h.v1, sig)
+			}
+		}
+	}
+	if ts == "" {
+		return stripeHeader{}, fmt.Errorf("%s: no timestamp: %w", stripeSignatureHeader, ErrMalformedHeader)
+	}
+	t, err := parseUnix(ts)
+	if err != nil {
+		return stripeHeader{}, fmt.Errorf("%s: %w", stripeSignatureHeader, err)
+	}
+	h.t, h.timestamp = ts, t
+	if len(h.v1) == 0 {
+		return stripeHeader{}, fmt.Errorf("%s: no v1 signature: %w", stripeSignatureHeader, ErrMalformedHeader)
+	}
+	return h, nil
+}
+
+// formatStripeHeader writes a Stripe-Signature value.
+func formatStripeHeader(h stripeHeader) string {
+	var b strings.Builder
+	b.WriteString("t=")
+	b.WriteString(h.t)
+	for _, s := range h.v1 {
+		b.WriteString(",v1=")
+		b.WriteString(hex.EncodeToString(s))
+	}
+	return b.String()
+}
+
+// stripeMAC computes the v1 signature of body at timestamp ts, as sent.
+func stripeMAC(secret []byte, ts string, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+func (s stripeScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
+	values := headerValues(req.Header, stripeSignatureHeader)
+	if len(values) == 0 {
+		return meta{}, fmt.Errorf("%s: %w", stripeSignatureHeader, ErrMissingHeader)
+	}
+	h, err := parseStripeHeader(values)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return stripeMAC(key, h.t, req.Body) }, h.v1); err != nil {
+		return meta{}, err
+	}
+	if err := checkTolerance(h.timestamp, now, s.tolerance); err != nil {
+		return meta{}, err
+	}
+	return meta{}, nil
+}
+
+func (s stripeScheme) sign(m Message, secret string) (http.Header, error) {
+	ts, err := signTimestamp(m)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	h.Set(stripeSignatureHeader, formatStripeHeader(stripeHeader{t: ts, v1: [][]byte{stripeMAC([]byte(secret), ts, m.Body)}}))
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	return h, nil
+}
+
+// rawKey uses a secret's bytes as the HMAC key, as Stripe, GitHub and the
+// generic scheme do.
+func rawKey(secret string) ([]byte, error) {
+	return []byte(secret), nil
+}
+
+// matchAny reports nil when any of sigs equals compute(key) for the key of any
+// usable secret. Empty secrets and secrets keyOf rejects are skipped; when
+// none is usable the result wraps ErrNoSecret. Comparisons are constant-time.
+func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs [][]byte) error {
+	usable := 0
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		key, err := keyOf(secret)
+		if err != nil || len(key) == 0 {
+			continue
+		}
+		usable++
+		want := compute(key)
+		for _, sig := range sigs {
+			if hmac.Equal(want, sig) {
+				return nil
+			}
+		}
+	}
+	if usable == 0 {
+		return fmt.Errorf("none of %d secrets is usable: %w", len(secrets), ErrNoSecret)
+	}
+	return ErrBadSignature
+}

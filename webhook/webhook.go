@@ -1,0 +1,352 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Every error from Verify wraps exactly one of them, with
+// detail added by fmt.Errorf; callers branch with errors.Is.
+var (
+	// ErrMissingHeader means a signature, timestamp or id header is absent.
+	ErrMissingHeader = errors.New("missing header")
+	// ErrMalformedHeader means a header is present but cannot be parsed.
+	ErrMalformedHeader = errors.New("malformed header")
+	// ErrBadSignature means no signature in the request matched any secret.
+	ErrBadSignature = errors.New("bad signature")
+	// ErrOutsideTolerance means the signed timestamp is too old or too far in
+	// the future.
+	ErrOutsideTolerance = errors.New("timestamp outside tolerance")
+	// ErrMalformedBody means the scheme needs a JSON body and the body is not.
+	ErrMalformedBody = errors.New("malformed body")
+	// ErrNoKey means the delivery carries no idempotency key and none can be
+	// derived.
+	ErrNoKey = errors.New("no idempotency key")
+	// ErrNoSecret means no usable secret was given. It is a configuration
+	// issue, but the delivery is never accepted.
+	ErrNoSecret = errors.New("no secret")
+)
+
+// Provider names accepted in Config.Provider.
+const (
+	providerStripe   = "stripe"
+	providerGitHub   = "github"
+	providerStandard = "standard-webhooks"
+	providerSvix     = "svix"
+	providerGeneric  = "generic"
+)
+
+// defaultTolerance is the documented default of Stripe and Standard Webhooks
+// (5 minutes), also used by the generic scheme when it has a timestamp.
+const defaultTolerance = 5 * time.Minute
+
+// maxKeyLen bounds an idempotency key taken from a header or the body; longer
+// values are refused rather than stored.
+const maxKeyLen = 512
+
+// Request is an incoming delivery as the verifier sees it.
+type Request struct {
+	Method string
+	URL    string      // absolute URL the sender posted to (used by URL-signing providers later)
+	Header http.Header // canonical header keys
+	Body   []byte      // raw body bytes, already base64-decoded if the gateway encoded them
+}
+
+// Event is what a verified delivery yields.
+type Event struct {
+	Key       string     // idempotency key: the provider's event/delivery id, or a derived key
+	Type      string     // provider event type ("" when the scheme has none)
+	Derived   bool       // Key was derived (DESIGN §2), not given by the provider
+	Handshake *Handshake // non-nil: answer this and touch nothing (Slack url_verification etc.; nil for the first four providers)
+}
+
+// Handshake is a reply sent as is, without touching the ledger.
+type Handshake struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Message is what Sign needs to produce a sender's headers.
+type Message struct {
+	ID   string // event/delivery id for schemes that carry it in a header (GitHub X-GitHub-Delivery, Standard Webhooks webhook-id); ignored where the id is in the body (Stripe)
+	Type string // event type for schemes that carry it in a header (GitHub X-GitHub-Event)
+	Body []byte
+	URL  string
+	Now  time.Time
+}
+
+// Config configures one source (one sender). JSON-decodable.
+type Config struct {
+	Provider       string         `json:"provider"`                  // stripe | github | standard-webhooks | svix | generic
+	Tolerance      string         `json:"tolerance,omitempty"`       // Go duration; "" = the provider's documented default (Stripe 5m, Standard Webhooks 5m); ignored by schemes without timestamps
+	KeyHeader      string         `json:"key_header,omitempty"`      // override: take the key from this header
+	KeyPath        string         `json:"key_path,omitempty"`        // override: take the key from this dotted JSON path in the body, e.g. "data.object.id"
+	TypePath       string         `json:"type_path,omitempty"`       // override: event type from this dotted JSON path
+	VolatileFields []string       `json:"volatile_fields,omitempty"` // dotted JSON paths removed before deriving a key
+	Generic        *GenericConfig `json:"generic,omitempty"`
+}
+
+// GenericConfig is a configurable HMAC scheme.
+type GenericConfig struct {
+	Algorithm       string `json:"algorithm,omitempty"`        // sha1 | sha256 (default) | sha512
+	SignatureHeader string `json:"signature_header,omitempty"` // default "X-Signature"
+	Prefix          string `json:"prefix,omitempty"`           // e.g. "sha256=" (stripped before decoding)
+	Encoding        string `json:"encoding,omitempty"`         // hex (default) | base64
+	TimestampHeader string `json:"timestamp_header,omitempty"` // if set, signed content is timestamp + "." + body and tolerance applies (unix seconds)
+	IDHeader        string `json:"id_header,omitempty"`        // header carrying the event id, if any
+	TypeHeader      string `json:"type_header,omitempty"`      // header carrying the event type, if any
+}
+
+// scheme is one signature scheme: it authenticates a request and says what
+// its headers carry, and it signs like the sender does.
+type scheme interface {
+	// authenticate checks the signature with any of secrets and the timestamp
+	// against now.
+	authenticate(req *Request, secrets []string, now time.Time) (meta, error)
+	// sign returns the headers a sender would send for m.
+	sign(m Message, secret string) (http.Header, error)
+}
+
+// meta is what the authenticated headers say about the event. An error field
+// is returned only when that value is actually needed.
+type meta struct {
+	id, typ       string
+	idErr, typErr error
+}
+
+// keySource says where an event's key comes from.
+type keySource int
+
+const (
+	keyFromMeta   keySource = iota // the scheme's id header
+	keyFromHeader                  // Config.KeyHeader
+	keyFromBody                    // a JSON path in the body (Stripe "id", Config.KeyPath)
+	keyDerived                     // DESIGN §2 derivation
+)
+
+// typeSource says where an event's type comes from.
+type typeSource int
+
+const (
+	typeNone         typeSource = iota
+	typeFromMeta                // the scheme's type header
+	typeFromBody                // a JSON path; the body must be JSON
+	typeFromBodySoft            // a JSON path if the body is a JSON object, else ""
+)
+
+// Verifier verifies deliveries of one source. Safe for concurrent use.
+type Verifier struct {
+	provider  string
+	scheme    scheme
+	keySrc    keySource
+	keyHeader string
+	keyPath   []string
+	typeSrc   typeSource
+	typePath  []string
+	volatile  [][]string
+}
+
+// Providers returns the accepted Config.Provider names, sorted.
+func Providers() []string {
+	return []string{providerGeneric, providerGitHub, providerStandard, providerStripe, providerSvix}
+}
+
+// New validates cfg and returns a Verifier for it. An unknown provider or a bad
+// option yields an error naming the field and the allowed values.
+func New(cfg Config) (*Verifier, error) {
+	if !slices.Contains(Providers(), cfg.Provider) {
+		return nil, fmt.Errorf("webhook config: provider %q unknown; allowed: %s", cfg.Provider, strings.Join(Providers(), ", "))
+	}
+	if cfg.Generic != nil && cfg.Provider != providerGeneric {
+		return nil, fmt.Errorf("webhook config: generic is only allowed with provider %q, not %q", providerGeneric, cfg.Provider)
+	}
+	tol := defaultTolerance
+	if cfg.Tolerance != "" {
+		d, err := time.ParseDuration(cfg.Tolerance)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("webhook config: tolerance %q: want a positive Go duration such as \"5m\"", cfg.Tolerance)
+		}
+		tol = d
+	}
+	v := &Verifier{provider: cfg.Provider}
+	switch cfg.Provider {
+	case providerStripe:
+		v.scheme = stripeScheme{tolerance: tol}
+		v.keySrc, v.keyPath = keyFromBody, []string{"id"}
+		v.typeSrc, v.typePath = typeFromBody, []string{"type"}
+	case providerGitHub:
+		v.scheme = githubScheme{}
+		v.keySrc = keyFromMeta
+		v.typeSrc = typeFromMeta
+	case providerStandard, providerSvix:
+		v.scheme = standardScheme{tolerance: tol, svix: cfg.Provider == providerSvix}
+		v.keySrc = keyFromMeta
+		v.typeSrc, v.typePath = typeFromBodySoft, []string{"type"}
+	case providerGeneric:
+		g, err := newGenericScheme(cfg.Generic, tol)
+		if err != nil {
+			return nil, err
+		}
+		v.scheme = g
+		v.keySrc = keyDerived
+		if g.idHeader != "" {
+			v.keySrc = keyFromMeta
+		}
+		if g.typeHeader != "" {
+			v.typeSrc = typeFromMeta
+		}
+	}
+	if cfg.KeyHeader != "" && cfg.KeyPath != "" {
+		return nil, errors.New("webhook config: key_header and key_path are exclusive; set one")
+	}
+	if cfg.KeyHeader != "" {
+		if !validHeaderName(cfg.KeyHeader) {
+			return nil, fmt.Errorf("webhook config: key_header %q is not a valid header name", cfg.KeyHeader)
+		}
+		v.keySrc, v.keyHeader = keyFromHeader, cfg.KeyHeader
+	}
+	if cfg.KeyPath != "" {
+		p, err := parsePath(cfg.KeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("webhook config: key_path: %w", err)
+		}
+		v.keySrc, v.keyPath = keyFromBody, p
+	}
+	if cfg.TypePath != "" {
+		p, err := parsePath(cfg.TypePath)
+		if err != nil {
+			return nil, fmt.Errorf("webhook config: type_path: %w", err)
+		}
+		v.typeSrc, v.typePath = typeFromBody, p
+	}
+	for i, f := range cfg.VolatileFields {
+		p, err := parsePath(f)
+		if err != nil {
+			return nil, fmt.Errorf("webhook config: volatile_fields[%d]: %w", i, err)
+		}
+		v.volatile = append(v.volatile, p)
+	}
+	return v, nil
+}
+
+// Provider returns the provider name the Verifier was configured with.
+func (v *Verifier) Provider() string {
+	if v == nil {
+		return ""
+	}
+	return v.provider
+}
+
+// Verify checks req's signature with any of secrets (so secrets can rotate),
+// checks its timestamp against now where the scheme has one, and then extracts
+// the event's key and type. Errors wrap the package's sentinel errors.
+func (v *Verifier) Verify(req *Request, secrets []string, now time.Time) (Event, error) {
+	if v == nil || v.scheme == nil {
+		return Event{}, fmt.Errorf("verify: verifier not built with New: %w", ErrNoSecret)
+	}
+	if req == nil {
+		return Event{}, fmt.Errorf("verify: nil request: %w", ErrMissingHeader)
+	}
+	if len(secrets) == 0 {
+		return Event{}, fmt.Errorf("verify %s: %w", v.provider, ErrNoSecret)
+	}
+	m, err := v.scheme.authenticate(req, secrets, now)
+	if err != nil {
+		return Event{}, fmt.Errorf("verify %s: %w", v.provider, err)
+	}
+	ev, err := v.extract(req, m)
+	if err != nil {
+		return Event{}, fmt.Errorf("verify %s: %w", v.provider, err)
+	}
+	return ev, nil
+}
+
+// Sign returns every header a real sender would send with m.Body: the
+// signature, timestamp, id and type headers where the scheme has them, and
+// Content-Type. It exists for tests and local runs.
+func (v *Verifier) Sign(m Message, secret string) (http.Header, error) {
+	if v == nil || v.scheme == nil {
+		return nil, errors.New("sign: verifier not built with New")
+	}
+	if secret == "" {
+		return nil, fmt.Errorf("sign %s: %w", v.provider, ErrNoSecret)
+	}
+	h, err := v.scheme.sign(m, secret)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: %w", v.provider, err)
+	}
+	return h, nil
+}
+
+// extract finds the key and type of an authenticated request.
+func (v *Verifier) extract(req *Request, m meta) (Event, error) {
+	var b body
+	b.raw = req.Body
+
+	var ev Event
+	switch v.typeSrc {
+	case typeFromMeta:
+		// A type header is optional; only an ambiguous one is refused.
+		if m.typErr != nil && !errors.Is(m.typErr, ErrMissingHeader) {
+			return Event{}, m.typErr
+		}
+		ev.Type = m.typ
+	case typeFromBody:
+		doc, err := b.json()
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Type = stringAt(doc, v.typePath)
+	case typeFromBodySoft:
+		if doc, err := b.json(); err == nil {
+			ev.Type = stringAt(doc, v.typePath)
+		}
+	}
+
+	switch v.keySrc {
+	case keyFromMeta:
+		if m.idErr != nil {
+			return Event{}, m.idErr
+		}
+		ev.Key = m.id
+	case keyFromHeader:
+		k, err := singleValue(req.Header, v.keyHeader)
+		if err != nil {
+			// The sender's signature was fine; the configured key is not there.
+			return Event{}, fmt.Errorf("key header %s absent or ambiguous: %w", v.keyHeader, ErrNoKey)
+		}
+		ev.Key = k
+	case keyFromBody:
+		doc, err := b.json()
+		if err != nil {
+			return Event{}, err
+		}
+		k, ok := scalarAt(doc, v.keyPath)
+		if !ok || k == "" {
+			return Event{}, fmt.Errorf("body has no string or number at %q: %w", strings.Join(v.keyPath, "."), ErrNoKey)
+		}
+		ev.Key = k
+	case keyDerived:
+		doc, err := b.json()
+		if err != nil {
+			return Event{}, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
+		}
+		k, err := deriveKey(ev.Type, doc, v.volatile)
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Key, ev.Derived = k, true
+	}
+	if ev.Key == "" {
+		return Event{}, ErrNoKey
+	}
+	if len(ev.Key) > maxKeyLen {
+		return Event{}, fmt.Errorf("key is %d bytes, limit %d: %w", len(ev.Key), maxKeyLen, ErrNoKey)
+	}
+	return ev, nil
+}
