@@ -50,7 +50,7 @@ func TestShardSpread(t *testing.T) {
 func TestWithVersionStaysInSetClause(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"SET a = :a":              "SET a = :a, ver = ver + :one",
+		"SET a = :a":             "SET a = :a, ver = ver + :one",
 		"SET a = :a REMOVE b, c": "SET a = :a, ver = ver + :one REMOVE b, c",
 	} {
 		if got := withVersion(in); got != want {

@@ -27,7 +27,7 @@
 // is not JSON yields [ErrNoKey]: a key is never random and never a hash over
 // bytes that may carry delivery timestamps.
 //
-// Every failure wraps one of the sentinel errors ([ErrMissingHeader],
+// Every Verify failure wraps exactly one of the sentinel errors ([ErrMissingHeader],
 // [ErrMalformedHeader], [ErrBadSignature], [ErrOutsideTolerance],
 // [ErrMalformedBody], [ErrNoKey], [ErrNoSecret]); callers map them to answers
 // with errors.Is and never show the error text to the sender. Signatures are

@@ -15,7 +15,8 @@ import (
 //
 //   - Stripe-Signature holds comma-separated key=value elements: t is the Unix
 //     timestamp, each v1 is a signature (several during a secret roll); other
-//     schemes (v0 is Stripe's test scheme) and unknown keys are discarded.
+//     schemes such as v0 and unknown keys are discarded, as the docs ask, so a
+//     sender cannot be downgraded to a weaker scheme.
 //   - The signed payload is t + "." + raw body, signed with HMAC-SHA256 and
 //     hex-encoded; the whsec_... signing secret is the key exactly as shown.
 //   - Stripe's libraries default to a tolerance of 300 seconds.

@@ -268,7 +268,10 @@ func (v *Verifier) Verify(req *Request, secrets []string, now time.Time) (Event,
 
 // Sign returns every header a real sender would send with m.Body: the
 // signature, timestamp, id and type headers where the scheme has them, and
-// Content-Type. It exists for tests and local runs.
+// Content-Type. It needs m.ID where the scheme carries the id in a header
+// (github, standard-webhooks, svix, generic with IDHeader), m.Type for github,
+// and m.Now where the scheme signs a timestamp. It exists for tests and local
+// runs.
 func (v *Verifier) Sign(m Message, secret string) (http.Header, error) {
 	if v == nil || v.scheme == nil {
 		return nil, errors.New("sign: verifier not built with New")

@@ -1,0 +1,153 @@
+// Package config reads hookledger's settings from the environment, once, in
+// a function's main, and builds the ledger, queue sender and handlers the
+// three functions (and hookledger dev) share.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/receiver"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// Config is every setting, with its environment variable.
+type Config struct {
+	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
+	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
+	SourcesJSON  string        // HOOKLEDGER_SOURCES, or the file HOOKLEDGER_SOURCES_FILE (receiver)
+	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (default 262144)
+	Retention    time.Duration // HOOKLEDGER_RETENTION (default 168h)
+	Shards       int           // HOOKLEDGER_SHARDS (default 16)
+	ReclaimAfter time.Duration // HOOKLEDGER_RECLAIM_AFTER (default 2m)
+	Mismatch     string        // HOOKLEDGER_MISMATCH: flag (default) or reject
+	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS (default 5)
+	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
+	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH per shard per run (default 25)
+	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
+	PaymentsURL  string        // PAYMENTS_URL, the demo charge effect's downstream API
+	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
+}
+
+// Load reads the configuration through getenv (os.Getenv in main) and
+// applies defaults. It does not validate; call the Validate method that
+// fits the function.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Table: "hookledger", MaxBody: receiver.DefaultMaxBody, Retention: ledger.DefaultRetention,
+		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: receiver.MismatchFlag,
+		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, LogLevel: "info",
+	}
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	num := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+				return
+			}
+			*dst = i
+		}
+	}
+	dur := func(name string, dst *time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration such as 90s, 5m or 168h", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	str("HOOKLEDGER_TABLE", &c.Table)
+	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
+	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
+	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HOOKLEDGER_SOURCES_FILE: %w", err))
+		}
+		c.SourcesJSON = string(b)
+	}
+	num("HOOKLEDGER_MAX_BODY", &c.MaxBody)
+	dur("HOOKLEDGER_RETENTION", &c.Retention)
+	num("HOOKLEDGER_SHARDS", &c.Shards)
+	dur("HOOKLEDGER_RECLAIM_AFTER", &c.ReclaimAfter)
+	str("HOOKLEDGER_MISMATCH", &c.Mismatch)
+	num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
+	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
+	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
+	dur("HOOKLEDGER_LEASE", &c.Lease)
+	str("PAYMENTS_URL", &c.PaymentsURL)
+	str("LOG_LEVEL", &c.LogLevel)
+	return c, errors.Join(errs...)
+}
+
+func (c Config) validateCommon() []error {
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_TABLE is empty"))
+	}
+	if c.Shards > 1000 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_SHARDS=%d: at most 1000", c.Shards))
+	}
+	if c.Retention < 24*time.Hour {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RETENTION=%v: keep at least 24h, longer than your senders retry (Stripe: 3 days)", c.Retention))
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
+	}
+	return errs
+}
+
+// ValidateReceiver checks what the receiver needs.
+func (c Config) ValidateReceiver() error {
+	errs := c.validateCommon()
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	if c.SourcesJSON == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_SOURCES is empty: set it (or HOOKLEDGER_SOURCES_FILE) to the sources JSON; see README, Configuration"))
+	}
+	if c.Mismatch != receiver.MismatchFlag && c.Mismatch != receiver.MismatchReject {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MISMATCH=%q: want flag or reject", c.Mismatch))
+	}
+	if c.MaxBody > 6*1024*1024 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: Lambda's request limit is 6 MB", c.MaxBody))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateProcessor checks what the processor needs.
+func (c Config) ValidateProcessor() error { return errors.Join(c.validateCommon()...) }
+
+// ValidateReclaimer checks what the reclaimer needs.
+func (c Config) ValidateReclaimer() error {
+	errs := c.validateCommon()
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	return errors.Join(errs...)
+}
+
+// LedgerOptions are the ledger's options from c.
+func (c Config) LedgerOptions() ledger.Options {
+	return ledger.Options{Table: c.Table, Shards: c.Shards, Retention: c.Retention, ReclaimAfter: c.ReclaimAfter}
+}
+
+// Sources parses and checks the sources JSON.
+func (c Config) Sources() (map[string]source.Source, error) {
+	return source.Parse([]byte(c.SourcesJSON))
+}

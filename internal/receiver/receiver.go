@@ -1,0 +1,326 @@
+// Package receiver is the receiver Lambda's handler: it verifies a webhook
+// delivery, claims its idempotency key in the ledger and enqueues it, and
+// answers the sender as DESIGN §4 says. It never performs side effects.
+package receiver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// recorder is the slice of the ledger the receiver writes.
+type recorder interface {
+	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
+	PutPayload(ctx context.Context, id ledger.ID, body []byte) error
+}
+
+// sender enqueues an event for the processor.
+type sender interface {
+	Send(ctx context.Context, m queue.Message) error
+}
+
+// sources resolves a (source, tenant) to its verifier and secrets.
+type sources interface {
+	Verifier(source, tenant string) (*webhook.Verifier, []string, error)
+	Secrets(ctx context.Context, refs []string) ([]string, error)
+}
+
+var (
+	_ recorder = (*ledger.Ledger)(nil)
+	_ sender   = (*queue.Sender)(nil)
+	_ sources  = (*source.Registry)(nil)
+)
+
+// Mismatch policies: what to do when a key arrives again with a different
+// body digest.
+const (
+	MismatchFlag   = "flag"   // answer duplicate, log and count it (default)
+	MismatchReject = "reject" // answer 409
+)
+
+// DefaultMaxBody is the default body limit: 256 KiB.
+const DefaultMaxBody = 256 * 1024
+
+// Handler is the receiver. Its fields are its dependencies.
+type Handler struct {
+	Sources  sources
+	Ledger   recorder
+	Queue    sender
+	MaxBody  int    // bytes; 0 means DefaultMaxBody
+	Mismatch string // MismatchFlag or MismatchReject
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// Result names the outcome of one request, for logs and metrics.
+type Result string
+
+// The receiver's outcomes.
+const (
+	Accepted     Result = "accepted"
+	Duplicate    Result = "duplicate"
+	Requeued     Result = "duplicate_requeued"
+	Mismatched   Result = "duplicate_body_mismatch"
+	Handshake    Result = "handshake"
+	Unauthorized Result = "rejected_signature"
+	NotFound     Result = "rejected_unknown"
+	TooLarge     Result = "rejected_too_large"
+	BadRequest   Result = "rejected_malformed"
+	NotAllowed   Result = "rejected_method"
+	Conflict     Result = "rejected_conflict"
+	Unavailable  Result = "unavailable"
+)
+
+type answer struct {
+	status int
+	result Result
+	body   string
+	ctype  string
+}
+
+func jsonAnswer(status int, result Result, body string) answer {
+	return answer{status: status, result: result, body: body, ctype: "application/json"}
+}
+
+var (
+	ansAccepted     = jsonAnswer(http.StatusOK, Accepted, `{"status":"accepted"}`)
+	ansDuplicate    = jsonAnswer(http.StatusOK, Duplicate, `{"status":"duplicate"}`)
+	ansUnavailable  = jsonAnswer(http.StatusServiceUnavailable, Unavailable, `{"error":"temporarily unavailable, retry later"}`)
+	ansUnauthorized = jsonAnswer(http.StatusUnauthorized, Unauthorized, `{"error":"invalid signature"}`)
+)
+
+// Handle answers one API Gateway HTTP API (payload v2) request. It never
+// returns an error: every failure is an HTTP answer, and a panic becomes a
+// 500 with no internal text.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
+	start := time.Now()
+	src, tenant := pathParts(req)
+	log := h.logger().With("source", src, "tenant", tenant)
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "receiver panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			resp = respond(jsonAnswer(http.StatusInternalServerError, Unavailable, `{"error":"internal error"}`))
+		}
+	}()
+	a, ev := h.handle(ctx, req, src, tenant, log)
+	attrs := []any{"result", string(a.result), "http_status", a.status, "duration_ms", time.Since(start).Milliseconds()}
+	if ev.Key != "" {
+		attrs = append(attrs, "event_key", ev.Key, "event_type", ev.Type)
+	}
+	level := slog.LevelInfo
+	if a.status >= 500 {
+		level = slog.LevelError
+	} else if a.status >= 400 || a.result == Mismatched {
+		level = slog.LevelWarn
+	}
+	log.Log(ctx, level, "webhook", attrs...)
+	return respond(a), nil
+}
+
+func respond(a answer) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: a.status,
+		Headers:    map[string]string{"Content-Type": a.ctype, "X-Hookledger-Result": string(a.result)},
+		Body:       a.body,
+	}
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// pathParts takes source and tenant from the route's path parameters, or
+// from a raw path of the form /webhooks/{source}/{tenant}.
+func pathParts(req events.APIGatewayV2HTTPRequest) (string, string) {
+	if s, t := req.PathParameters["source"], req.PathParameters["tenant"]; s != "" || t != "" {
+		return s, t
+	}
+	parts := strings.Split(strings.Trim(req.RawPath, "/"), "/")
+	if len(parts) == 3 && parts[0] == "webhooks" {
+		return parts[1], parts[2]
+	}
+	return "", ""
+}
+
+func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest, src, tenant string, log *slog.Logger) (answer, webhook.Event) {
+	var none webhook.Event
+	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
+		return jsonAnswer(http.StatusMethodNotAllowed, NotAllowed, `{"error":"method not allowed, use POST"}`), none
+	}
+	if !source.ValidName(src) || !source.ValidName(tenant) {
+		return jsonAnswer(http.StatusNotFound, NotFound, `{"error":"unknown source or tenant"}`), none
+	}
+	verifier, refs, err := h.Sources.Verifier(src, tenant)
+	if err != nil {
+		return jsonAnswer(http.StatusNotFound, NotFound, `{"error":"unknown source or tenant"}`), none
+	}
+	body, bad := h.decodeBody(req)
+	if bad != nil {
+		return *bad, none
+	}
+	secrets, err := h.Sources.Secrets(ctx, refs)
+	if err != nil {
+		log.ErrorContext(ctx, "secrets unavailable", "error", err.Error())
+		return ansUnavailable, none
+	}
+	ev, err := verifier.Verify(&webhook.Request{
+		Method: http.MethodPost, URL: requestURL(req), Header: headers(req.Headers), Body: body,
+	}, secrets, h.now())
+	switch {
+	case errors.Is(err, webhook.ErrMalformedBody):
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"malformed body"}`), none
+	case errors.Is(err, webhook.ErrNoKey):
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"no idempotency key in the delivery"}`), none
+	case err != nil:
+		log.WarnContext(ctx, "verification failed", "reason", err.Error())
+		return ansUnauthorized, none
+	}
+	if ev.Handshake != nil {
+		return answer{status: ev.Handshake.Status, result: Handshake, body: string(ev.Handshake.Body), ctype: ev.Handshake.ContentType}, ev
+	}
+	crashpoint.Hit(crashpoint.ReceiverAfterVerify)
+
+	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
+	if err := id.Validate(); err != nil {
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`), ev
+	}
+	sum := sha256.Sum256(body)
+	digest := hex.EncodeToString(sum[:])
+	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest})
+	if err != nil {
+		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
+		return ansUnavailable, ev
+	}
+	crashpoint.Hit(crashpoint.ReceiverAfterRecord)
+	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli()}
+	if !created {
+		return h.duplicate(ctx, rec, msg, log), ev
+	}
+	if err := h.store(ctx, msg); err != nil {
+		log.ErrorContext(ctx, "store after create failed", "event_key", ev.Key, "error", err.Error())
+		return ansUnavailable, ev
+	}
+	crashpoint.Hit(crashpoint.ReceiverAfterEnqueue)
+	return ansAccepted, ev
+}
+
+// store writes the payload and enqueues: the two steps after the record.
+func (h *Handler) store(ctx context.Context, msg queue.Message) error {
+	if err := h.Ledger.PutPayload(ctx, msg.ID(), msg.Body); err != nil {
+		return err
+	}
+	crashpoint.Hit(crashpoint.ReceiverAfterPayload)
+	return h.Queue.Send(ctx, msg)
+}
+
+// duplicate answers a key that is already in the ledger.
+func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
+	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
+		log.WarnContext(ctx, "idempotency key reused with a different body",
+			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
+		if h.Mismatch == MismatchReject {
+			return jsonAnswer(http.StatusConflict, Conflict, `{"error":"idempotency key reused with a different body"}`)
+		}
+		a := ansDuplicate
+		a.result = Mismatched
+		return a
+	}
+	if rec.Status != ledger.Received {
+		return ansDuplicate
+	}
+	// Still received: the receiver that created it may have died before
+	// storing the payload or enqueueing. Do both again; the payload is the
+	// same bytes (same digest) and the processor tolerates a second message.
+	if err := h.store(ctx, msg); err != nil {
+		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_key", msg.Key, "error", err.Error())
+		return ansUnavailable
+	}
+	a := ansDuplicate
+	a.result = Requeued
+	return a
+}
+
+var (
+	ansTooLarge  = jsonAnswer(http.StatusRequestEntityTooLarge, TooLarge, `{"error":"body too large"}`)
+	ansBadBase64 = jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"body is not valid base64"}`)
+)
+
+// decodeBody returns the raw body bytes, or the answer for a body over the
+// limit or with invalid base64. The limit is checked before decoding.
+func (h *Handler) decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, *answer) {
+	limit := h.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	if !req.IsBase64Encoded {
+		if len(req.Body) > limit {
+			return nil, &ansTooLarge
+		}
+		return []byte(req.Body), nil
+	}
+	if base64.StdEncoding.DecodedLen(len(req.Body)) > limit+3 {
+		return nil, &ansTooLarge
+	}
+	b, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		return nil, &ansBadBase64
+	}
+	if len(b) > limit {
+		return nil, &ansTooLarge
+	}
+	return b, nil
+}
+
+// headers turns API Gateway's lower-cased header map into an http.Header.
+// API Gateway joins repeated headers with commas; schemes that accept
+// several signatures in one header parse that form.
+func headers(in map[string]string) http.Header {
+	h := make(http.Header, len(in))
+	for k, v := range in {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// requestURL rebuilds the URL the sender posted to, for schemes that sign it.
+func requestURL(req events.APIGatewayV2HTTPRequest) string {
+	host := req.RequestContext.DomainName
+	if host == "" {
+		host = req.Headers["host"]
+	}
+	proto := req.Headers["x-forwarded-proto"]
+	if proto == "" {
+		proto = "https"
+	}
+	u := proto + "://" + host + req.RawPath
+	if req.RawQueryString != "" {
+		u += "?" + req.RawQueryString
+	}
+	return u
+}

@@ -1,0 +1,252 @@
+// Package reclaimer is the reclaimer Lambda's handler: on a schedule it
+// finds overdue records through the ledger's sparse due index and recovers
+// them — re-enqueues received and failed records, resets expired leases (or
+// resolves them when a downstream check says the effect happened), and marks
+// dead what has been reclaimed too often. Every action is one conditional
+// write, so two reclaimers never both act on one record.
+package reclaimer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// store is the slice of the ledger the reclaimer calls.
+type store interface {
+	Shards() int
+	Due(ctx context.Context, shard int, now time.Time, limit int) ([]ledger.ID, error)
+	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
+	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
+	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
+	Resolve(ctx context.Context, rec ledger.Record) (ledger.Record, error)
+	Kill(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
+}
+
+// sender enqueues an event for the processor.
+type sender interface {
+	Send(ctx context.Context, m queue.Message) error
+}
+
+var (
+	_ store  = (*ledger.Ledger)(nil)
+	_ sender = (*queue.Sender)(nil)
+)
+
+// Checker is the downstream-check hook: for a record whose worker died
+// mid-effect, it says whether the effect already happened downstream (for
+// example by looking up the charge by its idempotency key). Return false
+// when unsure: the event is then re-run, which is safe because effects
+// carry idempotency keys.
+type Checker interface {
+	Done(ctx context.Context, rec ledger.Record) (bool, error)
+}
+
+// Defaults for Handler's zero fields.
+const (
+	DefaultPerShard    = 25
+	DefaultMaxReclaims = 5
+	DefaultLeaseGrace  = 10 * time.Second
+)
+
+// Handler is the reclaimer. Its fields are its dependencies.
+type Handler struct {
+	Ledger store
+	Queue  sender
+	Check  Checker // optional
+	// PerShard bounds the records looked at per shard per run.
+	PerShard int
+	// MaxReclaims: a record due again after this many reclaims is dead.
+	MaxReclaims int
+	// LeaseGrace is how long after a live lease ends to look again.
+	LeaseGrace time.Duration
+	// Backoff is the wait before the next look after the n-th reclaim
+	// (default 1 minute doubling, at most 1 hour).
+	Backoff func(reclaims int) time.Duration
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Report counts what one run did.
+type Report struct {
+	Scanned   int `json:"scanned"`
+	Requeued  int `json:"requeued"`
+	Reset     int `json:"reset"`
+	Resolved  int `json:"resolved"`
+	Postponed int `json:"postponed"`
+	Killed    int `json:"killed"`
+	Skipped   int `json:"skipped"`
+	Conflicts int `json:"conflicts"`
+	Errors    int `json:"errors"`
+}
+
+// Handle runs one pass over every shard. Its input (the schedule's event) is
+// ignored. It returns an error only when every shard failed, so that a
+// broken table alarms while a single throttled shard does not.
+func (h *Handler) Handle(ctx context.Context, _ any) (Report, error) {
+	var rep Report
+	failed := 0
+	for shard := range h.Ledger.Shards() {
+		if err := h.shard(ctx, shard, &rep); err != nil {
+			failed++
+			h.logger().ErrorContext(ctx, "reclaim shard failed", "shard", shard, "error", err.Error())
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	h.logger().InfoContext(ctx, "reclaim run", "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset,
+		"resolved", rep.Resolved, "postponed", rep.Postponed, "killed", rep.Killed, "conflicts", rep.Conflicts, "errors", rep.Errors)
+	if failed > 0 && failed == h.Ledger.Shards() {
+		return rep, fmt.Errorf("reclaim: all %d shards failed", failed)
+	}
+	return rep, nil
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *Handler) backoff(reclaims int) time.Duration {
+	if h.Backoff != nil {
+		return h.Backoff(reclaims)
+	}
+	d := time.Minute
+	for i := 0; i < reclaims && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+func (h *Handler) shard(ctx context.Context, shard int, rep *Report) error {
+	limit := h.PerShard
+	if limit <= 0 {
+		limit = DefaultPerShard
+	}
+	ids, err := h.Ledger.Due(ctx, shard, h.now(), limit)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		rep.Scanned++
+		err := h.one(ctx, id, rep)
+		switch {
+		case errors.Is(err, ledger.ErrConflict):
+			rep.Conflicts++ // someone else acted first; fine
+		case err != nil:
+			rep.Errors++
+			h.logger().WarnContext(ctx, "reclaim failed", "source", id.Source, "tenant", id.Tenant, "event_key", id.Key, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
+	rec, err := h.Ledger.Get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		rep.Skipped++ // expired; TTL will remove the index entry
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	if rec.Status.Terminal() || rec.DueAt.IsZero() || rec.DueAt.After(now) {
+		rep.Skipped++ // the index lagged behind the table
+		return nil
+	}
+	log := h.logger().With("source", id.Source, "tenant", id.Tenant, "event_key", id.Key, "status", string(rec.Status))
+	max := h.MaxReclaims
+	if max <= 0 {
+		max = DefaultMaxReclaims
+	}
+	if rec.LeaseLive(now) {
+		grace := h.LeaseGrace
+		if grace <= 0 {
+			grace = DefaultLeaseGrace
+		}
+		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(grace)); err != nil {
+			return err
+		}
+		rep.Postponed++
+		return nil
+	}
+	if rec.Reclaims >= max {
+		cause := fmt.Sprintf("reclaimed %d times without completing (last status %s", rec.Reclaims, rec.Status)
+		if rec.LastError != "" {
+			cause += ", last error: " + rec.LastError
+		}
+		cause += ")"
+		if _, err := h.Ledger.Kill(ctx, rec, cause); err != nil {
+			return err
+		}
+		rep.Killed++
+		log.ErrorContext(ctx, "event dead", "reclaims", rec.Reclaims, "cause", cause)
+		return nil
+	}
+	next := now.Add(h.backoff(rec.Reclaims))
+	if rec.Status == ledger.Processing && h.Check != nil {
+		done, err := h.Check.Done(ctx, rec)
+		if err != nil {
+			log.WarnContext(ctx, "downstream check failed; re-running instead", "error", err.Error())
+		} else if done {
+			if _, err := h.Ledger.Resolve(ctx, rec); err != nil {
+				return err
+			}
+			rep.Resolved++
+			log.InfoContext(ctx, "resolved by downstream check")
+			return nil
+		}
+	}
+	body, err := h.Ledger.Payload(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		// The receiver died between the record and the payload and the sender
+		// has not retried yet. Count a reclaim and wait for that retry (it
+		// re-stores the payload); the record dies when reclaims run out.
+		if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
+			return err
+		}
+		log.WarnContext(ctx, "payload missing; waiting for the sender's retry", "reclaims", rec.Reclaims+1)
+		rep.Postponed++
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Status == ledger.Processing {
+		if _, err := h.Ledger.Reset(ctx, rec, next); err != nil {
+			return err
+		}
+		crashpoint.Hit(crashpoint.ReclaimerAfterReset)
+		rep.Reset++
+	} else {
+		if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
+			return err
+		}
+		rep.Requeued++
+	}
+	// The conditional write above made this reclaimer the only one to act;
+	// if the send fails, due_at has moved on and the next run tries again.
+	return h.Queue.Send(ctx, queue.Message{
+		Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
+		ReceivedAt: rec.CreatedAt.UnixMilli(),
+	})
+}
