@@ -58,3 +58,21 @@ func TestWithVersionStaysInSetClause(t *testing.T) {
 		}
 	}
 }
+
+func TestUsesMatchesWholePlaceholders(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		expr, p string
+		want    bool
+	}{
+		{"a = :now", ":now", true},
+		{"a = :nows", ":now", false},
+		{"a = :nows AND b = :now)", ":now", true},
+		{"#st = :x", "#st", true},
+		{"#status = :x", "#st", false},
+	} {
+		if got := uses(tc.expr, tc.p); got != tc.want {
+			t.Errorf("uses(%q, %q) = %v", tc.expr, tc.p, got)
+		}
+	}
+}

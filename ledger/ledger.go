@@ -284,6 +284,16 @@ func newToken() string {
 // when there is none) and failed == true.
 func (l *Ledger) update(ctx context.Context, op string, id ID, expr, cond string, names map[string]string, vals map[string]types.AttributeValue) (rec Record, old *Record, failed bool, err error) {
 	vals[":one"] = n(1)
+	// DynamoDB rejects names and values that the expressions do not use.
+	used := withVersion(expr) + " " + cond
+	for k := range vals {
+		if !uses(used, k) {
+			delete(vals, k)
+		}
+	}
+	if names != nil && !uses(used, "#st") {
+		names = nil
+	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &l.opt.Table,
 		Key:                                 key(id, skRecord),
@@ -313,6 +323,25 @@ func withVersion(expr string) string {
 		return set + " REMOVE " + remove
 	}
 	return set
+}
+
+// uses reports whether expr mentions the placeholder p as a whole token.
+func uses(expr, p string) bool {
+	for i := 0; ; {
+		j := strings.Index(expr[i:], p)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(p)
+		if end == len(expr) || !isWord(expr[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 var statusName = map[string]string{"#st": attrStatus}

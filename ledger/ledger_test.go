@@ -511,6 +511,19 @@ func TestReclaimTransitions(t *testing.T) {
 		t.Fatalf("stale reset: %v", err)
 	}
 
+	// Postpone a live lease without counting a reclaim.
+	e := newID(t)
+	create(t, f, e)
+	f.l.Claim(ctx, e, time.Minute)
+	re, _ := f.l.Get(ctx, e)
+	next := f.clock.Now().Add(2 * time.Minute)
+	if r, err := f.l.Postpone(ctx, re, next); err != nil || !r.DueAt.Equal(next) || r.Reclaims != 0 || r.Status != ledger.Processing {
+		t.Fatalf("postpone: %+v %v", r, err)
+	}
+	if _, err := f.l.Postpone(ctx, re, next); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("stale postpone: %v", err)
+	}
+
 	// Resolve an expired lease to done.
 	c := newID(t)
 	create(t, f, c)

@@ -54,11 +54,11 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, ext
 	}
 	now := l.now()
 	vals[":ver"] = n(rec.Version)
-	vals[":now"] = ms(now)
 	cond := "ver = :ver"
 	if extra != "" {
 		cond += " AND " + extra
 	}
+	vals[":now"] = ms(now)
 	out, old, failed, err := l.update(ctx, op, rec.ID, expr, cond, statusName, vals)
 	if err != nil {
 		return Record{}, err
