@@ -54,8 +54,11 @@ const (
 	MismatchReject = "reject" // answer 409
 )
 
-// DefaultMaxBody is the default body limit: 256 KiB.
-const DefaultMaxBody = 256 * 1024
+// Defaults for Handler's zero fields.
+const (
+	DefaultMaxBody      = 256 * 1024 // 256 KiB
+	DefaultRequeueAfter = 30 * time.Second
+)
 
 // Handler is the receiver. Its fields are its dependencies.
 type Handler struct {
@@ -64,6 +67,12 @@ type Handler struct {
 	Queue    sender
 	MaxBody  int    // bytes; 0 means DefaultMaxBody
 	Mismatch string // MismatchFlag or MismatchReject
+	// RequeueAfter is how old a duplicate's received record must be before
+	// the receiver stores and enqueues it again (0 means
+	// DefaultRequeueAfter). Younger, the receiver that created it may still
+	// be at work; older, it has surely died or finished. Keep it above the
+	// receiver's timeout.
+	RequeueAfter time.Duration
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -251,12 +260,17 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		a.result = Mismatched
 		return a
 	}
-	if rec.Status != ledger.Received {
+	grace := h.RequeueAfter
+	if grace <= 0 {
+		grace = DefaultRequeueAfter
+	}
+	if rec.Status != ledger.Received || h.now().Sub(rec.CreatedAt) < grace {
 		return ansDuplicate
 	}
-	// Still received: the receiver that created it may have died before
-	// storing the payload or enqueueing. Do both again; the payload is the
-	// same bytes (same digest) and the processor tolerates a second message.
+	// Still received long after it was created: the receiver that created it
+	// may have died before storing the payload or enqueueing. Do both again;
+	// the payload is the same bytes (same digest) and the processor
+	// tolerates a second message.
 	if err := h.store(ctx, msg); err != nil {
 		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_key", msg.Key, "error", err.Error())
 		return ansUnavailable

@@ -1,0 +1,467 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/paystub"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("demo", "demo [--events 40] [--dup-rate 0.3] [--burst 50] [--crash processor.after_effect:3]", stderr)
+	nEvents := fs.Int("events", 40, "unique invoice.paid events to send (each charges once)")
+	dupRate := fs.Float64("dup-rate", 0.3, "share of events delivered again in sequence (1-2 extra deliveries)")
+	burst := fs.Int("burst", 50, "concurrent deliveries of one event")
+	crash := fs.String("crash", crashpoint.ProcessorAfterEffect+":3", "crash point NAME[:N] that kills the pipeline process at its N-th hit")
+	timeout := fs.Duration("timeout", 3*time.Minute, "give up if the pipeline has not settled by then")
+	logDir := fs.String("log-dir", ".demo", "directory for the pipeline's logs")
+	keep := fs.Bool("keep", false, "keep the demo's table and queues afterwards")
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if *nEvents < 1 || *dupRate < 0 || *dupRate > 1 || *burst < 1 {
+		fmt.Fprintln(stderr, "demo: --events and --burst must be positive, --dup-rate within 0..1")
+		return 2
+	}
+	if !crashpoint.Enabled {
+		fmt.Fprintln(stderr, "demo: this binary has no crash points; build it with `go build -tags crashpoints ./cmd/hookledger` (make demo does)")
+		return 2
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") == "" {
+		os.Setenv("AWS_ENDPOINT_URL", "http://localhost:4566")
+	}
+	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crash, logDir: *logDir}
+	start := time.Now()
+	err := d.run(ctx, *timeout, *keep)
+	d.elapsed = time.Since(start)
+	if err != nil {
+		fmt.Fprintf(stderr, "demo: %v\n", err)
+		if d.report == nil {
+			return 1
+		}
+	}
+	return d.print()
+}
+
+type demo struct {
+	stdout, stderr io.Writer
+	events         int
+	dupRate        float64
+	burst          int
+	crash          string
+	logDir         string
+
+	ledger  *ledger.Ledger
+	stub    *paystub.Server
+	addr    string
+	crashes atomic.Int32
+	elapsed time.Duration
+
+	deliveries atomic.Int32 // POSTs answered by the receiver
+	refused    atomic.Int32 // POSTs that found the pipeline down or got 5xx and were retried
+	results    sync.Map     // result header -> *atomic.Int32
+	report     *demoReport
+}
+
+type demoReport struct {
+	unique, charged, twice, never int
+	states                        map[ledger.Status]int
+	stats                         paystub.Stats
+	lateOK                        bool
+}
+
+func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ep := os.Getenv("AWS_ENDPOINT_URL")
+	if err := reachable(ep); err != nil {
+		return fmt.Errorf("no AWS emulator answers at %s (%v); run `make demo`, which starts MiniStack, or start one and set AWS_ENDPOINT_URL", ep, err)
+	}
+	cfg, err := config.AWS(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	name := "hookledger-demo-" + randomHex(6)
+	db, sq := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	if err := ledger.CreateTable(ctx, db, name); err != nil {
+		return err
+	}
+	// The processor's deadline is 3s, so a lease is about 8s; the visibility
+	// timeout stays above it, as the template keeps it above 6x the timeout.
+	qurl, dlq, err := queue.CreateQueues(ctx, sq, queue.QueueSpec{Name: name, VisibilityTimeout: 12, MaxReceiveCount: 10})
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer func() {
+			bg := context.Background()
+			db.DeleteTable(bg, &dynamodb.DeleteTableInput{TableName: &name})
+			sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &qurl})
+			sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &dlq})
+		}()
+	}
+	if d.ledger, err = ledger.New(db, ledger.Options{Table: name}); err != nil {
+		return err
+	}
+
+	d.stub = paystub.New()
+	payLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	paySrv := &http.Server{Handler: d.stub, ReadHeaderTimeout: 5 * time.Second}
+	go paySrv.Serve(payLn)
+	defer paySrv.Close()
+
+	stripeSecret, githubSecret := "whsec_demo_"+randomHex(24), "gh_demo_"+randomHex(24)
+	sources, _ := json.Marshal(map[string]any{
+		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{stripeSecret}}}},
+		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{githubSecret}}}},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	d.addr = ln.Addr().String()
+	ln.Close()
+	env := append(os.Environ(),
+		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+string(sources),
+		"PAYMENTS_URL=http://"+payLn.Addr().String(), "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info")
+	if err := os.MkdirAll(d.logDir, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments stub %s, pipeline on %s (logs in %s)\n",
+		name, qurl, payLn.Addr(), d.addr, filepath.Join(d.logDir, "pipeline.log"))
+	sup, err := d.supervise(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer sup.stop()
+	if err := waitHealthy(ctx, "http://"+d.addr+"/healthz"); err != nil {
+		return err
+	}
+
+	stripeV, _ := webhook.New(webhook.Config{Provider: "stripe"})
+	githubV, _ := webhook.New(webhook.Config{Provider: "github"})
+	type delivery struct {
+		url  string
+		hdr  http.Header
+		body []byte
+		n    int // sequential deliveries
+		conc int // concurrent copies per delivery
+	}
+	var plan []delivery
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for i := range d.events {
+		body := sampleInvoice(fmt.Sprintf("evt_demo_%03d_%s", i, randomHex(6)), 4900+i)
+		u := "http://" + d.addr + "/webhooks/stripe/acme"
+		hdr, err := stripeV.Sign(webhook.Message{Body: body, URL: u, Now: time.Now()}, stripeSecret)
+		if err != nil {
+			return err
+		}
+		dl := delivery{url: u, hdr: hdr, body: body, n: 1, conc: 1}
+		if rng.Float64() < d.dupRate {
+			dl.n += 1 + rng.IntN(2)
+		}
+		if i == 0 {
+			dl.conc = d.burst
+		}
+		plan = append(plan, dl)
+	}
+	for i := range 5 { // a second provider whose events have no effect
+		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s"}`, randomHex(40))
+		u := "http://" + d.addr + "/webhooks/github/acme"
+		hdr, _ := githubV.Sign(webhook.Message{ID: fmt.Sprintf("gh-delivery-%d-%s", i, randomHex(8)), Type: "push", Body: body, URL: u}, githubSecret)
+		plan = append(plan, delivery{url: u, hdr: hdr, body: body, n: 2, conc: 1})
+	}
+	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	work := make(chan delivery)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for dl := range work {
+				for range dl.n {
+					var bwg sync.WaitGroup
+					for range dl.conc {
+						bwg.Go(func() { d.deliver(ctx, client, dl.url, dl.hdr, dl.body) })
+					}
+					bwg.Wait()
+				}
+			}
+		})
+	}
+	for _, dl := range plan {
+		work <- dl
+	}
+	close(work)
+	wg.Wait()
+	fmt.Fprintf(d.stdout, "demo: %d deliveries sent; waiting for the pipeline to settle\n", d.deliveries.Load())
+
+	unique := len(plan)
+	if err := d.settle(ctx, unique); err != nil {
+		d.report = &demoReport{unique: unique}
+		d.fillReport(context.Background())
+		return err
+	}
+	// Late redeliveries of finished events: must be answered duplicate and
+	// charge nothing.
+	before := d.stub.Stats().Charges
+	late := true
+	for _, dl := range plan[:5] {
+		if res := d.deliver(ctx, client, dl.url, dl.hdr, dl.body); res != "duplicate" {
+			late = false
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	late = late && d.stub.Stats().Charges == before
+	d.report = &demoReport{unique: unique, lateOK: late}
+	return d.fillReport(ctx)
+}
+
+// deliver posts like a real sender: on a refused connection (the pipeline
+// crashed) or a 5xx it retries after a pause, as providers do.
+func (d *demo) deliver(ctx context.Context, client *http.Client, u string, hdr http.Header, body []byte) string {
+	for attempt := 0; attempt < 120 && ctx.Err() == nil; attempt++ {
+		status, result, err := post(ctx, client, u, hdr, body)
+		if err == nil && status < 500 {
+			d.deliveries.Add(1)
+			c, _ := d.results.LoadOrStore(result, new(atomic.Int32))
+			c.(*atomic.Int32).Add(1)
+			return result
+		}
+		if err == nil {
+			d.deliveries.Add(1)
+		}
+		d.refused.Add(1)
+		time.Sleep(250 * time.Millisecond)
+	}
+	return ""
+}
+
+func (d *demo) settle(ctx context.Context, unique int) error {
+	for {
+		counts, err := d.ledger.Counts(ctx)
+		if err == nil && counts[ledger.Done]+counts[ledger.Dead] >= unique {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pipeline did not settle in time (ledger: %v)", counts)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (d *demo) fillReport(ctx context.Context) error {
+	r := d.report
+	counts, err := d.ledger.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	r.states = counts
+	r.stats = d.stub.Stats()
+	recs, err := d.ledger.List(ctx, "", 0)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.Source != "stripe" {
+			continue
+		}
+		switch r.stats.PerEvent[rec.Key] {
+		case 0:
+			r.never++
+		case 1:
+			r.charged++
+		default:
+			r.twice++
+		}
+	}
+	return nil
+}
+
+func (d *demo) print() int {
+	r := d.report
+	if r == nil {
+		return 1
+	}
+	count := func(res string) int {
+		if c, ok := d.results.Load(res); ok {
+			return int(c.(*atomic.Int32).Load())
+		}
+		return 0
+	}
+	dups := count("duplicate") + count("duplicate_requeued") + count("duplicate_body_mismatch")
+	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(d.stdout, "\nhookledger demo")
+	row := func(k string, v any) { fmt.Fprintf(tw, "%v\t  %s\n", v, k) }
+	row("deliveries answered by the receiver", d.deliveries.Load())
+	row("deliveries refused while the pipeline was down (retried by the sender)", d.refused.Load())
+	row("unique events", r.unique)
+	row("accepted as new", count("accepted"))
+	row("duplicates suppressed", dups)
+	row("invoices (stripe events that must charge once)", d.events)
+	row("charges made", r.stats.Charges)
+	row("charge requests answered from an earlier charge (Idempotency-Key replay)", r.stats.Replays)
+	row("invoices charged exactly once", r.charged)
+	row("invoices charged twice or more", r.twice)
+	row("invoices never charged", r.never)
+	row("ledger done", r.states[ledger.Done])
+	row("ledger dead", r.states[ledger.Dead])
+	row("ledger not finished", r.states[ledger.Received]+r.states[ledger.Processing]+r.states[ledger.Failed])
+	row("pipeline crashes injected ("+d.crash+")", d.crashes.Load())
+	row("seconds", fmt.Sprintf("%.1f", d.elapsed.Seconds()))
+	tw.Flush()
+	ok := r.twice == 0 && r.never == 0 && r.charged == d.events && r.states[ledger.Done] == r.unique &&
+		d.crashes.Load() >= 1 && r.lateOK
+	if !r.lateOK {
+		fmt.Fprintln(d.stdout, "late redeliveries after completion were not all answered duplicate without a charge")
+	}
+	if d.crashes.Load() < 1 {
+		fmt.Fprintln(d.stdout, "the injected crash did not happen")
+	}
+	if ok {
+		fmt.Fprintln(d.stdout, "PASS: every invoice charged exactly once, every event done, despite duplicates and a crash")
+		return 0
+	}
+	fmt.Fprintln(d.stdout, "FAIL: see the rows above and the pipeline log")
+	return 1
+}
+
+// supervisor runs `hookledger dev` as a child process and restarts it after
+// a crash, like Lambda starting a fresh execution environment.
+type supervisor struct {
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stopped bool
+	done    chan struct{}
+}
+
+func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(d.logDir, "pipeline.log"))
+	if err != nil {
+		return nil, err
+	}
+	s := &supervisor{done: make(chan struct{})}
+	start := func(first bool) error {
+		e := env
+		if first && d.crash != "" {
+			e = append(append([]string{}, env...), "HOOKLEDGER_CRASH="+d.crash)
+		}
+		cmd := exec.Command(exe, "dev", "--addr", d.addr, "--reclaim-every", "2s", "--function-timeout", "3s")
+		cmd.Env, cmd.Stdout, cmd.Stderr = e, logf, logf
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.cmd = cmd
+		s.mu.Unlock()
+		return nil
+	}
+	if err := start(true); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(s.done)
+		defer logf.Close()
+		for {
+			s.mu.Lock()
+			cmd := s.cmd
+			s.mu.Unlock()
+			err := cmd.Wait()
+			s.mu.Lock()
+			stopped := s.stopped
+			s.mu.Unlock()
+			if stopped || ctx.Err() != nil {
+				return
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() == crashpoint.ExitCode {
+				d.crashes.Add(1)
+				fmt.Fprintf(d.stdout, "demo: pipeline crashed at %s (after the charge, before marking done); restarting it\n", d.crash)
+			} else {
+				fmt.Fprintf(d.stdout, "demo: pipeline exited unexpectedly (%v); restarting it\n", err)
+			}
+			if err := start(false); err != nil {
+				fmt.Fprintf(d.stderr, "demo: restart failed: %v\n", err)
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+	}
+}
+
+func reachable(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func waitHealthy(ctx context.Context, u string) error {
+	for i := 0; ; i++ {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if i > 100 {
+			return fmt.Errorf("pipeline did not come up at %s; see the pipeline log", u)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/paystub"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, bool) {
+	c, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, false
+	}
+	cfg, err := config.AWS(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, false
+	}
+	l, err := c.Ledger(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, false
+	}
+	return l, true
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("inspect", "inspect [--source stripe] [--tenant acme] KEY", stderr)
+	src := fs.String("source", "stripe", "the event's source")
+	tenant := fs.String("tenant", "acme", "the event's tenant")
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "inspect: give exactly one KEY (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
+		return 2
+	}
+	l, ok := openLedger(ctx, stderr, "inspect")
+	if !ok {
+		return 1
+	}
+	id := ledger.ID{Source: *src, Tenant: *tenant, Key: fs.Arg(0)}
+	rec, err := l.Get(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		fmt.Fprintf(stderr, "inspect: no record for %s in table %s\n", id, l.Table())
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		return 1
+	}
+	out := map[string]any{"record": rec}
+	if body, err := l.Payload(ctx, id); err == nil {
+		out["payload_bytes"] = len(body)
+	} else {
+		out["payload_error"] = err.Error()
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(out)
+	return 0
+}
+
+func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("list", "list [--status received|processing|done|failed|dead] [--limit 50]", stderr)
+	status := fs.String("status", "", "only records in this status")
+	limit := fs.Int("limit", 50, "at most this many records (0: all)")
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if s := ledger.Status(*status); s != "" && !s.Valid() {
+		fmt.Fprintf(stderr, "list: unknown status %q; want received, processing, done, failed or dead\n", *status)
+		return 2
+	}
+	l, ok := openLedger(ctx, stderr, "list")
+	if !ok {
+		return 1
+	}
+	recs, err := l.List(ctx, ledger.Status(*status), *limit)
+	if err != nil {
+		fmt.Fprintf(stderr, "list: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tTENANT\tKEY\tTYPE\tSTATUS\tATTEMPTS\tRECLAIMS\tUPDATED\tLAST ERROR")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.Key, r.EventType, r.Status,
+			r.Attempts, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), r.LastError)
+	}
+	tw.Flush()
+	return 0
+}
+
+func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180]", stderr)
+	table := fs.String("table", "hookledger", "ledger table name")
+	name := fs.String("queue", "hookledger", "queue name (its DLQ is NAME-dlq)")
+	vis := fs.Int("visibility", 180, "queue visibility timeout in seconds (at least 6x the processor timeout)")
+	receives := fs.Int("max-receives", 5, "deliveries before a message moves to the DLQ")
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") == "" {
+		fmt.Fprintln(stderr, "setup: AWS_ENDPOINT_URL is not set; setup is for local emulators (in AWS, deploy template.yaml).\nStart MiniStack (make emulator) and export AWS_ENDPOINT_URL=http://localhost:4566")
+		return 2
+	}
+	cfg, err := config.AWS(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "setup: %v\n", err)
+		return 1
+	}
+	if err := ledger.CreateTable(ctx, dynamodb.NewFromConfig(cfg), *table); err != nil {
+		fmt.Fprintf(stderr, "setup: %v\n", err)
+		return 1
+	}
+	q, dlq, err := queue.CreateQueues(ctx, sqs.NewFromConfig(cfg), queue.QueueSpec{Name: *name, VisibilityTimeout: *vis, MaxReceiveCount: *receives})
+	if err != nil {
+		fmt.Fprintf(stderr, "setup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\n# dead-letter queue: %s\n", *table, q, dlq)
+	return 0
+}
+
+func runPayments(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("payments", "payments [--addr 127.0.0.1:8090] [--fail-every N]", stderr)
+	addr := fs.String("addr", "127.0.0.1:8090", "address to serve the payments stub on")
+	failEvery := fs.Int("fail-every", 0, "fail every N-th new charge with a 500 (0: never)")
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	stub := paystub.New()
+	stub.FailEvery = *failEvery
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "payments: listen on %s: %v\n", *addr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "payments stub on http://%s (POST /v1/charges with Idempotency-Key; GET /v1/stats)\nexport PAYMENTS_URL=http://%s\n", ln.Addr(), ln.Addr())
+	srv := &http.Server{Handler: stub, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "payments: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,278 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/processor"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+type fixture struct {
+	l     *ledger.Ledger
+	h     *processor.Handler
+	calls  sync.Map            // event key -> *atomic.Int32
+	leases chan [2]time.Time // the slow handler's lease before and after extending
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	cfg := emulator.Config(t)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{l: l, leases: make(chan [2]time.Time, 1)}
+	r := processor.NewRouter()
+	count := func(ev *processor.Event) {
+		c, _ := f.calls.LoadOrStore(ev.Key, new(atomic.Int32))
+		c.(*atomic.Int32).Add(1)
+	}
+	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *processor.Event) error { count(ev); return nil })
+	r.HandleFunc("stripe", "flaky", func(ctx context.Context, ev *processor.Event) error {
+		count(ev)
+		return errors.New("downstream 503")
+	})
+	r.HandleFunc("stripe", "declined", func(ctx context.Context, ev *processor.Event) error {
+		count(ev)
+		return processor.Permanent(errors.New("card declined"))
+	})
+	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *processor.Event) error {
+		count(ev)
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		before, _ := l.Get(ctx, id)
+		if err := ev.ExtendLease(ctx, 10*time.Minute); err != nil {
+			return err
+		}
+		after, _ := l.Get(ctx, id)
+		f.leases <- [2]time.Time{before.LeaseUntil, after.LeaseUntil}
+		return nil
+	})
+	f.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, MaxAttempts: 3}
+	return f
+}
+
+func (f *fixture) calledTimes(key string) int {
+	if c, ok := f.calls.Load(key); ok {
+		return int(c.(*atomic.Int32).Load())
+	}
+	return 0
+}
+
+// event creates a received record and returns its queue message.
+func (f *fixture) event(t *testing.T, key, typ string) events.SQSMessage {
+	t.Helper()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(`{"id":"` + key + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.SQSMessage{MessageId: "m-" + key, Body: body}
+}
+
+func (f *fixture) status(t *testing.T, key string) ledger.Record {
+	t.Helper()
+	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestMixedBatchReportsOnlyWhatFailed(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	good := f.event(t, "evt_good", "invoice.paid")
+	leased := f.event(t, "evt_leased", "invoice.paid")
+	if _, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_leased"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := f.event(t, "evt_done", "invoice.paid")
+	rec, _ := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_done"}, time.Minute)
+	f.l.Complete(ctx, rec.ID, rec.LeaseOwner)
+	flaky := f.event(t, "evt_flaky", "flaky")
+	declined := f.event(t, "evt_declined", "declined")
+	unrouted := f.event(t, "evt_unrouted", "customer.created")
+	malformed := events.SQSMessage{MessageId: "m-malformed", Body: `{"v":1,"source":"stripe"`}
+
+	resp, err := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{good, leased, done, flaky, declined, unrouted, malformed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]bool{}
+	for _, it := range resp.BatchItemFailures {
+		failed[it.ItemIdentifier] = true
+	}
+	want := map[string]bool{"m-evt_leased": true, "m-evt_flaky": true, "m-malformed": true}
+	if len(failed) != len(want) {
+		t.Errorf("failures %v, want %v", failed, want)
+	}
+	for id := range want {
+		if !failed[id] {
+			t.Errorf("%s not reported as failed (got %v)", id, failed)
+		}
+	}
+	for key, st := range map[string]ledger.Status{
+		"evt_good": ledger.Done, "evt_leased": ledger.Processing, "evt_done": ledger.Done,
+		"evt_flaky": ledger.Failed, "evt_declined": ledger.Dead, "evt_unrouted": ledger.Done,
+	} {
+		if got := f.status(t, key); got.Status != st {
+			t.Errorf("%s: status %s, want %s", key, got.Status, st)
+		}
+	}
+	if f.calledTimes("evt_good") != 1 || f.calledTimes("evt_leased") != 0 || f.calledTimes("evt_done") != 0 {
+		t.Errorf("handler calls: good %d leased %d done %d", f.calledTimes("evt_good"), f.calledTimes("evt_leased"), f.calledTimes("evt_done"))
+	}
+	if rec := f.status(t, "evt_flaky"); rec.LastError != "downstream 503" || rec.Attempts != 1 {
+		t.Errorf("flaky record %+v", rec)
+	}
+	if rec := f.status(t, "evt_declined"); rec.LastError != "permanent: card declined" {
+		t.Errorf("declined record last_error %q", rec.LastError)
+	}
+}
+
+func TestRedeliveryAfterDoneDoesNotRunAgain(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	msg := f.event(t, "evt_twice", "invoice.paid")
+	for range 3 {
+		resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("failures %v", resp.BatchItemFailures)
+		}
+	}
+	if n := f.calledTimes("evt_twice"); n != 1 {
+		t.Fatalf("handler ran %d times, want 1", n)
+	}
+}
+
+func TestConcurrentRedeliveryRunsOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	msg := f.event(t, "evt_race", "invoice.paid")
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { f.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}}) })
+	}
+	wg.Wait()
+	if n := f.calledTimes("evt_race"); n != 1 {
+		t.Fatalf("handler ran %d times under 10 concurrent deliveries, want 1", n)
+	}
+}
+
+func TestAttemptsExhaustedBuries(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	msg := f.event(t, "evt_exhaust", "flaky")
+	for i := range 3 {
+		resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+		wantFail := i < 2
+		if (len(resp.BatchItemFailures) == 1) != wantFail {
+			t.Fatalf("attempt %d: failures %v", i+1, resp.BatchItemFailures)
+		}
+	}
+	rec := f.status(t, "evt_exhaust")
+	if rec.Status != ledger.Dead || rec.Attempts != 3 {
+		t.Fatalf("after 3 attempts: %+v", rec)
+	}
+}
+
+func TestLeaseFollowsInvocationDeadlineAndExtends(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	msg := f.event(t, "evt_slow", "slow")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	if f.calledTimes("evt_slow") != 1 {
+		t.Fatal("slow handler did not run")
+	}
+	l := <-f.leases
+	// Lease = remaining invocation time (20s) + margin (5s).
+	if d := l[0].Sub(start); d < 24*time.Second || d > 26*time.Second {
+		t.Errorf("lease ran %v past the start, want about 25s (deadline plus margin)", d)
+	}
+	if d := l[1].Sub(start); d < 9*time.Minute {
+		t.Errorf("extended lease ends %v after start, want about 10m", d)
+	}
+	if rec := f.status(t, "evt_slow"); rec.Status != ledger.Done {
+		t.Fatalf("%+v", rec)
+	}
+}
+
+func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var got []byte
+	r := processor.NewRouter()
+	r.HandleFunc("*", "*", func(ctx context.Context, ev *processor.Event) error { got = ev.Body; return nil })
+	f.h.Routes = r
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
+	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`))
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x"})
+	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
+	if len(resp.BatchItemFailures) != 0 || string(got) != `{"big":true}` {
+		t.Fatalf("failures %v, body %q", resp.BatchItemFailures, got)
+	}
+}
+
+func TestIdempotencyKeyIsDeterministicAndDistinct(t *testing.T) {
+	t.Parallel()
+	a := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1"}
+	k := processor.IdempotencyKey(a, "charge")
+	if k != processor.IdempotencyKey(a, "charge") || len(k) != 43 {
+		t.Fatalf("key %q not stable or wrong length", k)
+	}
+	others := []string{
+		processor.IdempotencyKey(a, "email"),
+		processor.IdempotencyKey(ledger.ID{Source: "stripe", Tenant: "globex", Key: "evt_1"}, "charge"),
+		processor.IdempotencyKey(ledger.ID{Source: "shopify", Tenant: "acme", Key: "evt_1"}, "charge"),
+		processor.IdempotencyKey(ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_2"}, "charge"),
+	}
+	for _, o := range others {
+		if o == k {
+			t.Errorf("collision: %q", o)
+		}
+	}
+}
+
+func TestRouterPrefersSpecificRoutes(t *testing.T) {
+	t.Parallel()
+	r := processor.NewRouter()
+	mark := func(name string) processor.EventHandler {
+		return processor.EventHandlerFunc(func(context.Context, *processor.Event) error { return errors.New(name) })
+	}
+	r.Handle("*", "*", mark("any"))
+	r.Handle("stripe", "*", mark("stripe-any"))
+	r.Handle("*", "invoice.paid", mark("any-invoice"))
+	r.Handle("stripe", "invoice.paid", mark("stripe-invoice"))
+	for _, tc := range [][3]string{
+		{"stripe", "invoice.paid", "stripe-invoice"}, {"stripe", "x", "stripe-any"},
+		{"github", "invoice.paid", "any-invoice"}, {"github", "push", "any"},
+	} {
+		err := r.Lookup(tc[0], tc[1]).HandleEvent(context.Background(), nil)
+		if err.Error() != tc[2] {
+			t.Errorf("%s/%s routed to %v, want %s", tc[0], tc[1], err, tc[2])
+		}
+	}
+	if processor.NewRouter().Lookup("a", "b") != nil {
+		t.Error("empty router found a handler")
+	}
+}

@@ -1,0 +1,234 @@
+package reclaimer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/reclaimer"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type checker bool
+
+func (c checker) Done(context.Context, ledger.Record) (bool, error) { return bool(c), nil }
+
+type fixture struct {
+	l     *ledger.Ledger
+	h     *reclaimer.Handler
+	clock *clock
+	sqs   *sqs.Client
+	queue string
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	cfg := emulator.Config(t)
+	c := &clock{t: time.Now().UTC()}
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg), Shards: 4, ReclaimAfter: time.Minute, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	sq := sqs.NewFromConfig(cfg)
+	h := &reclaimer.Handler{Ledger: l, Queue: &queue.Sender{API: sq, URL: qurl}, MaxReclaims: 2, Now: c.Now}
+	return &fixture{l: l, h: h, clock: c, sqs: sq, queue: qurl}
+}
+
+func (f *fixture) event(t *testing.T, key string) ledger.ID {
+	t.Helper()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.PutPayload(t.Context(), id, []byte(`{"id":"`+key+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// drain returns the keys of the messages on the queue.
+func (f *fixture) drain(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	for range 5 {
+		out, err := f.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &f.queue, MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			msg, err := queue.Decode(*m.Body)
+			if err != nil {
+				t.Fatalf("reclaimer sent an unreadable message: %v", err)
+			}
+			if string(msg.Body) != `{"id":"`+msg.Key+`"}` {
+				t.Errorf("message for %s carries body %q", msg.Key, msg.Body)
+			}
+			keys = append(keys, msg.Key)
+		}
+	}
+	return keys
+}
+
+func (f *fixture) run(t *testing.T) reclaimer.Report {
+	t.Helper()
+	rep, err := f.h.Handle(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func (f *fixture) get(t *testing.T, id ledger.ID) ledger.Record {
+	t.Helper()
+	r, err := f.l.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestOverdueReceivedIsRequeued(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := f.event(t, "evt_lost_message")
+	if rep := f.run(t); rep.Scanned != 0 {
+		t.Fatalf("not yet due, but scanned %+v", rep)
+	}
+	f.clock.Advance(time.Minute)
+	if rep := f.run(t); rep.Requeued != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != id.Key {
+		t.Fatalf("queue %v", keys)
+	}
+	rec := f.get(t, id)
+	if rec.Reclaims != 1 || !rec.DueAt.After(f.clock.Now()) || rec.Status != ledger.Received {
+		t.Fatalf("record %+v", rec)
+	}
+	// Not due again until the backoff passes.
+	if rep := f.run(t); rep.Requeued != 0 {
+		t.Fatalf("requeued again at once: %+v", rep)
+	}
+}
+
+func TestExpiredLeaseIsResetAndRequeued(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := f.event(t, "evt_crashed_worker")
+	if _, err := f.l.Claim(t.Context(), id, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute)
+	if rep := f.run(t); rep.Postponed != 1 || rep.Reset != 0 {
+		t.Fatalf("live lease: %+v", rep)
+	}
+	if keys := f.drain(t); len(keys) != 0 {
+		t.Fatalf("a live lease was re-enqueued: %v", keys)
+	}
+	f.clock.Advance(time.Minute) // lease over, grace over
+	if rep := f.run(t); rep.Reset != 1 {
+		t.Fatalf("expired lease: %+v", rep)
+	}
+	if keys := f.drain(t); len(keys) != 1 {
+		t.Fatalf("queue %v", keys)
+	}
+	if rec := f.get(t, id); rec.Status != ledger.Received || rec.LeaseOwner != "" || rec.Reclaims != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestDownstreamCheckResolves(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.h.Check = checker(true)
+	id := f.event(t, "evt_charged_then_crashed")
+	f.l.Claim(t.Context(), id, time.Second)
+	f.clock.Advance(2 * time.Minute)
+	if rep := f.run(t); rep.Resolved != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rec := f.get(t, id); rec.Status != ledger.Done {
+		t.Fatalf("record %+v", rec)
+	}
+	if keys := f.drain(t); len(keys) != 0 {
+		t.Fatalf("resolved event was re-enqueued: %v", keys)
+	}
+}
+
+func TestExhaustedReclaimsMarkDead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := f.event(t, "evt_poison")
+	for i := range 2 {
+		f.clock.Advance(time.Hour)
+		if rep := f.run(t); rep.Requeued != 1 {
+			t.Fatalf("round %d: %+v", i, rep)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	if rep := f.run(t); rep.Killed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	rec := f.get(t, id)
+	if rec.Status != ledger.Dead || rec.LastError == "" || !rec.DueAt.IsZero() {
+		t.Fatalf("record %+v", rec)
+	}
+	f.clock.Advance(time.Hour)
+	if rep := f.run(t); rep.Scanned != 0 {
+		t.Fatalf("dead record still in the due index: %+v", rep)
+	}
+}
+
+func TestMissingPayloadWaitsForSenderRetry(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_no_payload"}
+	f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x"})
+	f.clock.Advance(time.Minute)
+	f.run(t)
+	if keys := f.drain(t); len(keys) != 0 {
+		t.Fatalf("enqueued without a payload: %v", keys)
+	}
+	if rec := f.get(t, id); rec.Reclaims != 1 {
+		t.Fatalf("reclaim not counted: %+v", rec)
+	}
+}
+
+func TestConcurrentReclaimersActOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, k := range []string{"evt_a", "evt_b", "evt_c"} {
+		f.event(t, k)
+	}
+	f.clock.Advance(time.Minute)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { f.h.Handle(context.Background(), nil) })
+	}
+	wg.Wait()
+	keys := f.drain(t)
+	if len(keys) != 3 {
+		t.Fatalf("4 concurrent reclaimers enqueued %d messages for 3 records: %v", len(keys), keys)
+	}
+}
