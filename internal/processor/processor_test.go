@@ -17,9 +17,9 @@ import (
 )
 
 type fixture struct {
-	l     *ledger.Ledger
-	h     *processor.Handler
-	calls  sync.Map            // event key -> *atomic.Int32
+	l      *ledger.Ledger
+	h      *processor.Handler
+	calls  sync.Map          // event key -> *atomic.Int32
 	leases chan [2]time.Time // the slow handler's lease before and after extending
 }
 

@@ -73,8 +73,8 @@ type Handler struct {
 	// be at work; older, it has surely died or finished. Keep it above the
 	// receiver's timeout.
 	RequeueAfter time.Duration
-	Log      *slog.Logger
-	Now      func() time.Time
+	Log          *slog.Logger
+	Now          func() time.Time
 }
 
 // Result names the outcome of one request, for logs and metrics.

@@ -3,8 +3,8 @@ package receiver_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"sync"

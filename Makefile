@@ -1,0 +1,43 @@
+# hookledger: the two commands are `make demo` and `make test`.
+.PHONY: all build test demo fuzz tools emulator emulator-stop lint fmt clean
+
+GO ?= go
+
+all: build
+
+## build: the CLI (bin/hookledger) and the three Lambda binaries for linux/arm64
+build:
+	$(GO) build -trimpath -o bin/hookledger ./cmd/hookledger
+	for f in receiver processor reclaimer; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags="-s -w" -o bin/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## test: vet, unit + integration tests (-race) against MiniStack, brief fuzzing
+test:
+	bash scripts/test.sh
+
+## demo: the pipeline end to end on this machine, with duplicates and a crash
+demo:
+	bash scripts/demo.sh $(ARGS)
+
+## fuzz: every fuzz target for 60s each
+fuzz:
+	bash scripts/fuzz.sh 60s
+
+## tools: the pinned Python tools (MiniStack, SAM CLI, cfn-lint) in .venv
+tools:
+	bash scripts/tools.sh
+
+## emulator / emulator-stop: MiniStack on :4566 for manual runs
+emulator: tools
+	bash scripts/emulator.sh start
+emulator-stop:
+	bash scripts/emulator.sh stop
+
+fmt:
+	gofmt -w $$(git ls-files "*.go")
+
+clean:
+	rm -rf bin .demo .ministack
+
+-include mk/deploy.mk

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/paystub"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// TestPipelineChargesOnce drives the real handlers through hookledger dev's
+// HTTP server, SQS pollers and reclaimer ticker against the emulator, with
+// sequential and concurrent duplicates, and checks the payments stub: every
+// invoice charged exactly once.
+func TestPipelineChargesOnce(t *testing.T) {
+	cfg := emulator.Config(t)
+	table := emulator.Table(t, cfg)
+	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
+	stub := paystub.New()
+	pay := httptest.NewServer(stub)
+	defer pay.Close()
+	const secret = "whsec_pipeline_test"
+	c, err := config.Load(func(k string) string {
+		return map[string]string{
+			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "PAYMENTS_URL": pay.URL,
+			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["` + secret + `"]}}}}`,
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDev(c, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx, ln, 2, 10*time.Second, time.Second) }()
+	defer func() { cancel(); <-done }()
+
+	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
+	url := "http://" + ln.Addr().String() + "/webhooks/stripe/acme"
+	const events = 12
+	var wg sync.WaitGroup
+	statuses := make(chan string, events*10)
+	for i := range events {
+		body := sampleInvoice(fmt.Sprintf("evt_pipe_%02d", i), 1000+i)
+		hdr, _ := v.Sign(webhook.Message{Body: body, Now: time.Now()}, secret)
+		copies := 1 + i%3 // 1 to 3 deliveries each
+		if i == 0 {
+			copies = 20 // a concurrent burst
+		}
+		for range copies {
+			wg.Go(func() {
+				status, result, err := post(ctx, http.DefaultClient, url, hdr, body)
+				if err != nil {
+					t.Error(err)
+				}
+				statuses <- fmt.Sprintf("%d %s", status, result)
+			})
+		}
+	}
+	wg.Wait()
+	close(statuses)
+	accepted := 0
+	for s := range statuses {
+		if !strings.HasPrefix(s, "200 ") {
+			t.Errorf("delivery answered %s", s)
+		}
+		if s == "200 accepted" {
+			accepted++
+		}
+	}
+	if accepted != events {
+		t.Errorf("%d accepted, want %d", accepted, events)
+	}
+	l, _ := c.Ledger(cfg)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		counts, err := l.Counts(t.Context())
+		if err == nil && counts[ledger.Done] == events {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pipeline did not finish: %v %v", counts, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	st := stub.Stats()
+	if st.Charges != events || len(st.Twice()) != 0 || len(st.PerEvent) != events {
+		t.Fatalf("charges %+v, want %d events charged once each", st, events)
+	}
+}
+
+func TestDevHealthz(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	(&dev{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != 200 || rec.Body.String() != "ok\n" {
+		t.Fatalf("healthz: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
+	for name := range commands() {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{name, "--help"}, &out, &errb)
+		if code != 0 || !strings.Contains(out.String(), "usage: hookledger "+name) {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q", name, code, out.String(), errb.String())
+		}
+	}
+	var out bytes.Buffer
+	if code := run(t.Context(), []string{"--help"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "demo") {
+		t.Errorf("top-level help: %d %q", code, out.String())
+	}
+	if code := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("unknown command exit %d, want 2", code)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"send"}, // no secret
+		{"send", "--secret", "s", "--repeat", "0"},
+		{"list", "--status", "bogus"},
+		{"inspect"},
+		{"dev", "--no-such-flag"},
+	} {
+		var errb bytes.Buffer
+		if code := run(t.Context(), args, io.Discard, &errb); code != 2 || errb.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+}
+
+func TestSampleInvoiceIsAnInvoice(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Data struct {
+			Object struct {
+				AmountPaid int `json:"amount_paid"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(sampleInvoice("evt_x", 4900), &v); err != nil || v.ID != "evt_x" || v.Type != "invoice.paid" || v.Data.Object.AmountPaid != 4900 {
+		t.Fatalf("%+v %v", v, err)
+	}
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target in the module for a while each.
+#   scripts/fuzz.sh [DURATION]   (default 3s; make fuzz uses 60s)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+time="${1:-3s}"
+count=0
+while IFS=: read -r file name; do
+  pkg="./$(dirname "$file")"
+  echo "fuzz: $name in $pkg for $time"
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$time" "$pkg" >/tmp/hookledger-fuzz.log 2>&1 || { cat /tmp/hookledger-fuzz.log; exit 1; }
+  count=$((count + 1))
+done < <(grep -rHoE --include='*_test.go' '^func (Fuzz[A-Za-z0-9_]+)' . | grep -v '/.venv/' | sed -E 's/func //')
+echo "fuzz: $count targets ran without a failure"
+[[ $count -gt 0 ]]

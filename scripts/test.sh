@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# make test: vet, unit and integration tests with -race against MiniStack
+# (started here unless one already answers on :4566, stopped afterwards),
+# brief fuzzing, and the template checks when their tools are present.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/tools.sh
+bash scripts/emulator.sh start
+trap 'bash scripts/emulator.sh stop' EXIT
+export HOOKLEDGER_TEST_ENDPOINT="http://localhost:${HOOKLEDGER_EMULATOR_PORT:-4566}"
+export HOOKLEDGER_REQUIRE_EMULATOR=1
+echo "== go vet"
+go vet ./...
+go vet -tags crashpoints ./...
+echo "== go test -race (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
+go test -race -count=1 ./...
+echo "== brief fuzzing"
+bash scripts/fuzz.sh "${HOOKLEDGER_FUZZTIME:-3s}"
