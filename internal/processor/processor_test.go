@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -21,16 +22,18 @@ type fixture struct {
 	h      *processor.Handler
 	calls  sync.Map          // event key -> *atomic.Int32
 	leases chan [2]time.Time // the slow handler's lease before and after extending
+	meter  *meter.Meter
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	cfg := emulator.Config(t)
+	m := meter.New()
+	cfg := emulator.Config(t, m.APIOption)
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{l: l, leases: make(chan [2]time.Time, 1)}
+	f := &fixture{l: l, leases: make(chan [2]time.Time, 1), meter: m}
 	r := processor.NewRouter()
 	count := func(ev *processor.Event) {
 		c, _ := f.calls.LoadOrStore(ev.Key, new(atomic.Int32))
@@ -274,5 +277,19 @@ func TestRouterPrefersSpecificRoutes(t *testing.T) {
 	}
 	if processor.NewRouter().Lookup("a", "b") != nil {
 		t.Error("empty router found a handler")
+	}
+}
+
+func TestProcessedEventCostsTwoWritesNoReads(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	msg := f.event(t, "evt_cost", "invoice.paid")
+	f.meter.Reset()
+	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp.BatchItemFailures)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.UpdateItem"] != 2 || len(snap) != 1 {
+		t.Fatalf("processing cost %v, want exactly 2 UpdateItem (claim, complete) and nothing else", snap)
 	}
 }

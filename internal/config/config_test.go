@@ -1,0 +1,47 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table != "hookledger" || c.Shards != 16 || c.Retention != 168*time.Hour || c.Mismatch != "flag" || c.MaxBody != 262144 {
+		t.Fatalf("%+v", c)
+	}
+	if err := c.ValidateProcessor(); err != nil {
+		t.Errorf("processor needs nothing else: %v", err)
+	}
+	err = c.ValidateReceiver()
+	if err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_QUEUE_URL") || !strings.Contains(err.Error(), "HOOKLEDGER_SOURCES") {
+		t.Errorf("receiver without queue and sources: %v", err)
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	t.Parallel()
+	for k, v := range map[string]string{
+		"HOOKLEDGER_SHARDS": "-1", "HOOKLEDGER_RETENTION": "forever", "HOOKLEDGER_MAX_BODY": "1MB", "HOOKLEDGER_LEASE": "0s",
+	} {
+		_, err := Load(env(map[string]string{k: v}))
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	c, _ := Load(env(map[string]string{"HOOKLEDGER_RETENTION": "1h", "HOOKLEDGER_MISMATCH": "maybe", "LOG_LEVEL": "loud",
+		"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_SOURCES": "{}"}))
+	err := c.ValidateReceiver()
+	for _, want := range []string{"HOOKLEDGER_RETENTION", "HOOKLEDGER_MISMATCH", "LOG_LEVEL"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want an error naming %s, got %v", want, err)
+		}
+	}
+}
