@@ -17,15 +17,42 @@
 //     body is a JSON object with a string "type".
 //   - generic: a configurable HMAC scheme ([GenericConfig]); key from its id
 //     header, otherwise derived.
+//   - slack: X-Slack-Signature (v0=, over "v0:ts:body", 5m); key = body
+//     event_id, derived for interactivity payloads and slash commands;
+//     url_verification is a handshake.
+//   - square: x-square-hmacsha256-signature (base64, over notification URL +
+//     body); key = body event_id.
+//   - paddle: Paddle-Signature (ts=...;h1=..., over "ts:body", 5s); key = body
+//     event_id.
+//   - twilio: X-Twilio-Signature (base64 HMAC-SHA1 over URL + sorted form
+//     fields, or URL with bodySHA256 for JSON; URL tried with and without
+//     port); key = I-Twilio-Idempotency-Token, else derived.
+//   - linear: Linear-Signature (hex of body); body webhookTimestamp in
+//     milliseconds (1m); key = Linear-Delivery.
+//   - zoom: x-zm-signature (v0=, over "v0:ts:body", 5m); key derived (volatile
+//     event_ts, download_token); endpoint.url_validation is a handshake.
+//   - twitch: Twitch-Eventsub-Message-Signature (sha256=, over id + timestamp +
+//     body, 10m); key = Twitch-Eventsub-Message-Id;
+//     webhook_callback_verification is a handshake.
+//   - intercom: X-Hub-Signature (sha1=); key = body id; the ping topic is a
+//     handshake.
+//   - gitlab: X-Gitlab-Token compared with the secret; key = Idempotency-Key,
+//     else X-Gitlab-Event-UUID.
+//   - shopify: X-Shopify-Hmac-Sha256 (base64); key = X-Shopify-Event-Id, else
+//     X-Shopify-Webhook-Id.
+//
+// docs/providers.md lists every provider's sources, defaults and handshake.
 //
 // Config.KeyHeader and Config.KeyPath override where the key comes from;
 // Config.TypePath overrides where the type comes from. When a scheme yields no
-// key, one is derived from the body (DESIGN §2): the body is parsed as JSON, the
-// Config.VolatileFields are removed, the rest is encoded canonically (sorted
-// keys, no insignificant whitespace) and the key is "derived:" followed by the
-// hex SHA-256 of the event type, a NUL byte and that canonical JSON. A body that
-// is not JSON yields [ErrNoKey]: a key is never random and never a hash over
-// bytes that may carry delivery timestamps.
+// key, one is derived from the body (DESIGN §2): the body is parsed as JSON (a
+// form-encoded body of twilio or slack becomes an object of its fields), the
+// volatile fields (Config.VolatileFields, or the provider's default list) are
+// removed, the rest is encoded canonically (sorted keys, no insignificant
+// whitespace) and the key is "derived:" followed by the hex SHA-256 of the
+// event type, a NUL byte and that canonical JSON. A body that is neither
+// yields [ErrNoKey]: a key is never random and never a hash over bytes that
+// may carry delivery timestamps.
 //
 // Every Verify failure wraps exactly one of the sentinel errors ([ErrMissingHeader],
 // [ErrMalformedHeader], [ErrBadSignature], [ErrOutsideTolerance],

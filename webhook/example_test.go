@@ -74,3 +74,27 @@ func ExampleVerifier_Verify_derivedKey() {
 	// derived:88223a1465776561 order.paid true
 	// derived:88223a1465776561 order.paid true
 }
+
+// A handshake (here Zoom's endpoint.url_validation) is authenticated like any
+// delivery and answered as is; it has no key and never reaches the ledger.
+func ExampleVerifier_Verify_handshake() {
+	v, err := webhook.New(webhook.Config{Provider: "zoom"})
+	if err != nil {
+		panic(err)
+	}
+	const secret = "zoom_secret_token"
+	now := time.Unix(1700000000, 0)
+	body := []byte(`{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}`)
+	header, err := v.Sign(webhook.Message{Body: body, Now: now}, secret)
+	if err != nil {
+		panic(err)
+	}
+	ev, err := v.Verify(&webhook.Request{Header: header, Body: body}, []string{secret}, now)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("key %q, reply %d %s\n%s\n", ev.Key, ev.Handshake.Status, ev.Handshake.ContentType, ev.Handshake.Body)
+	// Output:
+	// key "", reply 200 application/json
+	// {"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"bd48235863f4a6323ccc4963c594908b7c97f88b4a6a95278f4f093690b12726"}
+}

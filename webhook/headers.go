@@ -115,3 +115,8 @@ func signTimestamp(m Message) (string, error) {
 	}
 	return strconv.FormatInt(m.Now.Unix(), 10), nil
 }
+
+// errorsIsMissing reports whether err says a header is absent.
+func errorsIsMissing(err error) bool {
+	return errors.Is(err, ErrMissingHeader)
+}

@@ -139,25 +139,6 @@ func rawKey(secret string) ([]byte, error) {
 // usable secret. Empty secrets and secrets keyOf rejects are skipped; when
 // none is usable the result wraps ErrNoSecret. Comparisons are constant-time.
 func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs [][]byte) error {
-	usable := 0
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
-		key, err := keyOf(secret)
-		if err != nil || len(key) == 0 {
-			continue
-		}
-		usable++
-		want := compute(key)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
-	}
-	if usable == 0 {
-		return fmt.Errorf("none of %d secrets is usable: %w", len(secrets), ErrNoSecret)
-	}
-	return ErrBadSignature
+	_, err := matchSecret(secrets, keyOf, func(key []byte) [][]byte { return [][]byte{compute(key)} }, sigs)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +39,16 @@ const (
 	providerStandard = "standard-webhooks"
 	providerSvix     = "svix"
 	providerGeneric  = "generic"
+	providerSlack    = "slack"
+	providerSquare   = "square"
+	providerPaddle   = "paddle"
+	providerTwilio   = "twilio"
+	providerLinear   = "linear"
+	providerZoom     = "zoom"
+	providerTwitch   = "twitch"
+	providerIntercom = "intercom"
+	providerGitLab   = "gitlab"
+	providerShopify  = "shopify"
 )
 
 // defaultTolerance is the documented default of Stripe and Standard Webhooks
@@ -51,7 +62,7 @@ const maxKeyLen = 512
 // Request is an incoming delivery as the verifier sees it.
 type Request struct {
 	Method string
-	URL    string      // absolute URL the sender posted to (used by URL-signing providers later)
+	URL    string      // absolute URL the sender posted to, query string included (signed by twilio and square)
 	Header http.Header // canonical header keys
 	Body   []byte      // raw body bytes, already base64-decoded if the gateway encoded them
 }
@@ -61,7 +72,7 @@ type Event struct {
 	Key       string     // idempotency key: the provider's event/delivery id, or a derived key
 	Type      string     // provider event type ("" when the scheme has none)
 	Derived   bool       // Key was derived (DESIGN §2), not given by the provider
-	Handshake *Handshake // non-nil: answer this and touch nothing (Slack url_verification etc.; nil for the first four providers)
+	Handshake *Handshake // non-nil: answer this and touch nothing (Slack url_verification, Zoom endpoint.url_validation, Twitch webhook_callback_verification, Intercom ping); Key is then ""
 }
 
 // Handshake is a reply sent as is, without touching the ledger.
@@ -73,22 +84,31 @@ type Handshake struct {
 
 // Message is what Sign needs to produce a sender's headers.
 type Message struct {
-	ID   string // event/delivery id for schemes that carry it in a header (GitHub X-GitHub-Delivery, Standard Webhooks webhook-id); ignored where the id is in the body (Stripe)
-	Type string // event type for schemes that carry it in a header (GitHub X-GitHub-Event)
+	ID   string // event/delivery id for schemes that carry it in a header (GitHub X-GitHub-Delivery, Standard Webhooks webhook-id, Linear-Delivery, Twitch message id, GitLab Idempotency-Key, Shopify event id, Twilio idempotency token); ignored where the id is in the body (Stripe, Slack, Square, Paddle, Intercom)
+	Type string // event type for schemes that carry it in a header (GitHub X-GitHub-Event, Linear-Event, Twitch subscription type, GitLab X-Gitlab-Event, Shopify topic)
 	Body []byte
-	URL  string
-	Now  time.Time
+	URL  string    // the URL the sender posts to, for the schemes that sign it (twilio, square)
+	Now  time.Time // the send time, for the schemes that sign a timestamp
 }
 
 // Config configures one source (one sender). JSON-decodable.
 type Config struct {
-	Provider       string         `json:"provider"`                  // stripe | github | standard-webhooks | svix | generic
-	Tolerance      string         `json:"tolerance,omitempty"`       // Go duration; "" = the provider's documented default (Stripe 5m, Standard Webhooks 5m); ignored by schemes without timestamps
-	KeyHeader      string         `json:"key_header,omitempty"`      // override: take the key from this header
-	KeyPath        string         `json:"key_path,omitempty"`        // override: take the key from this dotted JSON path in the body, e.g. "data.object.id"
-	TypePath       string         `json:"type_path,omitempty"`       // override: event type from this dotted JSON path
-	VolatileFields []string       `json:"volatile_fields,omitempty"` // dotted JSON paths removed before deriving a key
-	Generic        *GenericConfig `json:"generic,omitempty"`
+	Provider  string `json:"provider"`             // one of Providers()
+	Tolerance string `json:"tolerance,omitempty"`  // Go duration; "" = the provider's documented default (see docs/providers.md: Stripe, Standard Webhooks, Slack 5m; Twitch 10m; Linear 1m; Paddle 5s); ignored by schemes without timestamps
+	KeyHeader string `json:"key_header,omitempty"` // override: take the key from this header
+	KeyPath   string `json:"key_path,omitempty"`   // override: take the key from this dotted JSON path in the body, e.g. "data.object.id"
+	TypePath  string `json:"type_path,omitempty"`  // override: event type from this dotted JSON path
+	// VolatileFields are dotted JSON paths removed before deriving a key.
+	// nil (absent) means the provider's default list (Zoom: event_ts and
+	// download_token; none for the others); any list given, even an empty
+	// one, replaces it.
+	VolatileFields []string `json:"volatile_fields,omitempty"`
+	// URL is the URL the sender signs, for the providers that sign it
+	// (twilio, square): the notification URL exactly as configured at the
+	// provider. "" means Request.URL, the URL the receiver saw; set it when a
+	// proxy, custom domain or stage path makes the two differ.
+	URL     string         `json:"url,omitempty"`
+	Generic *GenericConfig `json:"generic,omitempty"`
 }
 
 // GenericConfig is a configurable HMAC scheme.
@@ -112,11 +132,17 @@ type scheme interface {
 	sign(m Message, secret string) (http.Header, error)
 }
 
-// meta is what the authenticated headers say about the event. An error field
-// is returned only when that value is actually needed.
+// meta is what the authenticated request says about the event. An error
+// field is returned only when that value is actually needed.
 type meta struct {
 	id, typ       string
 	idErr, typErr error
+	// handshake, when set, is answered as is; no key is extracted.
+	handshake *Handshake
+	// doc is the body as a JSON document when the scheme decoded it itself
+	// (form-encoded bodies); hasDoc says it is set.
+	doc    any
+	hasDoc bool
 }
 
 // keySource says where an event's key comes from.
@@ -146,26 +172,92 @@ type Verifier struct {
 	keySrc    keySource
 	keyHeader string
 	keyPath   []string
+	derive    bool // derive a key when the scheme's own key is absent
 	typeSrc   typeSource
 	typePath  []string
 	volatile  [][]string
 }
 
+// providerSpec registers one provider: its documented default tolerance
+// (0: the scheme has no timestamp), the volatile fields of its derived keys,
+// and how to build its scheme and key and type sources.
+type providerSpec struct {
+	tolerance time.Duration
+	volatile  []string
+	build     func(cfg Config, tol time.Duration) (providerSetup, error)
+}
+
+// providerSetup is what a providerSpec builds.
+type providerSetup struct {
+	scheme   scheme
+	keySrc   keySource
+	keyPath  []string
+	derive   bool
+	typeSrc  typeSource
+	typePath []string
+}
+
+// registry maps Config.Provider to its spec.
+var registry = map[string]providerSpec{
+	providerStripe: {tolerance: defaultTolerance, build: func(_ Config, tol time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: stripeScheme{tolerance: tol}, keySrc: keyFromBody, keyPath: []string{"id"}, typeSrc: typeFromBody, typePath: []string{"type"}}, nil
+	}},
+	providerGitHub: {build: func(Config, time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: githubScheme{}, keySrc: keyFromMeta, typeSrc: typeFromMeta}, nil
+	}},
+	providerStandard: {tolerance: defaultTolerance, build: func(_ Config, tol time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: standardScheme{tolerance: tol}, keySrc: keyFromMeta, typeSrc: typeFromBodySoft, typePath: []string{"type"}}, nil
+	}},
+	providerSvix: {tolerance: defaultTolerance, build: func(_ Config, tol time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: standardScheme{tolerance: tol, svix: true}, keySrc: keyFromMeta, typeSrc: typeFromBodySoft, typePath: []string{"type"}}, nil
+	}},
+	providerGeneric: {tolerance: defaultTolerance, build: func(cfg Config, tol time.Duration) (providerSetup, error) {
+		g, err := newGenericScheme(cfg.Generic, tol)
+		if err != nil {
+			return providerSetup{}, err
+		}
+		s := providerSetup{scheme: g, keySrc: keyDerived}
+		if g.idHeader != "" {
+			s.keySrc = keyFromMeta
+		}
+		if g.typeHeader != "" {
+			s.typeSrc = typeFromMeta
+		}
+		return s, nil
+	}},
+	providerSlack:    slackSpec,
+	providerSquare:   squareSpec,
+	providerPaddle:   paddleSpec,
+	providerTwilio:   twilioSpec,
+	providerLinear:   linearSpec,
+	providerZoom:     zoomSpec,
+	providerTwitch:   twitchSpec,
+	providerIntercom: intercomSpec,
+	providerGitLab:   gitlabSpec,
+	providerShopify:  shopifySpec,
+}
+
 // Providers returns the accepted Config.Provider names, sorted.
 func Providers() []string {
-	return []string{providerGeneric, providerGitHub, providerStandard, providerStripe, providerSvix}
+	names := make([]string, 0, len(registry))
+	for name := range registry {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // New validates cfg and returns a Verifier for it. An unknown provider or a bad
 // option yields an error naming the field and the allowed values.
 func New(cfg Config) (*Verifier, error) {
-	if !slices.Contains(Providers(), cfg.Provider) {
+	spec, ok := registry[cfg.Provider]
+	if !ok {
 		return nil, fmt.Errorf("webhook config: provider %q unknown; allowed: %s", cfg.Provider, strings.Join(Providers(), ", "))
 	}
 	if cfg.Generic != nil && cfg.Provider != providerGeneric {
 		return nil, fmt.Errorf("webhook config: generic is only allowed with provider %q, not %q", providerGeneric, cfg.Provider)
 	}
-	tol := defaultTolerance
+	tol := spec.tolerance
 	if cfg.Tolerance != "" {
 		d, err := time.ParseDuration(cfg.Tolerance)
 		if err != nil || d <= 0 {
@@ -173,33 +265,19 @@ func New(cfg Config) (*Verifier, error) {
 		}
 		tol = d
 	}
-	v := &Verifier{provider: cfg.Provider}
-	switch cfg.Provider {
-	case providerStripe:
-		v.scheme = stripeScheme{tolerance: tol}
-		v.keySrc, v.keyPath = keyFromBody, []string{"id"}
-		v.typeSrc, v.typePath = typeFromBody, []string{"type"}
-	case providerGitHub:
-		v.scheme = githubScheme{}
-		v.keySrc = keyFromMeta
-		v.typeSrc = typeFromMeta
-	case providerStandard, providerSvix:
-		v.scheme = standardScheme{tolerance: tol, svix: cfg.Provider == providerSvix}
-		v.keySrc = keyFromMeta
-		v.typeSrc, v.typePath = typeFromBodySoft, []string{"type"}
-	case providerGeneric:
-		g, err := newGenericScheme(cfg.Generic, tol)
-		if err != nil {
-			return nil, err
+	if cfg.URL != "" {
+		if u, err := url.Parse(cfg.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return nil, fmt.Errorf("webhook config: url %q: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"", cfg.URL)
 		}
-		v.scheme = g
-		v.keySrc = keyDerived
-		if g.idHeader != "" {
-			v.keySrc = keyFromMeta
-		}
-		if g.typeHeader != "" {
-			v.typeSrc = typeFromMeta
-		}
+	}
+	s, err := spec.build(cfg, tol)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verifier{
+		provider: cfg.Provider, scheme: s.scheme,
+		keySrc: s.keySrc, keyPath: s.keyPath, derive: s.derive,
+		typeSrc: s.typeSrc, typePath: s.typePath,
 	}
 	if cfg.KeyHeader != "" && cfg.KeyPath != "" {
 		return nil, errors.New("webhook config: key_header and key_path are exclusive; set one")
@@ -208,14 +286,14 @@ func New(cfg Config) (*Verifier, error) {
 		if !validHeaderName(cfg.KeyHeader) {
 			return nil, fmt.Errorf("webhook config: key_header %q is not a valid header name", cfg.KeyHeader)
 		}
-		v.keySrc, v.keyHeader = keyFromHeader, cfg.KeyHeader
+		v.keySrc, v.keyHeader, v.derive = keyFromHeader, cfg.KeyHeader, false
 	}
 	if cfg.KeyPath != "" {
 		p, err := parsePath(cfg.KeyPath)
 		if err != nil {
 			return nil, fmt.Errorf("webhook config: key_path: %w", err)
 		}
-		v.keySrc, v.keyPath = keyFromBody, p
+		v.keySrc, v.keyPath, v.derive = keyFromBody, p, false
 	}
 	if cfg.TypePath != "" {
 		p, err := parsePath(cfg.TypePath)
@@ -224,7 +302,11 @@ func New(cfg Config) (*Verifier, error) {
 		}
 		v.typeSrc, v.typePath = typeFromBody, p
 	}
-	for i, f := range cfg.VolatileFields {
+	volatile := spec.volatile
+	if cfg.VolatileFields != nil {
+		volatile = cfg.VolatileFields
+	}
+	for i, f := range volatile {
 		p, err := parsePath(f)
 		if err != nil {
 			return nil, fmt.Errorf("webhook config: volatile_fields[%d]: %w", i, err)
@@ -286,10 +368,17 @@ func (v *Verifier) Sign(m Message, secret string) (http.Header, error) {
 	return h, nil
 }
 
-// extract finds the key and type of an authenticated request.
+// extract finds the key and type of an authenticated request, or returns
+// its handshake.
 func (v *Verifier) extract(req *Request, m meta) (Event, error) {
+	if m.handshake != nil {
+		return Event{Handshake: m.handshake}, nil
+	}
 	var b body
 	b.raw = req.Body
+	if m.hasDoc {
+		b.doc, b.parsed = m.doc, true
+	}
 
 	var ev Event
 	switch v.typeSrc {
@@ -311,12 +400,17 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		}
 	}
 
+	derive := false
 	switch v.keySrc {
 	case keyFromMeta:
-		if m.idErr != nil {
+		switch {
+		case m.idErr == nil:
+			ev.Key = m.id
+		case v.derive && errors.Is(m.idErr, ErrMissingHeader):
+			derive = true
+		default:
 			return Event{}, m.idErr
 		}
-		ev.Key = m.id
 	case keyFromHeader:
 		k, err := singleValue(req.Header, v.keyHeader)
 		if err != nil {
@@ -330,11 +424,18 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 			return Event{}, err
 		}
 		k, ok := scalarAt(doc, v.keyPath)
-		if !ok || k == "" {
+		switch {
+		case ok && k != "":
+			ev.Key = k
+		case v.derive:
+			derive = true
+		default:
 			return Event{}, fmt.Errorf("body has no string or number at %q: %w", strings.Join(v.keyPath, "."), ErrNoKey)
 		}
-		ev.Key = k
 	case keyDerived:
+		derive = true
+	}
+	if derive {
 		doc, err := b.json()
 		if err != nil {
 			return Event{}, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)

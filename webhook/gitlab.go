@@ -1,0 +1,85 @@
+package webhook
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// GitLab's scheme, as documented at
+// https://docs.gitlab.com/user/project/integrations/webhooks/ (secret token,
+// delivery headers):
+//
+//   - X-Gitlab-Token carries the webhook's secret token itself; there is no
+//     HMAC and no timestamp. It is compared in constant time (as SHA-256
+//     digests, so not even its length leaks), against each secret.
+//   - Idempotency-Key (GitLab 17.4 and later) is the same on every retry of a
+//     webhook and is the key; older versions send only X-Gitlab-Event-UUID,
+//     used when Idempotency-Key is absent. X-Gitlab-Event names the event
+//     (Push Hook, Merge Request Hook...).
+const (
+	gitlabTokenHeader       = "X-Gitlab-Token"
+	gitlabEventHeader       = "X-Gitlab-Event"
+	gitlabEventUUIDHeader   = "X-Gitlab-Event-UUID"
+	gitlabIdempotencyHeader = "Idempotency-Key"
+)
+
+var gitlabSpec = providerSpec{
+	build: func(Config, time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: gitlabScheme{}, keySrc: keyFromMeta, typeSrc: typeFromMeta}, nil
+	},
+}
+
+// gitlabScheme verifies X-Gitlab-Token.
+type gitlabScheme struct{}
+
+func (gitlabScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
+	token, err := singleValue(req.Header, gitlabTokenHeader)
+	if err != nil {
+		return meta{}, err
+	}
+	got := sha256.Sum256([]byte(token))
+	usable, ok := 0, false
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		usable++
+		want := sha256.Sum256([]byte(secret))
+		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
+			ok = true
+		}
+	}
+	switch {
+	case usable == 0:
+		return meta{}, fmt.Errorf("none of %d secrets is usable: %w", len(secrets), ErrNoSecret)
+	case !ok:
+		return meta{}, fmt.Errorf("%s matches no secret: %w", gitlabTokenHeader, ErrBadSignature)
+	}
+	var m meta
+	m.id, m.idErr = singleValue(req.Header, gitlabIdempotencyHeader)
+	if m.idErr != nil && errorsIsMissing(m.idErr) {
+		m.id, m.idErr = singleValue(req.Header, gitlabEventUUIDHeader)
+	}
+	m.typ, m.typErr = singleValue(req.Header, gitlabEventHeader)
+	return m, nil
+}
+
+func (gitlabScheme) sign(m Message, secret string) (http.Header, error) {
+	if m.ID == "" {
+		return nil, errNeedsID(gitlabIdempotencyHeader)
+	}
+	if m.Type == "" {
+		return nil, errors.New("message needs a Type for " + gitlabEventHeader)
+	}
+	h := http.Header{}
+	h.Set(gitlabTokenHeader, secret)
+	h.Set(gitlabEventHeader, m.Type)
+	h.Set(gitlabEventUUIDHeader, m.ID)
+	h.Set(gitlabIdempotencyHeader, m.ID)
+	h.Set("Content-Type", "application/json")
+	return h, nil
+}

@@ -1,0 +1,63 @@
+package webhook
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Intercom's scheme, as documented at
+// https://developers.intercom.com/docs/webhooks/setting-up-webhooks (signed
+// notifications) and
+// https://developers.intercom.com/docs/references/webhooks/webhook-models:
+//
+//   - X-Hub-Signature is "sha1=" + hex HMAC-SHA1 of the raw body, keyed with
+//     the app's client_secret as given. There is no timestamp.
+//   - Every notification is an envelope whose id (notif_...) identifies it
+//     and whose topic is the event type.
+//   - The "ping" topic, sent when a webhook is set up or tested, is answered
+//     200 as a handshake and never recorded.
+const (
+	intercomSignatureHeader = "X-Hub-Signature"
+	intercomPrefix          = "sha1="
+	intercomPing            = "ping"
+)
+
+var intercomSpec = providerSpec{
+	build: func(Config, time.Duration) (providerSetup, error) {
+		return providerSetup{
+			scheme: intercomScheme{},
+			keySrc: keyFromBody, keyPath: []string{"id"},
+			typeSrc: typeFromBody, typePath: []string{"topic"},
+		}, nil
+	},
+}
+
+// intercomScheme verifies X-Hub-Signature.
+type intercomScheme struct{}
+
+func (intercomScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
+	values := headerValues(req.Header, intercomSignatureHeader)
+	if len(values) == 0 {
+		return meta{}, fmt.Errorf("%s: %w", intercomSignatureHeader, ErrMissingHeader)
+	}
+	sigs, err := parseHexSigs(intercomSignatureHeader, intercomPrefix, sha1.Size, values)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacOf(sha1.New, key, req.Body) }, sigs); err != nil {
+		return meta{}, err
+	}
+	if doc, err := decodeJSON(req.Body); err == nil && stringAt(doc, []string{"topic"}) == intercomPing {
+		return meta{handshake: &Handshake{Status: http.StatusOK, ContentType: "text/plain", Body: []byte("ok")}}, nil
+	}
+	return meta{}, nil
+}
+
+func (intercomScheme) sign(m Message, secret string) (http.Header, error) {
+	h := http.Header{}
+	h.Set(intercomSignatureHeader, intercomPrefix+hexString(hmacOf(sha1.New, []byte(secret), m.Body)))
+	h.Set("Content-Type", "application/json")
+	return h, nil
+}

@@ -1,0 +1,140 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// matchSecret returns the key of the first usable secret for which any of
+// the candidates compute(key) equals any of sigs. Schemes with several
+// possible signed strings (Twilio's URL with and without port) return several
+// candidates. Empty secrets and secrets keyOf rejects are skipped; when none
+// is usable the error wraps ErrNoSecret, otherwise a mismatch is
+// ErrBadSignature. Every comparison is constant-time.
+func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) [][]byte, sigs [][]byte) ([]byte, error) {
+	usable := 0
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		key, err := keyOf(secret)
+		if err != nil || len(key) == 0 {
+			continue
+		}
+		usable++
+		for _, want := range compute(key) {
+			for _, sig := range sigs {
+				if hmac.Equal(want, sig) {
+					return key, nil
+				}
+			}
+		}
+	}
+	if usable == 0 {
+		return nil, fmt.Errorf("none of %d secrets is usable: %w", len(secrets), ErrNoSecret)
+	}
+	return nil, ErrBadSignature
+}
+
+// parseHexSigs parses every value of a header carrying prefix + hex digest
+// (Slack and Zoom "v0=", Twitch "sha256=", Intercom "sha1=", Linear no
+// prefix). Each value may hold one signature; values that lack the prefix or
+// do not decode to size bytes are skipped; none left is ErrMalformedHeader.
+// Hex is accepted in either case.
+func parseHexSigs(name, prefix string, size int, values []string) ([][]byte, error) {
+	var sigs [][]byte
+	for _, v := range values {
+		enc, ok := strings.CutPrefix(strings.TrimSpace(v), prefix)
+		if !ok {
+			continue
+		}
+		sig, err := hex.DecodeString(enc)
+		if err != nil || len(sig) != size {
+			continue
+		}
+		sigs = append(sigs, sig)
+	}
+	if len(sigs) == 0 {
+		return nil, fmt.Errorf("%s: want %q followed by %d hex digits: %w", name, prefix, 2*size, ErrMalformedHeader)
+	}
+	return sigs, nil
+}
+
+// parseBase64Sigs parses every value of a header carrying a standard base64
+// digest (Square, Shopify, Twilio). Values that do not decode to size bytes
+// are skipped; none left is ErrMalformedHeader.
+func parseBase64Sigs(name string, size int, values []string) ([][]byte, error) {
+	var sigs [][]byte
+	for _, v := range values {
+		sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(sig) != size {
+			continue
+		}
+		sigs = append(sigs, sig)
+	}
+	if len(sigs) == 0 {
+		return nil, fmt.Errorf("%s: want the base64 of a %d-byte digest: %w", name, size, ErrMalformedHeader)
+	}
+	return sigs, nil
+}
+
+// checkToleranceAt rejects a signed time more than tol before or after now.
+func checkToleranceAt(t, now time.Time, tol time.Duration) error {
+	if d := now.Sub(t); d > tol {
+		return fmt.Errorf("timestamp %s is %s old, tolerance %s: %w", t.UTC().Format(time.RFC3339), d.Truncate(time.Second), tol, ErrOutsideTolerance)
+	}
+	if d := t.Sub(now); d > tol {
+		return fmt.Errorf("timestamp %s is %s in the future, tolerance %s: %w", t.UTC().Format(time.RFC3339), d.Truncate(time.Second), tol, ErrOutsideTolerance)
+	}
+	return nil
+}
+
+// hmacOf computes an HMAC over the concatenation of parts.
+func hmacOf(newHash func() hash.Hash, key []byte, parts ...[]byte) []byte {
+	m := hmac.New(newHash, key)
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// hmacSHA256 is mac with SHA-256, the hash most providers use.
+func hmacSHA256(key []byte, parts ...[]byte) []byte {
+	return hmacOf(sha256.New, key, parts...)
+}
+
+// formDoc turns an application/x-www-form-urlencoded body into a JSON-like
+// document for key derivation and type paths: an object from field name to
+// its value, or to the list of its values, in the order sent, when the field
+// is repeated. A body that is not valid form encoding is ErrMalformedBody.
+func formDoc(raw []byte) (map[string]any, url.Values, error) {
+	vals, err := url.ParseQuery(string(raw))
+	if err != nil {
+		return nil, nil, fmt.Errorf("body is not form-encoded: %w", ErrMalformedBody)
+	}
+	doc := make(map[string]any, len(vals))
+	for k, vs := range vals {
+		if len(vs) == 1 {
+			doc[k] = vs[0]
+			continue
+		}
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		doc[k] = list
+	}
+	return doc, vals, nil
+}
+
+// hexString is lowercase hex, as every hex-signing provider sends it.
+func hexString(b []byte) string {
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,253 @@
+package webhook
+
+import (
+	"cmp"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Twilio's scheme, as documented at
+// https://www.twilio.com/docs/usage/webhooks/webhooks-security and
+// implemented by the official SDKs (twilio-python request_validator.py,
+// twilio-node src/webhooks/webhooks.ts):
+//
+//   - X-Twilio-Signature is the base64 HMAC-SHA1, keyed with the account's
+//     Auth Token, of the full URL Twilio requested (query string included)
+//     followed, for application/x-www-form-urlencoded bodies, by every POST
+//     field sorted by name, each as name + value (a repeated field once per
+//     distinct value, values sorted, as both SDKs do).
+//   - For JSON bodies Twilio adds a bodySHA256 query parameter (hex SHA-256
+//     of the raw body) to the URL and signs the URL alone; the body must then
+//     hash to that value.
+//   - Twilio's own signing is inconsistent about the port, so the SDKs accept
+//     the URL both with the port (the scheme's default one added when absent)
+//     and without it; so does this scheme.
+//   - When a Webhooks Rule matches, X-Twilio-Webhooks-Signature-Settings
+//     names the algorithm (algorithm=HMAC_SHA256) and the Setting's SharedKey
+//     is the secret; only the hash changes
+//     (twilio-node examples/WebhookSignatureValidation.md).
+//   - There is no timestamp. The key is the I-Twilio-Idempotency-Token header,
+//     the same on every retry of a webhook
+//     (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
+//     without it the key is derived from the form fields (or JSON body).
+const (
+	twilioSignatureHeader = "X-Twilio-Signature"
+	twilioSettingsHeader  = "X-Twilio-Webhooks-Signature-Settings"
+	twilioIdempotency     = "I-Twilio-Idempotency-Token"
+	twilioBodyParam       = "bodySHA256"
+)
+
+var twilioSpec = providerSpec{
+	build: func(cfg Config, _ time.Duration) (providerSetup, error) {
+		return providerSetup{scheme: twilioScheme{url: cfg.URL}, keySrc: keyFromMeta, derive: true}, nil
+	},
+}
+
+// twilioScheme verifies X-Twilio-Signature.
+type twilioScheme struct {
+	url string // Config.URL
+}
+
+// twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings: absent means
+// HMAC-SHA1 with the Auth Token.
+func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
+	v, err := singleValue(h, twilioSettingsHeader)
+	if err != nil {
+		if errorsIsMissing(err) {
+			return sha1.New, nil
+		}
+		return nil, err
+	}
+	for elem := range strings.SplitSeq(v, ",") {
+		k, val, _ := strings.Cut(strings.TrimSpace(elem), "=")
+		if k != "algorithm" {
+			continue
+		}
+		switch strings.TrimSpace(val) {
+		case "HMAC_SHA1":
+			return sha1.New, nil
+		case "HMAC_SHA256":
+			return sha256.New, nil
+		}
+		return nil, fmt.Errorf("%s: algorithm %q unsupported: %w", twilioSettingsHeader, clip(val), ErrMalformedHeader)
+	}
+	return nil, fmt.Errorf("%s: no algorithm: %w", twilioSettingsHeader, ErrMalformedHeader)
+}
+
+// twilioURLs returns the URL as given, and with and without its port, as
+// Twilio's SDKs try them. Only the authority's host:port changes; the rest is
+// kept byte for byte. A URL that does not parse is tried as given only.
+func twilioURLs(raw string) []string {
+	out := []string{raw}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return out
+	}
+	// Locate host:port in raw: after "//" and any userinfo, before the path.
+	start := strings.Index(raw, "//")
+	if start < 0 {
+		return out
+	}
+	start += 2
+	end := len(raw)
+	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	if at := strings.LastIndex(raw[start:end], "@"); at >= 0 {
+		start += at + 1
+	}
+	if raw[start:end] != u.Host {
+		return out
+	}
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	variants := []string{host}
+	if port != "" {
+		variants = append(variants, net.JoinHostPort(u.Hostname(), port))
+	}
+	for _, h := range variants {
+		v := raw[:start] + h + raw[end:]
+		if w, err := url.Parse(v); err != nil || w.Hostname() != u.Hostname() || slices.Contains(out, v) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// twilioPayload is the string Twilio signs after the URL: every form field
+// sorted by name, each distinct value (sorted) as name + value.
+func twilioPayload(vals url.Values) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range vals {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		vs := slices.Clone(vals[k])
+		slices.Sort(vs)
+		for _, v := range slices.Compact(vs) {
+			b.WriteString(k)
+			b.WriteString(v)
+		}
+	}
+	return b.String()
+}
+
+// twilioBodyHash returns the bodySHA256 query parameter of u, if any.
+func twilioBodyHash(u string) (string, bool) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "", false
+	}
+	q, err := url.ParseQuery(parsed.RawQuery)
+	if err != nil || !q.Has(twilioBodyParam) {
+		return "", false
+	}
+	return q.Get(twilioBodyParam), true
+}
+
+func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
+	values := headerValues(req.Header, twilioSignatureHeader)
+	if len(values) == 0 {
+		return meta{}, fmt.Errorf("%s: %w", twilioSignatureHeader, ErrMissingHeader)
+	}
+	newHash, err := twilioAlgorithm(req.Header)
+	if err != nil {
+		return meta{}, err
+	}
+	sigs, err := parseBase64Sigs(twilioSignatureHeader, newHash().Size(), values)
+	if err != nil {
+		return meta{}, err
+	}
+	u := cmp.Or(s.url, req.URL)
+	if u == "" {
+		return meta{}, errNoURL(providerTwilio)
+	}
+	var m meta
+	payload := ""
+	bodyHash, jsonBody := twilioBodyHash(u)
+	if !jsonBody {
+		doc, vals, err := formDoc(req.Body)
+		if err != nil {
+			return meta{}, err
+		}
+		payload = twilioPayload(vals)
+		m.doc, m.hasDoc = doc, true
+	}
+	urls := twilioURLs(u)
+	compute := func(key []byte) [][]byte {
+		out := make([][]byte, len(urls))
+		for i, v := range urls {
+			out[i] = hmacOf(newHash, key, []byte(v), []byte(payload))
+		}
+		return out
+	}
+	if _, err := matchSecret(secrets, rawKey, compute, sigs); err != nil {
+		return meta{}, err
+	}
+	if jsonBody {
+		sum := sha256.Sum256(req.Body)
+		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(bodyHash))) != 1 {
+			return meta{}, fmt.Errorf("body does not hash to the signed %s: %w", twilioBodyParam, ErrBadSignature)
+		}
+	}
+	m.id, m.idErr = singleValue(req.Header, twilioIdempotency)
+	return m, nil
+}
+
+func (s twilioScheme) sign(m Message, secret string) (http.Header, error) {
+	u := cmp.Or(s.url, m.URL)
+	if u == "" {
+		return nil, fmt.Errorf("message needs the webhook URL (URL)")
+	}
+	h := http.Header{}
+	payload := ""
+	if want, ok := twilioBodyHash(u); ok {
+		sum := sha256.Sum256(m.Body)
+		if got := hex.EncodeToString(sum[:]); got != strings.ToLower(want) {
+			return nil, fmt.Errorf("URL's %s is %q, the body hashes to %q", twilioBodyParam, clip(want), got)
+		}
+		h.Set("Content-Type", "application/json")
+	} else {
+		if _, err := decodeJSON(m.Body); err == nil && len(m.Body) > 0 {
+			sum := sha256.Sum256(m.Body)
+			return nil, fmt.Errorf("twilio signs a JSON body through the URL: add %s=%s to the URL's query", twilioBodyParam, hex.EncodeToString(sum[:]))
+		}
+		_, vals, err := formDoc(m.Body)
+		if err != nil {
+			return nil, fmt.Errorf("twilio body must be form-encoded: %w", err)
+		}
+		payload = twilioPayload(vals)
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	h.Set(twilioSignatureHeader, base64.StdEncoding.EncodeToString(hmacOf(sha1.New, []byte(secret), []byte(u), []byte(payload))))
+	if m.ID != "" {
+		h.Set(twilioIdempotency, m.ID)
+	}
+	return h, nil
+}

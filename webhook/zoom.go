@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Zoom's scheme, as documented at
+// https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events and
+// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint:
+//
+//   - x-zm-signature is "v0=" + hex HMAC-SHA256, keyed with the app's Secret
+//     Token, of "v0:" + x-zm-request-timestamp + ":" + raw body. The
+//     timestamp is Unix seconds. Zoom documents no tolerance; five minutes,
+//     the common default, is used.
+//   - endpoint.url_validation (sent when the URL is set and every 72 hours)
+//     is signed like any event and answered with JSON {"plainToken": ...,
+//     "encryptedToken": hex HMAC-SHA256 of plainToken keyed with the Secret
+//     Token}; the secret that verified the request answers.
+//   - Events carry no id: the key is derived from the body with the volatile
+//     fields removed (default event_ts, the time Zoom stamps on the
+//     notification, and download_token, a per-notification token of
+//     recording events), and the type is the body's event.
+const (
+	zoomSignatureHeader = "X-Zm-Signature"
+	zoomTimestampHeader = "X-Zm-Request-Timestamp"
+	zoomVersion         = "v0"
+	zoomValidation      = "endpoint.url_validation"
+)
+
+var zoomSpec = providerSpec{
+	tolerance: 5 * time.Minute,
+	volatile:  []string{"event_ts", "download_token"},
+	build: func(_ Config, tol time.Duration) (providerSetup, error) {
+		return providerSetup{
+			scheme: zoomScheme{tolerance: tol}, keySrc: keyDerived,
+			typeSrc: typeFromBody, typePath: []string{"event"},
+		}, nil
+	},
+}
+
+// zoomScheme verifies x-zm-signature.
+type zoomScheme struct {
+	tolerance time.Duration
+}
+
+func zoomMAC(key []byte, ts string, body []byte) []byte {
+	return hmacSHA256(key, []byte(zoomVersion+":"+ts+":"), body)
+}
+
+// zoomHandshake answers endpoint.url_validation with key, the secret that
+// verified the request.
+func zoomHandshake(key []byte, doc any) (*Handshake, error) {
+	plain := stringAt(doc, []string{"payload", "plainToken"})
+	if plain == "" {
+		return nil, fmt.Errorf("%s without payload.plainToken: %w", zoomValidation, ErrMalformedBody)
+	}
+	reply, err := json.Marshal(struct {
+		PlainToken     string `json:"plainToken"`
+		EncryptedToken string `json:"encryptedToken"`
+	}{plain, hexString(hmacSHA256(key, []byte(plain)))})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s reply: %w", zoomValidation, ErrMalformedBody)
+	}
+	return &Handshake{Status: http.StatusOK, ContentType: "application/json", Body: reply}, nil
+}
+
+func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
+	values := headerValues(req.Header, zoomSignatureHeader)
+	if len(values) == 0 {
+		return meta{}, fmt.Errorf("%s: %w", zoomSignatureHeader, ErrMissingHeader)
+	}
+	ts, err := singleValue(req.Header, zoomTimestampHeader)
+	if err != nil {
+		return meta{}, err
+	}
+	t, err := parseUnix(ts)
+	if err != nil {
+		return meta{}, fmt.Errorf("%s: %w", zoomTimestampHeader, err)
+	}
+	sigs, err := parseHexSigs(zoomSignatureHeader, zoomVersion+"=", sha256.Size, values)
+	if err != nil {
+		return meta{}, err
+	}
+	key, err := matchSecret(secrets, rawKey, func(key []byte) [][]byte { return [][]byte{zoomMAC(key, ts, req.Body)} }, sigs)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := checkTolerance(t, now, s.tolerance); err != nil {
+		return meta{}, err
+	}
+	doc, err := decodeJSON(req.Body)
+	if err != nil {
+		return meta{}, err
+	}
+	if stringAt(doc, []string{"event"}) == zoomValidation {
+		h, err := zoomHandshake(key, doc)
+		if err != nil {
+			return meta{}, err
+		}
+		return meta{handshake: h}, nil
+	}
+	return meta{doc: doc, hasDoc: true}, nil
+}
+
+func (zoomScheme) sign(m Message, secret string) (http.Header, error) {
+	ts, err := signTimestamp(m)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	h.Set(zoomTimestampHeader, ts)
+	h.Set(zoomSignatureHeader, zoomVersion+"="+hexString(zoomMAC([]byte(secret), ts, m.Body)))
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	return h, nil
+}
