@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the deployment tools, pinned, into two virtualenvs under .venv:
+#
+#   .venv      MiniStack (the emulator) and what it needs to expand the SAM transform
+#              (aws-sam-translator), plus boto3 for scripts/e2e.sh. MiniStack pins botocore
+#              exactly, so this environment keeps MiniStack's botocore.
+#   .venv/sam  SAM CLI and cfn-lint. SAM CLI pins a newer boto3/botocore than MiniStack allows,
+#              so the two cannot share one environment.
+#
+# Idempotent: a stamp file records the pins each environment was built with; a run whose pins
+# match does nothing. Needs python3 (3.9+) with venv, and PyPI.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+samvenv="$venv/sam"
+
+# Emulator environment. botocore/boto3 match ministack's own pin.
+emu_pins=(
+  ministack==1.5.33
+  aws-sam-translator==1.115.0
+  botocore==1.43.106
+  boto3==1.43.106
+)
+# Tooling environment. aws-sam-translator matches aws-sam-cli's pin; cfn-lint-serverless adds
+# the serverless rule set (ES*/LAMBDA_*/SQS_* rules) to cfn-lint.
+sam_pins=(
+  aws-sam-cli==1.170.0
+  aws-sam-translator==1.115.0
+  cfn-lint==1.58.0
+  cfn-lint-serverless==0.3.6
+)
+
+ensure() { # ensure DIR PIN...
+  local dir="$1"; shift
+  local stamp="$dir/.hookledger-tools" want
+  want="$(printf '%s\n' "$@")"
+  if [[ -x "$dir/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  if [[ ! -x "$dir/bin/python" ]]; then
+    echo "tools: creating $dir" >&2
+    python3 -m venv "$dir"
+  fi
+  echo "tools: installing into $dir: $*" >&2
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
+  printf '%s\n' "$want" > "$stamp"
+}
+
+ensure "$venv" "${emu_pins[@]}"
+ensure "$samvenv" "${sam_pins[@]}"
+
+if [[ "${1:-}" == "-v" ]]; then
+  "$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(ministack|aws-sam-translator|boto3|botocore) '
+  "$samvenv/bin/sam" --version
+  "$samvenv/bin/cfn-lint" --version
+fi
