@@ -264,13 +264,23 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	if grace <= 0 {
 		grace = DefaultRequeueAfter
 	}
-	if rec.Status != ledger.Received || h.now().Sub(rec.CreatedAt) < grace {
+	if rec.Status != ledger.Received {
 		return ansDuplicate
 	}
-	// Still received long after it was created: the receiver that created it
-	// may have died before storing the payload or enqueueing. Do both again;
-	// the payload is the same bytes (same digest) and the processor
-	// tolerates a second message.
+	// Still received: the receiver that created the record may have died
+	// before storing the payload, and once this delivery is answered 2xx the
+	// sender will not retry again. Store the payload (the same bytes: the
+	// digest matched) before answering, so the reclaimer can always re-drive
+	// the event. Enqueue again only when the record is older than the grace
+	// period: younger, the first receiver is most likely still at work, and
+	// a burst of concurrent duplicates must not flood the queue.
+	if h.now().Sub(rec.CreatedAt) < grace {
+		if err := h.Ledger.PutPayload(ctx, msg.ID(), msg.Body); err != nil {
+			log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
+			return ansUnavailable
+		}
+		return ansDuplicate
+	}
 	if err := h.store(ctx, msg); err != nil {
 		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_key", msg.Key, "error", err.Error())
 		return ansUnavailable

@@ -261,12 +261,22 @@ func TestReceivedDuplicateIsRestoredAndRequeuedAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := f.stripeReq(t, "acme", stripeSecret, "evt_orphan")
-	if resp := f.handle(t, req); resp.Headers["X-Hookledger-Result"] != "duplicate" || f.queued(t) != 0 {
+	f.meter.Reset()
+	resp := f.handle(t, req)
+	snap := f.meter.Snapshot()
+	if resp.Headers["X-Hookledger-Result"] != "duplicate" || f.queued(t) != 0 {
 		t.Fatalf("within the grace period a duplicate must not re-enqueue: %v", resp.Headers)
 	}
+	// ...but it must store the payload before answering 2xx: the sender will
+	// not retry again, and without a payload the reclaimer cannot re-drive.
+	if body, err := f.l.Payload(t.Context(), id); err != nil || string(body) != string(stripeBody("evt_orphan")) {
+		t.Fatalf("payload not stored by the duplicate: %q %v", body, err)
+	}
+	if snap["DynamoDB.PutItem"] != 2 || len(snap) != 1 {
+		t.Errorf("received duplicate cost %v, want 2 PutItem and no SQS", snap)
+	}
 	f.clock.Advance(receiver.DefaultRequeueAfter)
-	f.meter.Reset()
-	resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_orphan"))
+	resp = f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_orphan"))
 	if resp.StatusCode != 200 || resp.Headers["X-Hookledger-Result"] != "duplicate_requeued" {
 		t.Fatalf("got %d %v", resp.StatusCode, resp.Headers)
 	}
