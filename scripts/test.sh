@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test: vet, unit and integration tests with -race against MiniStack
 # (started here unless one already answers on :4566, stopped afterwards),
-# brief fuzzing, and the template checks when their tools are present.
+# brief fuzzing, and the SAM template checks (offline).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,3 +17,5 @@ echo "== go test -race (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)
 go test -race -count=1 ./...
 echo "== brief fuzzing"
 bash scripts/fuzz.sh "${HOOKLEDGER_FUZZTIME:-4000x}"
+echo "== template lint (cfn-lint with serverless rules, sam validate --lint)"
+bash scripts/lint.sh

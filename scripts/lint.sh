@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Lints template.yaml offline: cfn-lint (SAM transform expanded, plus the serverless rules of
+# cfn-lint-serverless) and `sam validate --lint`. Dummy credentials and a fixed region so that
+# nothing here can reach AWS. Run scripts/tools.sh first (make lint-template does).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$root/.venv/sam/bin"
+template="${1:-$root/template.yaml}"
+
+if [[ ! -x "$bin/cfn-lint" || ! -x "$bin/sam" ]]; then
+  echo "lint: tools missing; run scripts/tools.sh" >&2
+  exit 2
+fi
+
+export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=lint AWS_SECRET_ACCESS_KEY=lint AWS_SESSION_TOKEN=
+unset AWS_PROFILE AWS_ENDPOINT_URL
+export SAM_CLI_TELEMETRY=0
+
+echo "lint: cfn-lint $("$bin/cfn-lint" --version | awk '{print $2}') on ${template#"$root"/}"
+"$bin/cfn-lint" --regions us-east-1 --append-rules cfn_lint_serverless.rules -- "$template"
+
+echo "lint: sam validate --lint"
+(cd "$root" && "$bin/sam" validate --lint --template-file "$template" --region us-east-1)
+echo "lint: ok"
