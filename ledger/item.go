@@ -30,6 +30,7 @@ const (
 	attrVersion    = "ver"
 	attrBody       = "body"
 	attrEncoding   = "enc"
+	attrCreator    = "created_by"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -88,6 +89,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		DueShard:   int(getN(item, attrDueShard)),
 		DueAt:      getMS(item, attrDueAt),
 		Version:    getN(item, attrVersion),
+		creator:    getS(item, attrCreator),
 	}
 	if e := getN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()

@@ -121,8 +121,9 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		ExpiresAt: now.Add(l.opt.Retention).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1,
 	}
+	token := newToken()
 	item := map[string]types.AttributeValue{
-		attrPK: s(pk), attrSK: s(skRecord),
+		attrPK: s(pk), attrSK: s(skRecord), attrCreator: s(token),
 		attrSource: s(ev.Source), attrTenant: s(ev.Tenant), attrKey: s(ev.Key),
 		attrStatus: s(string(Received)), attrAttempts: n(0), attrReclaims: n(0),
 		attrCreated: ms(now), attrUpdated: ms(now), attrExpires: n(rec.ExpiresAt.Unix()),
@@ -153,6 +154,11 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		// read it back: someone else owns the identity's fate; report a
 		// conflict so the caller answers 5xx and the sender retries.
 		return Record{}, false, fmt.Errorf("create %s: %w", ev.ID, ErrConflict)
+	}
+	if old.creator == token {
+		// The SDK retried a put whose first attempt succeeded but whose
+		// answer was lost: this caller created the record.
+		return *old, true, nil
 	}
 	return *old, false, nil
 }
@@ -360,19 +366,25 @@ func (l *Ledger) Claim(ctx context.Context, id ID, lease time.Duration) (Record,
 		return Record{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, lease)
 	}
 	now := l.now()
+	token := newToken()
 	rec, old, failed, err := l.update(ctx, "claim", id,
 		"SET #st = :processing, lease_owner = :tok, lease_until = :until, attempts = attempts + :one, updated_at = :now",
 		"attribute_exists(pk) AND expires_at > :nows AND (#st IN (:received, :failed) OR (#st = :processing AND lease_until <= :now))",
 		statusName,
 		map[string]types.AttributeValue{
 			":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
-			":tok": s(newToken()), ":until": ms(now.Add(lease)), ":now": ms(now), ":nows": n(now.Unix()),
+			":tok": s(token), ":until": ms(now.Add(lease)), ":now": ms(now), ":nows": n(now.Unix()),
 		})
 	if err != nil {
 		return Record{}, err
 	}
 	if !failed {
 		return rec, nil
+	}
+	if old != nil && old.Status == Processing && old.LeaseOwner == token {
+		// The SDK retried a claim whose first attempt succeeded but whose
+		// answer was lost: the lease is ours.
+		return *old, nil
 	}
 	return Record{}, l.refusal("claim", id, old, now)
 }

@@ -572,3 +572,49 @@ func TestListAndCounts(t *testing.T) {
 		t.Fatalf("list done: %v %v", done, err)
 	}
 }
+
+// lostAnswer sends every conditional write twice and returns the second
+// answer, as the SDK does when a write succeeded but its response was lost
+// (a timeout, a checksum mismatch) and the request is retried.
+type lostAnswer struct{ *dynamodb.Client }
+
+func (c lostAnswer) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if _, err := c.Client.PutItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.PutItem(ctx, in, o...)
+}
+
+func (c lostAnswer) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, err := c.Client.UpdateItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.UpdateItem(ctx, in, o...)
+}
+
+func TestRetriedWriteWhoseAnswerWasLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	l, err := ledger.New(lostAnswer{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newID(t)
+	// Create: the retry must still report created, or the receiver would
+	// answer "duplicate" and never enqueue the event.
+	if _, created, err := l.Create(t.Context(), ledger.NewEvent{ID: id}); err != nil || !created {
+		t.Fatalf("create: created=%v err=%v", created, err)
+	}
+	// A second, real caller is still a duplicate.
+	if _, created, _ := f.l.Create(t.Context(), ledger.NewEvent{ID: id}); created {
+		t.Fatal("another caller also created")
+	}
+	// Claim: the retry must hand over the lease, not report it leased.
+	rec, err := l.Claim(t.Context(), id, time.Minute)
+	if err != nil || rec.LeaseOwner == "" {
+		t.Fatalf("claim: %+v %v", rec, err)
+	}
+	if _, err := f.l.Complete(t.Context(), id, rec.LeaseOwner); err != nil {
+		t.Fatalf("the token the retried claim returned does not own the lease: %v", err)
+	}
+}

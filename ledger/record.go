@@ -107,6 +107,8 @@ type Record struct {
 	DueShard   int
 	DueAt      time.Time // zero once terminal
 	Version    int64     // incremented by every write
+
+	creator string // the request token of the Create that wrote it
 }
 
 // Expired reports whether the record is past its retention at now.
