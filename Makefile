@@ -1,5 +1,5 @@
 # hookledger: the two commands are `make demo` and `make test`.
-.PHONY: all build test demo fuzz tools emulator emulator-stop lint fmt clean
+.PHONY: all build test demo chaos bench fuzz tools emulator emulator-stop fmt clean
 
 GO ?= go
 
@@ -19,6 +19,14 @@ test:
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
 	bash scripts/demo.sh $(ARGS)
+
+## chaos: the fault-injection harness (crashes, duplicates, AWS faults) with an independent oracle
+chaos:
+	bash scripts/chaos.sh $(ARGS)
+
+## bench: speed, request, write-unit and cost numbers per event
+bench:
+	bash scripts/bench.sh $(ARGS)
 
 ## fuzz: every fuzz target for 60s each
 fuzz:

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/hookledger/hookledger/effect"
+	"github.com/hookledger/hookledger/internal/fault"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
@@ -42,6 +43,9 @@ func AWS(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 			func(context.Context) (aws.Credentials, error) {
 				return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "hookledger-local"}, nil
 			})))
+	}
+	if faults := fault.APIOptions(); len(faults) > 0 {
+		opts = append(opts, awsconfig.WithAPIOptions(faults)) // fault-injection builds only
 	}
 	if getenv("AWS_REGION") == "" && getenv("AWS_DEFAULT_REGION") == "" {
 		opts = append(opts, awsconfig.WithRegion("us-east-1"))
