@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test: vet, unit and integration tests with -race against MiniStack
 # (started here unless one already answers on :4566, stopped afterwards),
-# brief fuzzing, and the SAM template checks (offline).
+# brief fuzzing, the SAM template checks (offline), and the deployed-stack
+# end-to-end test (make e2e).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -13,9 +14,12 @@ export HOOKLEDGER_REQUIRE_EMULATOR=1
 echo "== go vet"
 go vet ./...
 go vet -tags crashpoints ./...
+go vet -tags e2e ./e2e/
 echo "== go test -race (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
 go test -race -count=1 ./...
 echo "== brief fuzzing"
 bash scripts/fuzz.sh "${HOOKLEDGER_FUZZTIME:-4000x}"
 echo "== template lint (cfn-lint with serverless rules, sam validate --lint)"
 bash scripts/lint.sh
+echo "== deployed stack end to end (sam build, CloudFormation deploy into MiniStack on :4577, signed webhooks, teardown)"
+bash scripts/e2e.sh

@@ -89,7 +89,9 @@ func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQS
 		wg.Go(func() { outcomes[i] = h.one(ctx, msg) })
 	}
 	wg.Wait()
-	var resp events.SQSEventResponse
+	// An empty list, not null: AWS accepts both, MiniStack's event source
+	// mapping only the list.
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, o := range outcomes {
 		if !o.acked() {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: batch.Records[i].MessageId})

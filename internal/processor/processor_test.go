@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -291,5 +292,18 @@ func TestProcessedEventCostsTwoWritesNoReads(t *testing.T) {
 	}
 	if snap := f.meter.Snapshot(); snap["DynamoDB.UpdateItem"] != 2 || len(snap) != 1 {
 		t.Fatalf("processing cost %v, want exactly 2 UpdateItem (claim, complete) and nothing else", snap)
+	}
+}
+
+func TestNoFailuresIsAnEmptyList(t *testing.T) {
+	t.Parallel()
+	h := &processor.Handler{Routes: processor.NewRouter()}
+	resp, err := h.Handle(t.Context(), events.SQSEvent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(resp)
+	if string(b) != `{"batchItemFailures":[]}` {
+		t.Fatalf("response %s; an empty list, not null, is what every event source mapping accepts", b)
 	}
 }

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# End-to-end run of template.yaml in MiniStack, offline:
+#   1. sam build (x86_64: MiniStack runs provided.al2023 bootstraps as host processes)
+#   2. start MiniStack on 127.0.0.1:$HOOKLEDGER_E2E_PORT (4577) unless one already answers there
+#   3. sam deploy the stack into it (CloudFormation with the SAM transform, S3 artifacts)
+#   4. go test ./e2e: signed webhooks through the HTTP API (new, duplicate, 20 concurrent,
+#      rejections), the SQS event source running the processor, the schedule running the
+#      reclaimer, assertions on the ledger and the DLQ
+#   5. delete the stack and the retained ledger table; stop the emulator if this script started it
+# Nothing here can reach AWS: every client gets AWS_ENDPOINT_URL and dummy credentials.
+#
+# Environment: HOOKLEDGER_E2E_PORT (4577), HOOKLEDGER_E2E_STACK (hookledger-e2e),
+# HOOKLEDGER_E2E_KEEP=1 keeps the stack and the emulator for poking at afterwards.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+port="${HOOKLEDGER_E2E_PORT:-4577}"
+stack="${HOOKLEDGER_E2E_STACK:-hookledger-e2e}"
+keep="${HOOKLEDGER_E2E_KEEP:-0}"
+endpoint="http://localhost:$port"
+build_dir="$root/.aws-sam/e2e"
+state_dir="$root/.ministack"
+sam="$root/.venv/sam/bin/sam"
+py="$root/.venv/bin/python"
+secret="whsec_e2e_$(date +%s)"
+
+if [[ "$port" == 4566 ]]; then
+  echo "e2e: refusing port 4566 (another emulator's); pick another HOOKLEDGER_E2E_PORT" >&2
+  exit 2
+fi
+
+log() { echo "e2e: $*" >&2; }
+
+bash "$root/scripts/tools.sh"
+
+for fn in receiver processor reclaimer; do
+  if [[ ! -f "$root/functions/$fn/main.go" ]]; then
+    log "functions/$fn/main.go is missing: nothing to deploy yet"
+    exit 1
+  fi
+done
+
+# Everything below talks to the emulator only.
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+
+# ---------------------------------------------------------------- build
+log "sam build (x86_64) into ${build_dir#"$root"/}"
+mkdir -p "$build_dir"
+CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc '-ldflags=-s -w'" \
+  "$sam" build --template-file "$root/template.yaml" --build-dir "$build_dir" \
+  --parameter-overrides Architecture=x86_64 >"$build_dir/build.log" 2>&1 \
+  || { cat "$build_dir/build.log" >&2; exit 1; }
+for fn in Receiver Processor Reclaimer; do
+  printf 'e2e: %-9s bootstrap %8d bytes\n' "$fn" "$(stat -c %s "$build_dir/${fn}Function/bootstrap")" >&2
+done
+
+# ---------------------------------------------------------------- emulator
+started_pid=""
+healthy() { curl -fsS -m 2 "$endpoint/_ministack/health" >/dev/null 2>&1; }
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [[ "$keep" == 1 ]]; then
+    log "HOOKLEDGER_E2E_KEEP=1: leaving stack $stack${started_pid:+ and MiniStack (pid $started_pid)} on $endpoint"
+    exit "$rc"
+  fi
+  if [[ -n "$started_pid" ]] && ! kill -0 "$started_pid" 2>/dev/null; then
+    log "MiniStack (pid $started_pid) is gone: something outside this script stopped it during the run" \
+      "(see ${state_dir#"$root"/}/e2e-$port.log); its state went with it, nothing left to delete"
+    deployed="" started_pid=""
+    rc=1
+  fi
+  if [[ -n "${deployed:-}" ]]; then
+    log "deleting stack $stack"
+    "$sam" delete --stack-name "$stack" --no-prompts --region us-east-1 >"$build_dir/delete.log" 2>&1 \
+      || { cat "$build_dir/delete.log" >&2; rc=1; }
+    # The ledger table is DeletionPolicy: Retain; it outlives its stack by design.
+    if [[ -n "${table:-}" ]]; then
+      "$py" - "$table" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+ddb = boto3.client("dynamodb")
+try:
+    ddb.delete_table(TableName=sys.argv[1])
+except ClientError as e:
+    if e.response["Error"]["Code"] != "ResourceNotFoundException":
+        raise
+EOF
+    fi
+    "$py" - "$stack" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+cfn = boto3.client("cloudformation")
+try:
+    status = cfn.describe_stacks(StackName=sys.argv[1])["Stacks"][0]["StackStatus"]
+except ClientError:
+    status = "gone"
+print(f"e2e: stack after delete: {status}", file=sys.stderr)
+sys.exit(0 if status in ("gone", "DELETE_COMPLETE") else 1)
+EOF
+  fi
+  if [[ -n "$started_pid" ]]; then
+    log "stopping MiniStack (pid $started_pid)"
+    kill "$started_pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$started_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$started_pid" 2>/dev/null
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+if healthy; then
+  log "reusing the emulator already answering on $endpoint"
+else
+  mkdir -p "$state_dir"
+  log "starting MiniStack on 127.0.0.1:$port (log: ${state_dir#"$root"/}/e2e-$port.log)"
+  # AWS_ENDPOINT_URL in MiniStack's own environment is what its Lambda processes call back to.
+  GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 MINISTACK_HOST=localhost PERSIST_STATE=0 \
+    IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 LOG_LEVEL=INFO \
+    STATE_DIR="$state_dir/state-$port" \
+    "$root/.venv/bin/ministack" >"$state_dir/e2e-$port.log" 2>&1 &
+  started_pid=$!
+  for _ in $(seq 1 150); do
+    healthy && break
+    kill -0 "$started_pid" 2>/dev/null || { tail -20 "$state_dir/e2e-$port.log" >&2; started_pid=""; exit 1; }
+    sleep 0.2
+  done
+  healthy || { log "MiniStack did not answer on $endpoint"; exit 1; }
+fi
+
+# ---------------------------------------------------------------- deploy
+# Parameters go through a file: the sources JSON has quotes and the schedule a space, which
+# the Key=Value form of --parameter-overrides would split.
+"$py" - "$build_dir/params.yaml" "$secret" <<'EOF'
+import json, sys
+path, secret = sys.argv[1], sys.argv[2]
+sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [secret]}}}}
+params = {
+    "Stage": "e2e",
+    "Architecture": "x86_64",
+    "SourcesConfig": json.dumps(sources, separators=(",", ":")),
+    "ReclaimAfter": "5s",
+    "ReclaimSchedule": "rate(1 minute)",
+    "LogLevel": "debug",
+    "LogRetentionDays": 1,
+}
+with open(path, "w") as f:
+    json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
+EOF
+printf 'version = 0.1\n' >"$build_dir/samconfig.toml" # keep samconfig.toml's AWS settings out
+
+log "sam deploy $stack"
+deployed=1
+"$sam" deploy --config-file "$build_dir/samconfig.toml" \
+  --template-file "$build_dir/template.yaml" --stack-name "$stack" --region us-east-1 \
+  --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
+  --no-progressbar --parameter-overrides "file://$build_dir/params.yaml" >"$build_dir/deploy.log" 2>&1 \
+  || { tail -40 "$build_dir/deploy.log" >&2; exit 1; }
+
+# Outputs, and the one emulator fix-up (see docs/deploy.md, "Emulator findings").
+eval "$("$py" - "$stack" <<'EOF'
+import shlex, sys, boto3
+stack = sys.argv[1]
+out = {o["OutputKey"]: o["OutputValue"]
+       for o in boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]}
+# MiniStack keeps an event source mapping's ScalingConfig as CloudFormation handed it: a Ref to a
+# Number parameter arrives as the string "10", and its SQS poller then fails comparing it with
+# an int. AWS coerces it. Re-set it through the Lambda API with the integer (botocore already
+# reads it back as an int, so the stored string cannot be told apart from here: always re-set).
+lam = boto3.client("lambda")
+for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"])["EventSourceMappings"]:
+    mc = (m.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if mc is not None:
+        lam.update_event_source_mapping(UUID=m["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
+        print(f"e2e: emulator fix-up: event source ScalingConfig.MaximumConcurrency re-set to {int(mc)}", file=sys.stderr)
+for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
+             "queue": out["QueueUrl"],
+             "webhook_url": out["WebhookUrl"]}.items():
+    print(f"{k}={shlex.quote(v)}")
+EOF
+)"
+log "deployed: webhooks at $webhook_url, ledger $table"
+
+# ---------------------------------------------------------------- drive and assert
+log "go test ./e2e"
+HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" HOOKLEDGER_E2E_QUEUE_URL="$queue" \
+  HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
+  go test -tags e2e -count=1 -v -timeout 10m ./e2e/
+log "passed"
