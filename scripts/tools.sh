@@ -9,6 +9,10 @@
 #
 # Idempotent: a stamp file records the pins each environment was built with; a run whose pins
 # match does nothing. Needs python3 (3.9+) with venv, and PyPI.
+#
+#   scripts/tools.sh             both environments
+#   scripts/tools.sh emulator    only .venv (enough for tests against MiniStack; skips SAM CLI)
+#   scripts/tools.sh -v          both, then print the installed versions
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +52,9 @@ ensure() { # ensure DIR PIN...
 }
 
 ensure "$venv" "${emu_pins[@]}"
+if [[ "${1:-}" == "emulator" ]]; then
+  exit 0
+fi
 ensure "$samvenv" "${sam_pins[@]}"
 
 if [[ "${1:-}" == "-v" ]]; then

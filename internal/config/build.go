@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/fault"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
@@ -57,6 +58,15 @@ func AWS(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 	return cfg, nil
 }
 
+// metrics returns the EMF emitter (stdout, as Lambda ships it to CloudWatch
+// Logs), or nil when metrics are off.
+func (c Config) metrics() *metric.Emitter {
+	if !c.EmitMetrics {
+		return nil
+	}
+	return metric.New(os.Stdout, c.Stage)
+}
+
 // Ledger builds the ledger on a DynamoDB client from cfg.
 func (c Config) Ledger(cfg aws.Config) (*ledger.Ledger, error) {
 	return ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
@@ -82,7 +92,7 @@ func (c Config) Receiver(cfg aws.Config, getenv func(string) string, log *slog.L
 	}
 	return &receiver.Handler{
 		Sources: reg, Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Log: log,
+		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Log: log, Metrics: c.metrics(),
 	}, nil
 }
 
@@ -98,7 +108,7 @@ func (c Config) Processor(cfg aws.Config, log *slog.Logger) (*processor.Handler,
 	}
 	routes := processor.NewRouter()
 	effect.Register(routes, effect.Config{PaymentsURL: c.PaymentsURL})
-	return &processor.Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Log: log}, nil
+	return &processor.Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Log: log, Metrics: c.metrics()}, nil
 }
 
 // Reclaimer builds the reclaimer's handler; with PAYMENTS_URL set it checks
@@ -113,7 +123,7 @@ func (c Config) Reclaimer(cfg aws.Config, log *slog.Logger) (*reclaimer.Handler,
 	}
 	h := &reclaimer.Handler{
 		Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, Log: log,
+		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, Log: log, Metrics: c.metrics(),
 	}
 	if c.PaymentsURL != "" {
 		h.Check = &effect.ChargeCheck{BaseURL: c.PaymentsURL, Client: &http.Client{Timeout: 5 * time.Second}}

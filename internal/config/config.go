@@ -32,6 +32,10 @@ type Config struct {
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
 	PaymentsURL  string        // PAYMENTS_URL, the demo charge effect's downstream API
 	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
+	Stage        string        // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
+	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
+	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
+	EmitMetrics bool
 }
 
 // Load reads the configuration through getenv (os.Getenv in main) and
@@ -42,6 +46,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Table: "hookledger", MaxBody: receiver.DefaultMaxBody, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: receiver.MismatchFlag,
 		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, LogLevel: "info",
+		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -90,6 +95,7 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("HOOKLEDGER_LEASE", &c.Lease)
 	str("PAYMENTS_URL", &c.PaymentsURL)
 	str("LOG_LEVEL", &c.LogLevel)
+	str("HOOKLEDGER_STAGE", &c.Stage)
 	return c, errors.Join(errs...)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -51,6 +52,7 @@ type Handler struct {
 	// event instead (dead, alarmed, replayable).
 	MaxAttempts int
 	Log         *slog.Logger
+	Metrics     *metric.Emitter // nil: no metrics
 	Now         func() time.Time
 }
 
@@ -71,6 +73,20 @@ const (
 	Malformed   Outcome = "malformed"
 	Error       Outcome = "error"
 )
+
+// metric names the count an outcome adds to.
+func (o Outcome) metric() string {
+	switch o {
+	case Processed, Unrouted:
+		return "Processed"
+	case Buried:
+		return "Dead"
+	case AlreadyDone, AlreadyDead, Gone:
+		return "Redelivered"
+	default:
+		return "Failed"
+	}
+}
 
 // acked reports whether the message is done with (deleted from the queue).
 func (o Outcome) acked() bool {
@@ -154,6 +170,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 			level = slog.LevelWarn
 		}
 		log.Log(ctx, level, "event", attrs...)
+		h.Metrics.Count(out.metric())
 	}()
 	if err != nil {
 		detail = err

@@ -1,9 +1,11 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/emulator"
 	"github.com/hookledger/hookledger/internal/meter"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -111,9 +114,16 @@ func TestMixedBatchReportsOnlyWhatFailed(t *testing.T) {
 	unrouted := f.event(t, "evt_unrouted", "customer.created")
 	malformed := events.SQSMessage{MessageId: "m-malformed", Body: `{"v":1,"source":"stripe"`}
 
+	var emf bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
 	resp, err := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{good, leased, done, flaky, declined, unrouted, malformed}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"Processed": 2, "Failed": 3, "Dead": 1, "Redelivered": 1} {
+		if got := strings.Count(emf.String(), `"`+name+`":1`); got != want {
+			t.Errorf("metric %s counted %d times, want %d", name, got, want)
+		}
 	}
 	failed := map[string]bool{}
 	for _, it := range resp.BatchItemFailures {

@@ -15,9 +15,11 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -74,6 +76,7 @@ type Handler struct {
 	// receiver's timeout.
 	RequeueAfter time.Duration
 	Log          *slog.Logger
+	Metrics      *metric.Emitter // nil: no metrics
 	Now          func() time.Time
 }
 
@@ -139,7 +142,26 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		level = slog.LevelWarn
 	}
 	log.Log(ctx, level, "webhook", attrs...)
+	h.Metrics.Count(a.result.metrics()...)
 	return respond(a), nil
+}
+
+// metrics names the counts an outcome adds to.
+func (r Result) metrics() []string {
+	switch r {
+	case Accepted:
+		return []string{"Received", "Accepted"}
+	case Duplicate, Requeued:
+		return []string{"Received", "Duplicate"}
+	case Mismatched:
+		return []string{"Received", "Duplicate", "BodyMismatch"}
+	case Handshake:
+		return []string{"Received", "Handshake"}
+	case Unavailable:
+		return []string{"Received", "Unavailable"}
+	default:
+		return []string{"Received", "Rejected"}
+	}
 }
 
 func respond(a answer) events.APIGatewayV2HTTPResponse {
@@ -209,6 +231,13 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	case err != nil:
 		log.WarnContext(ctx, "verification failed", "reason", err.Error())
 		return ansUnauthorized, none
+	}
+	// Every scheme's body is JSON or a URL-encoded form, both UTF-8 by
+	// definition. A key read from invalid UTF-8 is lossy (the JSON decoder
+	// turns each bad byte into U+FFFD), so two different event ids could
+	// claim one ledger key and the second would be dropped as a duplicate.
+	if !utf8.Valid(body) {
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"malformed body: not valid UTF-8"}`), none
 	}
 	if ev.Handshake != nil {
 		return answer{status: ev.Handshake.Status, result: Handshake, body: string(ev.Handshake.Body), ctype: ev.Handshake.ContentType}, ev

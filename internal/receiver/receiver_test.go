@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/emulator"
 	"github.com/hookledger/hookledger/internal/meter"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
@@ -158,9 +160,14 @@ func (f fixture) items(t *testing.T) int32 {
 func TestNewEventStoresRecordPayloadAndOneMessage(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	var emf bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
 	resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_new"))
 	if resp.StatusCode != 200 || resp.Body != `{"status":"accepted"}` {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
+	}
+	if line := emf.String(); !strings.Contains(line, `"Accepted":1`) || !strings.Contains(line, `"Received":1`) || strings.Count(line, "\n") != 1 {
+		t.Errorf("metrics line %q, want one EMF line counting Received and Accepted", line)
 	}
 	snap := f.meter.Snapshot()
 	if snap["DynamoDB.PutItem"] != 2 || snap["SQS.SendMessage"] != 1 || len(snap) != 2 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -72,6 +73,7 @@ type Handler struct {
 	// (default 1 minute doubling, at most 1 hour).
 	Backoff func(reclaims int) time.Duration
 	Log     *slog.Logger
+	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
 }
 
@@ -199,6 +201,7 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 			return err
 		}
 		rep.Killed++
+		h.Metrics.Count("Dead")
 		log.ErrorContext(ctx, "event dead", "reclaims", rec.Reclaims, "cause", cause)
 		return nil
 	}
@@ -212,6 +215,7 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 				return err
 			}
 			rep.Resolved++
+			h.Metrics.Count("Reclaimed")
 			log.InfoContext(ctx, "resolved by downstream check")
 			return nil
 		}
@@ -243,6 +247,7 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 		}
 		rep.Requeued++
 	}
+	h.Metrics.Count("Reclaimed")
 	// The conditional write above made this reclaimer the only one to act;
 	// if the send fails, due_at has moved on and the next run tries again.
 	return h.Queue.Send(ctx, queue.Message{
