@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 )
 
@@ -105,9 +104,3 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
 	}
 	return -1
 }
-
-// multi is a repeatable string flag.
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, ",") }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }

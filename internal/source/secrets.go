@@ -47,7 +47,7 @@ type cached struct {
 	fetched time.Time
 }
 
-// ErrSecretUnavailable: a referenced secret could not be read.
+// ErrSecretUnavailable means a referenced secret could not be read.
 var ErrSecretUnavailable = errors.New("secret unavailable")
 
 // Resolve returns the values of refs in order.
