@@ -14,26 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	l     *ledger.Ledger
-	clock *clock
+	clock *fakeclock.Clock
 	meter *meter.Meter
 	db    *dynamodb.Client
 	table string
@@ -47,7 +35,7 @@ func setup(t *testing.T, opts ...func(*ledger.Options)) fixture {
 	cfg := emulator.Config(t, m.APIOption)
 	table := emulator.Table(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
-	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
 	o := ledger.Options{Table: table, Shards: 4, ReclaimAfter: time.Minute, Now: c.Now}
 	for _, f := range opts {
 		f(&o)

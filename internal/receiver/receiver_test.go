@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -31,23 +32,11 @@ const (
 	githubSecret = "gh-secret-acme"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	h      *receiver.Handler
 	l      *ledger.Ledger
 	meter  *meter.Meter
-	clock  *clock
+	clock  *fakeclock.Clock
 	sqs    *sqs.Client
 	db     *dynamodb.Client
 	table  string
@@ -64,7 +53,7 @@ func setup(t *testing.T) fixture {
 	cfg := emulator.Config(t, m.APIOption)
 	table := emulator.Table(t, cfg)
 	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
-	c := &clock{t: time.Now().UTC()}
+	c := fakeclock.New(time.Now().UTC())
 	db := dynamodb.NewFromConfig(cfg)
 	l, err := ledger.New(db, ledger.Options{Table: table, Now: c.Now})
 	if err != nil {

@@ -9,22 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 type checker bool
 
@@ -33,7 +22,7 @@ func (c checker) Done(context.Context, ledger.Record) (bool, error) { return boo
 type fixture struct {
 	l     *ledger.Ledger
 	h     *reclaimer.Handler
-	clock *clock
+	clock *fakeclock.Clock
 	sqs   *sqs.Client
 	queue string
 }
@@ -41,7 +30,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	cfg := emulator.Config(t)
-	c := &clock{t: time.Now().UTC()}
+	c := fakeclock.New(time.Now().UTC())
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg), Shards: 4, ReclaimAfter: time.Minute, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
