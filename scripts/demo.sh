@@ -1,13 +1,59 @@
 #!/usr/bin/env bash
-# make demo: install the pinned emulator, start it unless one answers on
-# :4566, build hookledger with crash points, run `hookledger demo`, and stop
-# what was started. Extra arguments go to `hookledger demo` (try --help).
+# make demo: the pipeline end to end on this machine, with duplicates and a crash.
+#
+# By default it deploys template.yaml into MiniStack (the same deploy as make e2e, built with
+# crash points) and drives the deployed Lambdas through the HTTP API: the API Gateway route,
+# the receiver, SQS and its event source, the processor, and the scheduled reclaimer.
+# `make demo ARGS="--target dev"` runs the same handlers in `hookledger dev` processes instead
+# (seconds instead of minutes; handy when debugging). Other ARGS go to `hookledger demo`
+# (try ARGS=--help).
+#
+# Environment: HOOKLEDGER_EMULATOR_PORT (4566): the emulator's port; it is started unless
+# something already answers there, and stopped afterwards if this script started it.
+# HOOKLEDGER_DEMO_PAYMENTS (127.0.0.1:18090): where the demo's payments stub listens.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+port="${HOOKLEDGER_EMULATOR_PORT:-4566}"
+
+target=stack
+for a in "$@"; do
+  case "$a" in
+  --target=dev | dev) target=dev ;;
+  -h | --help | -help) target=help ;;
+  esac
+done
+prev=""
+for a in "$@"; do
+  if [[ "$prev" == "--target" && "$a" == "dev" ]]; then target=dev; fi
+  prev="$a"
+done
+
 bash scripts/tools.sh
-bash scripts/emulator.sh start
-trap 'bash scripts/emulator.sh stop' EXIT
 mkdir -p bin
 go build -tags crashpoints -o bin/hookledger-demo ./cmd/hookledger
-AWS_ENDPOINT_URL="http://localhost:${HOOKLEDGER_EMULATOR_PORT:-4566}" ./bin/hookledger-demo demo "$@"
+
+if [[ "$target" == help ]]; then
+  exec ./bin/hookledger-demo demo "$@"
+fi
+
+if [[ "$target" == dev ]]; then
+  HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh start
+  trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh stop' EXIT
+  AWS_ENDPOINT_URL="http://localhost:$port" ./bin/hookledger-demo demo "$@"
+  exit
+fi
+
+payments="${HOOKLEDGER_DEMO_PAYMENTS:-127.0.0.1:18090}"
+stripe_secret="whsec_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+github_secret="gh_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+sources=$(printf '{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["%s"]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":["%s"]}}}}' "$stripe_secret" "$github_secret")
+params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
+  "Stage": "demo", "SourcesConfig": sys.argv[1], "PaymentsUrl": "http://" + sys.argv[2],
+  "ProcessorTimeout": "10", "ReclaimAfter": "10s", "MaxReceiveCount": 10, "LogLevel": "info"}))' "$sources" "$payments")
+
+run="./bin/hookledger-demo demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"
+for a in "$@"; do run+=" $(printf '%q' "$a")"; done
+
+HOOKLEDGER_E2E_PORT="$port" HOOKLEDGER_E2E_STACK=hookledger-demo HOOKLEDGER_E2E_TAGS=crashpoints \
+  HOOKLEDGER_E2E_PARAMS="$params" HOOKLEDGER_E2E_RUN="$run" bash scripts/e2e.sh

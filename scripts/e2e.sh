@@ -11,6 +11,9 @@
 #
 # Environment: HOOKLEDGER_E2E_PORT (4577), HOOKLEDGER_E2E_STACK (hookledger-e2e),
 # HOOKLEDGER_E2E_KEEP=1 keeps the stack and the emulator for poking at afterwards.
+# make demo reuses this script to deploy the same stack: HOOKLEDGER_E2E_TAGS adds Go build tags
+# (crashpoints), HOOKLEDGER_E2E_PARAMS is a JSON object of extra template parameters, and
+# HOOKLEDGER_E2E_RUN replaces step 4 with a command that gets the same HOOKLEDGER_E2E_* variables.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,16 +22,12 @@ port="${HOOKLEDGER_E2E_PORT:-4577}"
 stack="${HOOKLEDGER_E2E_STACK:-hookledger-e2e}"
 keep="${HOOKLEDGER_E2E_KEEP:-0}"
 endpoint="http://localhost:$port"
-build_dir="$root/.aws-sam/e2e"
+build_dir="$root/.aws-sam/$stack"
 state_dir="$root/.ministack"
 sam="$root/.venv/sam/bin/sam"
 py="$root/.venv/bin/python"
 secret="whsec_e2e_$(date +%s)"
 
-if [[ "$port" == 4566 ]]; then
-  echo "e2e: refusing port 4566 (another emulator's); pick another HOOKLEDGER_E2E_PORT" >&2
-  exit 2
-fi
 
 log() { echo "e2e: $*" >&2; }
 
@@ -49,7 +48,7 @@ export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 # ---------------------------------------------------------------- build
 log "sam build (x86_64) into ${build_dir#"$root"/}"
 mkdir -p "$build_dir"
-CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc '-ldflags=-s -w'" \
+CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS} '-ldflags=-s -w'" \
   "$sam" build --template-file "$root/template.yaml" --build-dir "$build_dir" \
   --parameter-overrides Architecture=x86_64 >"$build_dir/build.log" 2>&1 \
   || { cat "$build_dir/build.log" >&2; exit 1; }
@@ -135,9 +134,9 @@ fi
 # ---------------------------------------------------------------- deploy
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-"$py" - "$build_dir/params.yaml" "$secret" <<'EOF'
+"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" <<'EOF'
 import json, sys
-path, secret = sys.argv[1], sys.argv[2]
+path, secret, extra, endpoint = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [secret]}}}}
 params = {
     "Stage": "e2e",
@@ -147,7 +146,11 @@ params = {
     "ReclaimSchedule": "rate(1 minute)",
     "LogLevel": "debug",
     "LogRetentionDays": 1,
+    # The functions call the emulator even when it was started by someone else without
+    # AWS_ENDPOINT_URL in its environment: never real AWS.
+    "EndpointUrl": endpoint,
 }
+params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
 EOF
@@ -178,7 +181,7 @@ for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"
         lam.update_event_source_mapping(UUID=m["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
         print(f"e2e: emulator fix-up: event source ScalingConfig.MaximumConcurrency re-set to {int(mc)}", file=sys.stderr)
 for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
-             "queue": out["QueueUrl"],
+             "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
              "webhook_url": out["WebhookUrl"]}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
@@ -186,8 +189,14 @@ EOF
 log "deployed: webhooks at $webhook_url, ledger $table"
 
 # ---------------------------------------------------------------- drive and assert
-log "go test ./e2e"
-HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" HOOKLEDGER_E2E_QUEUE_URL="$queue" \
-  HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
+export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
+  HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
+  HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint"
+if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
+  log "running: $HOOKLEDGER_E2E_RUN"
+  bash -c "$HOOKLEDGER_E2E_RUN"
+else
+  log "go test ./e2e"
   go test -tags e2e -count=1 -v -timeout 10m ./e2e/
+fi
 log "passed"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -13,13 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/crashpoint"
@@ -38,6 +43,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up if the pipeline has not settled by then")
 	logDir := fs.String("log-dir", ".demo", "directory for the pipeline's logs")
 	keep := fs.Bool("keep", false, "keep the demo's table and queues afterwards")
+	target := fs.String("target", "dev", "dev: run the handlers in `hookledger dev` child processes; stack: drive a deployed stack (make demo deploys one into MiniStack and sets the flags below)")
+	webhookURL := fs.String("webhook-url", os.Getenv("HOOKLEDGER_E2E_WEBHOOK_URL"), "stack: the stack's WebhookUrl output")
+	table := fs.String("table", os.Getenv("HOOKLEDGER_E2E_TABLE"), "stack: the stack's ledger table")
+	processorFn := fs.String("processor-function", os.Getenv("HOOKLEDGER_E2E_PROCESSOR"), "stack: the processor function's name (the crash is injected into it)")
+	paymentsAddr := fs.String("payments-addr", "127.0.0.1:0", "where the payments stub listens (stack: the address the stack's PaymentsUrl points at)")
+	stripeSecret := fs.String("stripe-secret", "", "stack: the stripe/acme signing secret in the stack's sources")
+	githubSecret := fs.String("github-secret", "", "stack: the github/acme signing secret in the stack's sources")
 	if code := parse(fs, args, stdout); code >= 0 {
 		return code
 	}
@@ -52,7 +64,23 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
 		os.Setenv("AWS_ENDPOINT_URL", "http://localhost:4566")
 	}
-	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crash, logDir: *logDir}
+	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crash, logDir: *logDir,
+		target: *target, table: *table, processorFn: *processorFn, paymentsAddr: *paymentsAddr,
+		stripeSecret: *stripeSecret, githubSecret: *githubSecret}
+	switch *target {
+	case "dev":
+		d.stripeSecret, d.githubSecret = "whsec_demo_"+randomHex(24), "gh_demo_"+randomHex(24)
+	case "stack":
+		base, ok := strings.CutSuffix(*webhookURL, "/webhooks/{source}/{tenant}")
+		if !ok || *table == "" || *processorFn == "" || *stripeSecret == "" || *githubSecret == "" {
+			fmt.Fprintln(stderr, "demo: --target stack needs --webhook-url (ending in /webhooks/{source}/{tenant}), --table, --processor-function, --stripe-secret and --github-secret; `make demo` deploys a stack and passes them")
+			return 2
+		}
+		d.base = base
+	default:
+		fmt.Fprintf(stderr, "demo: --target %q: want dev or stack\n", *target)
+		return 2
+	}
 	start := time.Now()
 	err := d.run(ctx, *timeout, *keep)
 	d.elapsed = time.Since(start)
@@ -72,6 +100,14 @@ type demo struct {
 	burst          int
 	crash          string
 	logDir         string
+	target         string
+	table          string
+	processorFn    string
+	paymentsAddr   string
+	stripeSecret   string
+	githubSecret   string
+	base           string // scheme://host[/stage] the webhook paths go under
+	crashMark      string // stack: the file the crashing Lambda process leaves
 
 	ledger  *ledger.Ledger
 	stub    *paystub.Server
@@ -81,6 +117,7 @@ type demo struct {
 
 	deliveries atomic.Int32 // POSTs answered by the receiver
 	refused    atomic.Int32 // POSTs that found the pipeline down or got 5xx and were retried
+	lastErr    atomic.Value // the last transport error, for the message when nothing got through
 	results    sync.Map     // result header -> *atomic.Int32
 	report     *demoReport
 }
@@ -103,64 +140,29 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	if err != nil {
 		return err
 	}
-	name := "hookledger-demo-" + randomHex(6)
-	db, sq := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
-	if err := ledger.CreateTable(ctx, db, name); err != nil {
-		return err
-	}
-	// The processor's deadline is 3s, so a lease is about 8s; the visibility
-	// timeout stays above it, as the template keeps it above 6x the timeout.
-	qurl, dlq, err := queue.CreateQueues(ctx, sq, queue.QueueSpec{Name: name, VisibilityTimeout: 12, MaxReceiveCount: 10})
-	if err != nil {
-		return err
-	}
-	if !keep {
-		defer func() {
-			bg := context.Background()
-			db.DeleteTable(bg, &dynamodb.DeleteTableInput{TableName: &name})
-			sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &qurl})
-			sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &dlq})
-		}()
-	}
-	if d.ledger, err = ledger.New(db, ledger.Options{Table: name}); err != nil {
-		return err
-	}
-
 	d.stub = paystub.New()
-	payLn, err := net.Listen("tcp", "127.0.0.1:0")
+	payLn, err := net.Listen("tcp", d.paymentsAddr)
 	if err != nil {
-		return err
+		return fmt.Errorf("payments stub: %w", err)
 	}
 	paySrv := &http.Server{Handler: d.stub, ReadHeaderTimeout: 5 * time.Second}
 	go paySrv.Serve(payLn)
 	defer paySrv.Close()
-
-	stripeSecret, githubSecret := "whsec_demo_"+randomHex(24), "gh_demo_"+randomHex(24)
-	sources, _ := json.Marshal(map[string]any{
-		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{stripeSecret}}}},
-		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{githubSecret}}}},
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	d.addr = ln.Addr().String()
-	ln.Close()
-	env := append(os.Environ(),
-		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+string(sources),
-		"PAYMENTS_URL=http://"+payLn.Addr().String(), "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info")
 	if err := os.MkdirAll(d.logDir, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments stub %s, pipeline on %s (logs in %s)\n",
-		name, qurl, payLn.Addr(), d.addr, filepath.Join(d.logDir, "pipeline.log"))
-	sup, err := d.supervise(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer sup.stop()
-	if err := waitHealthy(ctx, "http://"+d.addr+"/healthz"); err != nil {
-		return err
+	if d.target == "stack" {
+		stop, err := d.setupStack(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	} else {
+		stop, err := d.setupDev(ctx, cfg, "http://"+payLn.Addr().String(), keep)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 
 	stripeV, _ := webhook.New(webhook.Config{Provider: "stripe"})
@@ -176,8 +178,8 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for i := range d.events {
 		body := sampleInvoice(fmt.Sprintf("evt_demo_%03d_%s", i, randomHex(6)), 4900+i)
-		u := "http://" + d.addr + "/webhooks/stripe/acme"
-		hdr, err := stripeV.Sign(webhook.Message{Body: body, URL: u, Now: time.Now()}, stripeSecret)
+		u := d.base + "/webhooks/stripe/acme"
+		hdr, err := stripeV.Sign(webhook.Message{Body: body, URL: u, Now: time.Now()}, d.stripeSecret)
 		if err != nil {
 			return err
 		}
@@ -192,13 +194,13 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	}
 	for i := range 5 { // a second provider whose events have no effect
 		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s"}`, randomHex(40))
-		u := "http://" + d.addr + "/webhooks/github/acme"
-		hdr, _ := githubV.Sign(webhook.Message{ID: fmt.Sprintf("gh-delivery-%d-%s", i, randomHex(8)), Type: "push", Body: body, URL: u}, githubSecret)
+		u := d.base + "/webhooks/github/acme"
+		hdr, _ := githubV.Sign(webhook.Message{ID: fmt.Sprintf("gh-delivery-%d-%s", i, randomHex(8)), Type: "push", Body: body, URL: u}, d.githubSecret)
 		plan = append(plan, delivery{url: u, hdr: hdr, body: body, n: 2, conc: 1})
 	}
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: localhostTransport()}
 	work := make(chan delivery)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -219,6 +221,9 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	}
 	close(work)
 	wg.Wait()
+	if d.deliveries.Load() == 0 {
+		return fmt.Errorf("no delivery reached the receiver at %s (last error: %v)", d.base, d.lastErr.Load())
+	}
 	fmt.Fprintf(d.stdout, "demo: %d deliveries sent; waiting for the pipeline to settle\n", d.deliveries.Load())
 
 	unique := len(plan)
@@ -242,6 +247,115 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	return d.fillReport(ctx)
 }
 
+// setupDev creates a table and queues and runs the pipeline as `hookledger
+// dev` child processes, restarted after each crash.
+func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string, keep bool) (func(), error) {
+	name := "hookledger-demo-" + randomHex(6)
+	db, sq := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	if err := ledger.CreateTable(ctx, db, name); err != nil {
+		return nil, err
+	}
+	// The processor's deadline is 3s, so a lease is about 8s; the visibility
+	// timeout stays above it, as the template keeps it above 6x the timeout.
+	qurl, dlq, err := queue.CreateQueues(ctx, sq, queue.QueueSpec{Name: name, VisibilityTimeout: 12, MaxReceiveCount: 10})
+	if err != nil {
+		return nil, err
+	}
+	cleanup := func() {
+		if keep {
+			return
+		}
+		bg := context.Background()
+		db.DeleteTable(bg, &dynamodb.DeleteTableInput{TableName: &name})
+		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &qurl})
+		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &dlq})
+	}
+	if d.ledger, err = ledger.New(db, ledger.Options{Table: name}); err != nil {
+		cleanup()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	d.addr = ln.Addr().String()
+	d.base = "http://" + d.addr
+	ln.Close()
+	env := append(os.Environ(),
+		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+d.sourcesJSON(),
+		"PAYMENTS_URL="+paymentsURL, "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info")
+	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments stub %s, pipeline on %s (logs in %s)\n",
+		name, qurl, paymentsURL, d.addr, filepath.Join(d.logDir, "pipeline.log"))
+	sup, err := d.supervise(ctx, env)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	stop := func() { sup.stop(); cleanup() }
+	if err := waitHealthy(ctx, "http://"+d.addr+"/healthz"); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// sourcesJSON is the demo's sources configuration.
+func (d *demo) sourcesJSON() string {
+	b, _ := json.Marshal(map[string]any{
+		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{d.stripeSecret}}}},
+		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{d.githubSecret}}}},
+	})
+	return string(b)
+}
+
+// setupStack points the demo at a deployed stack and arms the crash: the
+// processor function's environment gets HOOKLEDGER_CRASH and a mark file,
+// so exactly one of its processes dies at the crash point (the stack must
+// be built with -tags crashpoints; make demo does).
+func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
+	var err error
+	if d.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: d.table}); err != nil {
+		return nil, err
+	}
+	d.crashMark = filepath.Join(d.logDir, "crash-"+randomHex(6))
+	lam := lambda.NewFromConfig(cfg)
+	fn, err := lam.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &d.processorFn})
+	if err != nil {
+		return nil, fmt.Errorf("read processor function %s: %w", d.processorFn, err)
+	}
+	env := map[string]string{}
+	if fn.Environment != nil {
+		maps.Copy(env, fn.Environment.Variables)
+	}
+	restore := maps.Clone(env)
+	abs, _ := filepath.Abs(d.crashMark)
+	env["HOOKLEDGER_CRASH"], env["HOOKLEDGER_CRASH_MARK"] = d.crash, abs
+	if _, err := lam.UpdateFunctionConfiguration(ctx, &lambda.UpdateFunctionConfigurationInput{
+		FunctionName: &d.processorFn, Environment: &lambdatypes.Environment{Variables: env},
+	}); err != nil {
+		return nil, fmt.Errorf("arm the crash on %s: %w", d.processorFn, err)
+	}
+	fmt.Fprintf(d.stdout, "demo: deployed stack: webhooks under %s, ledger %s, crash %s armed on %s, payments stub %s\n",
+		d.base, d.table, d.crash, d.processorFn, d.paymentsAddr)
+	return func() {
+		lam.UpdateFunctionConfiguration(context.Background(), &lambda.UpdateFunctionConfigurationInput{
+			FunctionName: &d.processorFn, Environment: &lambdatypes.Environment{Variables: restore},
+		})
+	}, nil
+}
+
+// crashCount is how many injected crashes happened.
+func (d *demo) crashCount() int32 {
+	if d.target == "stack" {
+		if _, err := os.Stat(d.crashMark); err == nil {
+			return 1
+		}
+		return 0
+	}
+	return d.crashes.Load()
+}
+
 // deliver posts like a real sender: on a refused connection (the pipeline
 // crashed) or a 5xx it retries after a pause, as providers do.
 func (d *demo) deliver(ctx context.Context, client *http.Client, u string, hdr http.Header, body []byte) string {
@@ -255,6 +369,8 @@ func (d *demo) deliver(ctx context.Context, client *http.Client, u string, hdr h
 		}
 		if err == nil {
 			d.deliveries.Add(1)
+		} else {
+			d.lastErr.Store(err.Error())
 		}
 		d.refused.Add(1)
 		time.Sleep(250 * time.Millisecond)
@@ -317,7 +433,7 @@ func (d *demo) print() int {
 	}
 	dups := count("duplicate") + count("duplicate_requeued") + count("duplicate_body_mismatch")
 	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(d.stdout, "\nhookledger demo")
+	fmt.Fprintf(d.stdout, "\nhookledger demo (%s)\n", map[string]string{"dev": "handlers in hookledger dev processes", "stack": "the deployed stack's Lambdas"}[d.target])
 	row := func(k string, v any) { fmt.Fprintf(tw, "%v\t  %s\n", v, k) }
 	row("deliveries answered by the receiver", d.deliveries.Load())
 	row("deliveries refused while the pipeline was down (retried by the sender)", d.refused.Load())
@@ -333,15 +449,15 @@ func (d *demo) print() int {
 	row("ledger done", r.states[ledger.Done])
 	row("ledger dead", r.states[ledger.Dead])
 	row("ledger not finished", r.states[ledger.Received]+r.states[ledger.Processing]+r.states[ledger.Failed])
-	row("pipeline crashes injected ("+d.crash+")", d.crashes.Load())
+	row("pipeline crashes injected ("+d.crash+")", d.crashCount())
 	row("seconds", fmt.Sprintf("%.1f", d.elapsed.Seconds()))
 	tw.Flush()
 	ok := r.twice == 0 && r.never == 0 && r.charged == d.events && r.states[ledger.Done] == r.unique &&
-		d.crashes.Load() >= 1 && r.lateOK
+		d.crashCount() >= 1 && r.lateOK
 	if !r.lateOK {
 		fmt.Fprintln(d.stdout, "late redeliveries after completion were not all answered duplicate without a charge")
 	}
-	if d.crashes.Load() < 1 {
+	if d.crashCount() < 1 {
 		fmt.Fprintln(d.stdout, "the injected crash did not happen")
 	}
 	if ok {

@@ -7,7 +7,9 @@
 // "crashpoints" (the demo and the fault harness build one) reads
 // HOOKLEDGER_CRASH=name[:n] and, at the n-th hit of the named point (default
 // the first), exits at once with status 86, skipping deferred functions and
-// buffered output, as a killed Lambda would.
+// buffered output, as a killed Lambda would. With HOOKLEDGER_CRASH_MARK=FILE
+// only the first process to create FILE crashes, so a respawned Lambda with
+// the same environment goes on.
 package crashpoint
 
 // The named crash points.

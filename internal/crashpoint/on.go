@@ -39,8 +39,20 @@ func Hit(name string) {
 	hits++
 	fire := hits == at
 	mu.Unlock()
-	if fire {
-		os.Stderr.WriteString("crashpoint: crashing at " + name + "\n")
-		os.Exit(ExitCode)
+	if !fire {
+		return
 	}
+	// HOOKLEDGER_CRASH_MARK names a file that makes the crash happen once
+	// across processes (a Lambda respawns with the same environment): the
+	// process that creates it crashes, later ones do not.
+	if mark := os.Getenv("HOOKLEDGER_CRASH_MARK"); mark != "" {
+		f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		f.WriteString(name + "\n")
+		f.Close()
+	}
+	os.Stderr.WriteString("crashpoint: crashing at " + name + "\n")
+	os.Exit(ExitCode)
 }

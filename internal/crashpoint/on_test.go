@@ -1,0 +1,42 @@
+//go:build crashpoints
+
+package crashpoint
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestCrashOnceAcrossProcesses runs this test binary as a child that hits a
+// crash point: the first child exits with ExitCode and leaves the mark, the
+// second finds the mark and carries on.
+func TestCrashOnceAcrossProcesses(t *testing.T) {
+	if os.Getenv("CRASHPOINT_CHILD") == "1" {
+		Hit(ProcessorAfterEffect)
+		os.Exit(0)
+	}
+	mark := filepath.Join(t.TempDir(), "crashed")
+	run := func() int {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashOnceAcrossProcesses$")
+		cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=1", "HOOKLEDGER_CRASH="+ProcessorAfterEffect, "HOOKLEDGER_CRASH_MARK="+mark)
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	if code := run(); code != ExitCode {
+		t.Fatalf("first child exited %d, want %d", code, ExitCode)
+	}
+	if b, err := os.ReadFile(mark); err != nil || string(b) != ProcessorAfterEffect+"\n" {
+		t.Fatalf("mark %q %v", b, err)
+	}
+	if code := run(); code != 0 {
+		t.Fatalf("second child exited %d, want 0 (the mark stops a second crash)", code)
+	}
+}
