@@ -1,5 +1,5 @@
 # hookledger: the two commands are `make demo` and `make test`.
-.PHONY: all build test demo chaos bench fuzz tools emulator emulator-stop fmt clean
+.PHONY: all build test lint demo chaos bench fuzz tools emulator emulator-stop fmt clean
 
 GO ?= go
 
@@ -15,6 +15,12 @@ build:
 ## test: vet, unit + integration tests (-race) against MiniStack, brief fuzzing
 test:
 	bash scripts/test.sh
+
+## lint: go vet (all build tags) and the template checks (cfn-lint with serverless rules, sam validate --lint)
+lint: lint-template
+	$(GO) vet ./...
+	$(GO) vet -tags crashpoints ./...
+	$(GO) vet -tags e2e ./e2e/
 
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
