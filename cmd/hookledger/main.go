@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"list":     {"list ledger records, optionally by status", runList},
 		"setup":    {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
 		"payments": {"serve the local payments stub that honours Idempotency-Key", runPayments},
+		"bench":    {"measure requests, write units, dollars, cold start and throughput per event against the emulator", runBench},
 	}
 }
 
