@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -66,7 +66,7 @@ func setup(t *testing.T) *env {
 		fmt.Sscan(v, &e.shards)
 	}
 	e.client = &http.Client{Timeout: 30 * time.Second, Transport: localhostTransport()}
-	cfg, err := config.AWS(t.Context(), os.Getenv)
+	cfg, err := sdkconfig.Load(t.Context(), os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

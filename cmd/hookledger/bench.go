@@ -275,7 +275,7 @@ type handlers struct {
 func buildHandlers(env *benchEnv, cfg aws.Config) (*handlers, error) {
 	logs := &logCounter{}
 	log := env.conf.Logger(logs)
-	rcv, err := env.conf.Receiver(cfg, func(string) string { return "" }, log)
+	rcv, err := receiver.FromConfig(env.conf, cfg, func(string) string { return "" }, log)
 	if err != nil {
 		return nil, err
 	}

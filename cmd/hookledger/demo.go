@@ -26,10 +26,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/crashpoint"
 	"github.com/hookledger/hookledger/internal/paystub"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -136,7 +136,7 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	if err := reachable(ep); err != nil {
 		return fmt.Errorf("no AWS emulator answers at %s (%v); run `make demo`, which starts MiniStack, or start one and set AWS_ENDPOINT_URL", ep, err)
 	}
-	cfg, err := config.AWS(ctx, os.Getenv)
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
 		return err
 	}

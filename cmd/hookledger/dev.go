@@ -23,6 +23,7 @@ import (
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/reclaimer"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -44,7 +45,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := c.Logger(stdout)
-	cfg, err := config.AWS(ctx, os.Getenv)
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1
@@ -80,7 +81,7 @@ type dev struct {
 }
 
 func newDev(c config.Config, cfg aws.Config, log *slog.Logger) (*dev, error) {
-	rcv, err := c.Receiver(cfg, os.Getenv, log)
+	rcv, err := receiver.FromConfig(c, cfg, os.Getenv, log)
 	if err != nil {
 		return nil, err
 	}

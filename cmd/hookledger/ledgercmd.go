@@ -17,6 +17,7 @@ import (
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/paystub"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -26,7 +27,7 @@ func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledg
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, false
 	}
-	cfg, err := config.AWS(ctx, os.Getenv)
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, false
@@ -119,7 +120,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "setup: AWS_ENDPOINT_URL is not set; setup is for local emulators (in AWS, deploy template.yaml).\nStart MiniStack (make emulator) and export AWS_ENDPOINT_URL=http://localhost:4566")
 		return 2
 	}
-	cfg, err := config.AWS(ctx, os.Getenv)
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "setup: %v\n", err)
 		return 1

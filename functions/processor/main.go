@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -16,7 +15,7 @@ func main() {
 	if err != nil {
 		config.Fatal("processor configuration", err)
 	}
-	cfg, err := config.AWS(context.Background(), os.Getenv)
+	cfg, err := config.LambdaAWS(os.Getenv)
 	if err != nil {
 		config.Fatal("processor", err)
 	}

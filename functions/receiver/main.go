@@ -4,11 +4,11 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/receiver"
 )
 
 func main() {
@@ -16,11 +16,11 @@ func main() {
 	if err != nil {
 		config.Fatal("receiver configuration", err)
 	}
-	cfg, err := config.AWS(context.Background(), os.Getenv)
+	cfg, err := config.LambdaAWS(os.Getenv)
 	if err != nil {
 		config.Fatal("receiver", err)
 	}
-	h, err := c.Receiver(cfg, os.Getenv, c.Logger(os.Stdout))
+	h, err := receiver.FromConfig(c, cfg, os.Getenv, c.Logger(os.Stdout))
 	if err != nil {
 		config.Fatal("receiver configuration", err)
 	}

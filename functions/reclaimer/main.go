@@ -18,7 +18,7 @@ func main() {
 	if err != nil {
 		config.Fatal("reclaimer configuration", err)
 	}
-	cfg, err := config.AWS(context.Background(), os.Getenv)
+	cfg, err := config.LambdaAWS(os.Getenv)
 	if err != nil {
 		config.Fatal("reclaimer", err)
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/receiver"
-	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -43,8 +41,8 @@ type Config struct {
 // fits the function.
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
-		Table: "hookledger", MaxBody: receiver.DefaultMaxBody, Retention: ledger.DefaultRetention,
-		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: receiver.MismatchFlag,
+		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
+		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
 		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, LogLevel: "info",
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
@@ -127,7 +125,7 @@ func (c Config) ValidateReceiver() error {
 	if c.SourcesJSON == "" {
 		errs = append(errs, errors.New("HOOKLEDGER_SOURCES is empty: set it (or HOOKLEDGER_SOURCES_FILE) to the sources JSON; see README, Configuration"))
 	}
-	if c.Mismatch != receiver.MismatchFlag && c.Mismatch != receiver.MismatchReject {
+	if c.Mismatch != "flag" && c.Mismatch != "reject" {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_MISMATCH=%q: want flag or reject", c.Mismatch))
 	}
 	if c.MaxBody > 6*1024*1024 {
@@ -151,9 +149,4 @@ func (c Config) ValidateReclaimer() error {
 // LedgerOptions are the ledger's options from c.
 func (c Config) LedgerOptions() ledger.Options {
 	return ledger.Options{Table: c.Table, Shards: c.Shards, Retention: c.Retention, ReclaimAfter: c.ReclaimAfter}
-}
-
-// Sources parses and checks the sources JSON.
-func (c Config) Sources() (map[string]source.Source, error) {
-	return source.Parse([]byte(c.SourcesJSON))
 }

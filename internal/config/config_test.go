@@ -45,3 +45,14 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultsMatchTheReceiversOwn(t *testing.T) {
+	t.Parallel()
+	// The receiver's zero-value defaults (receiver.DefaultMaxBody, "flag")
+	// are repeated here as literals so that package config does not import
+	// the receiver; receiver's own test pins the same values.
+	c, _ := Load(env(nil))
+	if c.MaxBody != 256*1024 || c.Mismatch != "flag" {
+		t.Fatalf("%d %q", c.MaxBody, c.Mismatch)
+	}
+}

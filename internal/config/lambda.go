@@ -1,0 +1,38 @@
+package config
+
+import (
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/hookledger/hookledger/internal/fault"
+)
+
+// LambdaAWS builds the SDK configuration a Lambda function needs from the
+// variables the Lambda runtime sets (AWS_REGION and the execution role's
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), plus
+// AWS_ENDPOINT_URL for emulators. Unlike AWS, it does not link the shared
+// config and credential chain (profiles, SSO, STS, IMDS), which a function
+// never uses: that keeps the binaries and their cold start small.
+func LambdaAWS(getenv func(string) string) (aws.Config, error) {
+	region := getenv("AWS_REGION")
+	if region == "" {
+		region = getenv("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		return aws.Config{}, errors.New("AWS_REGION is not set (the Lambda runtime sets it; set it when running the binary yourself)")
+	}
+	key, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" {
+		return aws.Config{}, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (the Lambda runtime sets them from the execution role)")
+	}
+	cfg := aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(key, secret, getenv("AWS_SESSION_TOKEN"))),
+	}
+	if ep := getenv("AWS_ENDPOINT_URL"); ep != "" {
+		cfg.BaseEndpoint = aws.String(ep)
+	}
+	cfg.APIOptions = append(cfg.APIOptions, fault.APIOptions()...) // fault-injection builds only
+	return cfg, nil
+}

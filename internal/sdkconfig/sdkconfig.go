@@ -1,0 +1,40 @@
+// Package sdkconfig loads the AWS SDK configuration for hookledger's CLI and
+// local runs: the SDK's full default chain, pointed at an emulator by
+// AWS_ENDPOINT_URL, with dummy credentials there so that local runs need no
+// account. The Lambda functions use config.LambdaAWS instead, which links
+// none of the chain.
+package sdkconfig
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/hookledger/hookledger/internal/fault"
+)
+
+// Load reads the SDK configuration from the environment with the full
+// credential chain (profiles, SSO, IMDS), for the CLI and local runs (AWS_ENDPOINT_URL
+// points it at an emulator). Outside Lambda, with an endpoint set and no
+// credentials, it uses dummy ones so that local runs need no AWS account.
+func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if getenv("AWS_ENDPOINT_URL") != "" && getenv("AWS_ACCESS_KEY_ID") == "" && getenv("AWS_LAMBDA_FUNCTION_NAME") == "" {
+		opts = append(opts, awsconfig.WithCredentialsProvider(aws.CredentialsProviderFunc(
+			func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "hookledger-local"}, nil
+			})))
+	}
+	if faults := fault.APIOptions(); len(faults) > 0 {
+		opts = append(opts, awsconfig.WithAPIOptions(faults)) // fault-injection builds only
+	}
+	if getenv("AWS_REGION") == "" && getenv("AWS_DEFAULT_REGION") == "" {
+		opts = append(opts, awsconfig.WithRegion("us-east-1"))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
