@@ -1148,7 +1148,7 @@ func (b *benchRun) coldstart(ctx context.Context) error {
 			}
 		}
 	}
-	a.Notes = []string{fmt.Sprintf("SSM, Secrets Manager, STS, SSO, SSO-OIDC and Sign-In clients together: %.0f KB of symbols in every function (the processor and reclaimer never call SSM or Secrets Manager; none of them needs STS/SSO in Lambda, where credentials come from the environment).", float64(notReceiver)/1024)}
+	a.Notes = []string{fmt.Sprintf("Secret-store and credential-chain clients (SSM, Secrets Manager, STS, SSO, SSO-OIDC, Sign-In) in the receiver: %.0f KB of symbols. Only the receiver links SSM and Secrets Manager (it resolves signing secrets); no function links the STS/SSO chain, since in Lambda the credentials come from the environment (config.LambdaAWS).", float64(notReceiver)/1024)}
 	a.Print(b.out)
 	it := &bench.MD{Title: "Slowest package inits (GODEBUG=inittrace=1, receiver)", Header: []string{"package", "ms", "KB allocated"}}
 	for i, p := range traces["receiver"] {
