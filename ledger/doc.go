@@ -52,6 +52,14 @@
 //     omits it, the ledger falls back to one consistent read.
 //   - At most one worker owns a record's lease at any time, as judged by the
 //     ledger's clock check at write time.
+//   - A conditional write that the SDK retries after its answer was lost
+//     (a client timeout after the write succeeded) recognises itself: Create
+//     by the request token it stores in created_by, Claim by its lease
+//     token, the reclaimer's transitions and Replay by the request token
+//     they store in written_by. The caller gets success, not a duplicate or
+//     a conflict. When the SDK could not retry at all (its retry quota
+//     spent), these operations read the record back once and recognise
+//     their write the same way instead of reporting ErrUnavailable.
 //   - done and dead are terminal: no transition leaves them except Replay,
 //     which an operator calls explicitly.
 //   - Expiry is checked in code: a record past expires_at is treated as absent

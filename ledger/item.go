@@ -31,6 +31,7 @@ const (
 	attrBody       = "body"
 	attrEncoding   = "enc"
 	attrCreator    = "created_by"
+	attrWriter     = "written_by"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -90,6 +91,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		DueAt:      getMS(item, attrDueAt),
 		Version:    getN(item, attrVersion),
 		creator:    getS(item, attrCreator),
+		writer:     getS(item, attrWriter),
 	}
 	if e := getN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()

@@ -148,6 +148,9 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	}
 	old, failed, err := l.conditionFailure(ctx, "create", ev.ID, err)
 	if !failed {
+		if r, ok := l.readBack(ctx, ev.ID, err, func(r Record) bool { return r.creator == token }); ok {
+			return r, true, nil
+		}
 		return Record{}, false, err
 	}
 	if old == nil {
@@ -188,6 +191,23 @@ func (l *Ledger) conditionFailure(ctx context.Context, op string, id ID, err err
 		return nil, false, gerr
 	}
 	return &r, true, nil
+}
+
+// readBack settles a write whose outcome is unknown: when err is
+// ErrUnavailable (the answer was lost and the SDK could not retry, say its
+// retry quota was spent), it reads the record with a consistent read and
+// reports it if mine recognises the caller's own write in it. Without it, a
+// write that happened would be reported as failed, and the caller would
+// leave undone what must follow it (answer, enqueue) until a later retry.
+func (l *Ledger) readBack(ctx context.Context, id ID, err error, mine func(Record) bool) (Record, bool) {
+	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		return Record{}, false
+	}
+	r, gerr := l.Get(ctx, id)
+	if gerr != nil || !mine(r) {
+		return Record{}, false
+	}
+	return r, true
 }
 
 func unavailable(op string, id ID, err error) error {
@@ -391,6 +411,9 @@ func (l *Ledger) Claim(ctx context.Context, id ID, lease time.Duration) (Record,
 			":tok": s(token), ":until": ms(now.Add(lease)), ":now": ms(now), ":nows": n(now.Unix()),
 		})
 	if err != nil {
+		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }); ok {
+			return r, nil
+		}
 		return Record{}, err
 	}
 	if !failed {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -53,14 +54,19 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, ext
 		return Record{}, err
 	}
 	now := l.now()
+	token := newToken()
 	vals[":ver"] = n(rec.Version)
+	vals[":by"] = s(token)
 	cond := "ver = :ver"
 	if extra != "" {
 		cond += " AND " + extra
 	}
 	vals[":now"] = ms(now)
-	out, old, failed, err := l.update(ctx, op, rec.ID, expr, cond, statusName, vals)
+	out, old, failed, err := l.update(ctx, op, rec.ID, signed(expr), cond, statusName, vals)
 	if err != nil {
+		if r, ok := l.readBack(ctx, rec.ID, err, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token }); ok {
+			return r, nil
+		}
 		return Record{}, err
 	}
 	if !failed {
@@ -69,7 +75,24 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, ext
 	if old == nil {
 		return Record{}, fmt.Errorf("%s %s: %w", op, rec.ID, ErrNotFound)
 	}
+	if old.Version == rec.Version+1 && old.writer == token {
+		// The SDK retried a write whose first attempt succeeded but whose
+		// answer was lost: the transition is ours, and the caller must go
+		// on (the reclaimer enqueues after Requeue and Reset).
+		return *old, nil
+	}
 	return Record{}, &StateError{Op: op, Err: ErrConflict, Record: *old}
+}
+
+// signed adds the write's request token to expr's SET clause, so that a
+// write retried after its answer was lost can recognise itself.
+func signed(expr string) string {
+	set, remove, hasRemove := strings.Cut(expr, " REMOVE ")
+	set += ", " + attrWriter + " = :by"
+	if hasRemove {
+		return set + " REMOVE " + remove
+	}
+	return set
 }
 
 // Requeue records that the reclaimer re-drove a received or failed record:
@@ -125,16 +148,20 @@ func (l *Ledger) Replay(ctx context.Context, id ID) (Record, error) {
 		return Record{}, err
 	}
 	now := l.now()
+	token := newToken()
 	rec, old, failed, err := l.update(ctx, "replay", id,
-		"SET #st = :received, attempts = :zero, reclaims = :zero, updated_at = :now, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until",
+		signed("SET #st = :received, attempts = :zero, reclaims = :zero, updated_at = :now, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until"),
 		"attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)",
 		statusName,
 		map[string]types.AttributeValue{
 			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),
-			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()),
+			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()), ":by": s(token),
 			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(l.opt.ReclaimAfter)),
 		})
 	if err != nil {
+		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Received && r.writer == token }); ok {
+			return r, nil
+		}
 		return Record{}, err
 	}
 	if !failed {
@@ -142,6 +169,9 @@ func (l *Ledger) Replay(ctx context.Context, id ID) (Record, error) {
 	}
 	if old == nil {
 		return Record{}, fmt.Errorf("replay %s: %w", id, ErrNotFound)
+	}
+	if old.Status == Received && old.writer == token {
+		return *old, nil // our own write, retried after its answer was lost
 	}
 	return Record{}, &StateError{Op: "replay", Err: ErrConflict, Record: *old}
 }

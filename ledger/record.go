@@ -109,6 +109,7 @@ type Record struct {
 	Version    int64     // incremented by every write
 
 	creator string // the request token of the Create that wrote it
+	writer  string // the request token of the last reclaimer transition or Replay
 }
 
 // Expired reports whether the record is past its retention at now.

@@ -32,6 +32,8 @@ func commands() map[string]command {
 		"list":     {"list ledger records, optionally by status", runList},
 		"setup":    {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
 		"payments": {"serve the local payments stub that honours Idempotency-Key", runPayments},
+		"chaos":    {"inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", runChaos},
+		"replay":   {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
 		"bench":    {"measure requests, write units, dollars, cold start and throughput per event against the emulator", runBench},
 	}
 }

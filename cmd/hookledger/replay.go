@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+const replayHelp = `Replays dead (or failed) events: each record goes back to received in the
+ledger (attempts and reclaims reset) and its stored payload is enqueued
+again. Or, with --dlq, moves the messages of a dead-letter queue back into
+the processing queue.
+
+Replaying is safe to repeat: the events' effects carry the same downstream
+idempotency keys as before, so an effect that already happened is not
+repeated. Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL.
+
+  hookledger replay --source stripe --tenant acme --key evt_123
+  hookledger replay --status dead --since 2h
+  hookledger replay --status failed --source stripe --dry-run
+  hookledger replay --dlq https://sqs.../hookledger-dlq
+`
+
+// replayOptions are the parsed flags.
+type replayOptions struct {
+	source, tenant, key string
+	status              ledger.Status
+	since, until        time.Time
+	dlq                 string
+	dry                 bool
+	limit               int
+}
+
+// replayLedger is the slice of the ledger replay calls.
+type replayLedger interface {
+	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
+	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	Replay(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	Table() string
+}
+
+// redriveAPI is the slice of SQS a DLQ redrive calls.
+type redriveAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+var (
+	_ replayLedger = (*ledger.Ledger)(nil)
+	_ redriveAPI   = (*sqs.Client)(nil)
+)
+
+// replayer carries out a replay.
+type replayer struct {
+	ledger   replayLedger
+	sqs      redriveAPI
+	queueURL string
+	now      func() time.Time
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL) [--dry-run] [--limit N]", stderr)
+	var o replayOptions
+	fs.StringVar(&o.key, "key", "", "replay this one event (the provider's event id); needs --source and --tenant")
+	fs.StringVar(&o.source, "source", "", "the event's source; with --status, only events of this source")
+	fs.StringVar(&o.tenant, "tenant", "", "the event's tenant; with --status, only events of this tenant")
+	status := fs.String("status", "", "replay every event in this status: dead or failed (default dead when --since or --until is given)")
+	since := fs.String("since", "", "only events received at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (90m, 24h)")
+	until := fs.String("until", "", "only events received before this time (same forms as --since)")
+	fs.StringVar(&o.dlq, "dlq", "", "move every message of this dead-letter queue (its URL) back into HOOKLEDGER_QUEUE_URL")
+	fs.BoolVar(&o.dry, "dry-run", false, "print what would be replayed or redriven; change nothing")
+	fs.IntVar(&o.limit, "limit", 0, "at most this many events or messages (0: all)")
+	synopsis := fs.Usage
+	fs.Usage = func() {
+		synopsis()
+		fmt.Fprint(fs.Output(), "\n"+replayHelp)
+	}
+	if code := parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "replay: unexpected argument %q; give the event id with --key\n", fs.Arg(0))
+		return 2
+	}
+	now := time.Now()
+	var err error
+	if o.since, err = parseWhen(*since, now); err == nil {
+		o.until, err = parseWhen(*until, now)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "replay: %v\n", err)
+		return 2
+	}
+	o.status = ledger.Status(*status)
+	if o.status == "" && (!o.since.IsZero() || !o.until.IsZero()) {
+		o.status = ledger.Dead
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "replay: %v\n", err)
+		return 2
+	}
+	c, err := config.Load(os.Getenv)
+	if err == nil && c.QueueURL == "" {
+		err = errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL (hookledger setup prints it)")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "replay: %v\n", err)
+		return 2
+	}
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "replay: %v\n", err)
+		return 1
+	}
+	l, err := c.Ledger(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "replay: %v\n", err)
+		return 2
+	}
+	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, now: time.Now, stdout: stdout, stderr: stderr}
+	return r.run(ctx, o)
+}
+
+func (o replayOptions) validate() error {
+	modes := 0
+	for _, set := range []bool{o.key != "", o.status != "", o.dlq != ""} {
+		if set {
+			modes++
+		}
+	}
+	switch {
+	case modes != 1:
+		return errors.New("say what to replay: one of --key (with --source and --tenant), --status dead|failed, or --dlq URL")
+	case o.key != "" && (o.source == "" || o.tenant == ""):
+		return errors.New("--key needs --source and --tenant: an event's identity is (source, tenant, key)")
+	case o.status != "" && o.status != ledger.Dead && o.status != ledger.Failed:
+		return fmt.Errorf("--status %q: only dead or failed events can be replayed (done ones already took effect; received and processing ones are still in flight)", o.status)
+	case o.dlq != "" && (o.source != "" || o.tenant != "" || !o.since.IsZero() || !o.until.IsZero()):
+		return errors.New("--dlq moves every message back; it takes no --source, --tenant, --since or --until")
+	case !o.since.IsZero() && !o.until.IsZero() && !o.since.Before(o.until):
+		return errors.New("--since must be before --until")
+	case o.limit < 0:
+		return errors.New("--limit must not be negative")
+	}
+	return nil
+}
+
+// parseWhen reads an RFC 3339 time or a duration before now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
+}
+
+// run replays what o selects and returns the exit code: 0 when everything
+// selected was replayed (or, with --dry-run, would be), 1 otherwise.
+func (r *replayer) run(ctx context.Context, o replayOptions) int {
+	if o.dlq != "" {
+		return r.redrive(ctx, o)
+	}
+	var recs []ledger.Record
+	if o.key != "" {
+		rec, err := r.ledger.Get(ctx, ledger.ID{Source: o.source, Tenant: o.tenant, Key: o.key})
+		if errors.Is(err, ledger.ErrNotFound) {
+			fmt.Fprintf(r.stderr, "replay: no record for %s/%s/%s in table %s (check --source and --tenant)\n", o.source, o.tenant, o.key, r.ledger.Table())
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			return 1
+		}
+		if rec.Status != ledger.Dead && rec.Status != ledger.Failed {
+			fmt.Fprintf(r.stderr, "replay: %s is %s; only dead or failed events are replayed\n", rec.ID, rec.Status)
+			return 1
+		}
+		recs = []ledger.Record{rec}
+	} else {
+		all, err := r.ledger.List(ctx, o.status, 0)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			return 1
+		}
+		for _, rec := range all {
+			if o.source != "" && rec.Source != o.source || o.tenant != "" && rec.Tenant != o.tenant ||
+				!o.since.IsZero() && rec.CreatedAt.Before(o.since) || !o.until.IsZero() && !rec.CreatedAt.Before(o.until) {
+				continue
+			}
+			recs = append(recs, rec)
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].CreatedAt.Before(recs[j].CreatedAt) })
+	}
+	if o.limit > 0 && len(recs) > o.limit {
+		recs = recs[:o.limit]
+	}
+	failed := 0
+	for _, rec := range recs {
+		if err := r.one(ctx, rec, o.dry); err != nil {
+			failed++
+			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+		}
+	}
+	verb := "replayed"
+	if o.dry {
+		verb = "would replay"
+	}
+	fmt.Fprintf(r.stdout, "%s %d of %d selected events (table %s)\n", verb, len(recs)-failed, len(recs), r.ledger.Table())
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// one replays a record: payload first (no payload, no replay), then the
+// ledger transition, then the message.
+func (r *replayer) one(ctx context.Context, rec ledger.Record, dry bool) error {
+	body, err := r.ledger.Payload(ctx, rec.ID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it", rec.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: read payload: %w", rec.ID, err)
+	}
+	line := fmt.Sprintf("%s (was %s after %d attempts, %d reclaims", rec.ID, rec.Status, rec.Attempts, rec.Reclaims)
+	if rec.LastError != "" {
+		line += "; last error: " + rec.LastError
+	}
+	line += ")"
+	if dry {
+		fmt.Fprintf(r.stdout, "would replay %s\n", line)
+		return nil
+	}
+	if _, err := r.ledger.Replay(ctx, rec.ID); err != nil {
+		var se *ledger.StateError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%s: not replayed, it is now %s (someone else moved it)", rec.ID, se.Record.Status)
+		}
+		return fmt.Errorf("%s: %w", rec.ID, err)
+	}
+	msg := queue.Message{Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256,
+		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli()}
+	snd := &queue.Sender{API: r.sqs, URL: r.queueURL}
+	if err := snd.Send(ctx, msg); err != nil {
+		return fmt.Errorf("%s: back to received in the ledger, but the enqueue failed (%v); the reclaimer will re-drive it once it is due (HOOKLEDGER_RECLAIM_AFTER), or run replay again later", rec.ID, err)
+	}
+	fmt.Fprintf(r.stdout, "replayed %s\n", line)
+	return nil
+}
+
+// redrive moves the DLQ's messages back to the processing queue: receive,
+// send, delete. A message that cannot be decoded stays in the DLQ. If a
+// delete fails after the send, the message is processed twice, which the
+// ledger absorbs.
+func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
+	if o.dlq == r.queueURL {
+		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL")
+		return 2
+	}
+	if o.dry {
+		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.dlq,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		if err != nil {
+			fmt.Fprintf(r.stderr, "replay: read %s: %v\n", o.dlq, err)
+			return 1
+		}
+		n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+		if o.limit > 0 {
+			n = min(n, o.limit)
+		}
+		fmt.Fprintf(r.stdout, "would redrive about %d messages from %s to %s\n", n, o.dlq, r.queueURL)
+		return 0
+	}
+	moved, kept, failed := 0, 0, 0
+	for o.limit == 0 || moved < o.limit {
+		n := int32(10)
+		if o.limit > 0 {
+			n = int32(min(10, o.limit-moved))
+		}
+		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &o.dlq, MaxNumberOfMessages: n, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			fmt.Fprintf(r.stderr, "replay: receive from %s: %v\n", o.dlq, err)
+			failed++
+			break
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			msg, err := queue.Decode(aws.ToString(m.Body))
+			if err != nil {
+				kept++
+				fmt.Fprintf(r.stderr, "replay: message %s left in the DLQ: %v\n", aws.ToString(m.MessageId), err)
+				continue
+			}
+			if _, err := r.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &r.queueURL, MessageBody: m.Body}); err != nil {
+				failed++
+				fmt.Fprintf(r.stderr, "replay: %s: send to %s: %v (it stays in the DLQ)\n", msg.ID(), r.queueURL, err)
+				continue
+			}
+			if _, err := r.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &o.dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				fmt.Fprintf(r.stderr, "replay: %s: sent, but not deleted from the DLQ (%v); it may be processed twice, which the ledger absorbs\n", msg.ID(), err)
+			}
+			moved++
+			fmt.Fprintf(r.stdout, "redriven %s\n", msg.ID())
+		}
+	}
+	fmt.Fprintf(r.stdout, "redrove %d messages from %s to %s; %d left (undecodable), %d failed\n", moved, o.dlq, r.queueURL, kept, failed)
+	if failed > 0 || kept > 0 {
+		return 1
+	}
+	return 0
+}

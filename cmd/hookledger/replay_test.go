@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+type replayFixture struct {
+	l        *ledger.Ledger
+	old      *ledger.Ledger // the same table, with a clock two days back
+	sq       *sqs.Client
+	qurl     string
+	dlq      string
+	out, err *bytes.Buffer
+	r        *replayer
+}
+
+func replaySetup(t *testing.T) *replayFixture {
+	t.Helper()
+	cfg := emulator.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := emulator.Name("chaos-replay")
+	if err := ledger.CreateTable(t.Context(), db, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	qurl, dlq := emulator.Queues(t, cfg, queue.QueueSpec{Name: emulator.Name("chaos-replay")})
+	l, _ := ledger.New(db, ledger.Options{Table: table})
+	old, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
+	f := &replayFixture{l: l, old: old, sq: sqs.NewFromConfig(cfg), qurl: qurl, dlq: dlq, out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	f.r = &replayer{ledger: l, sqs: f.sq, queueURL: qurl, now: time.Now, stdout: f.out, stderr: f.err}
+	return f
+}
+
+// event stores an event with its payload and drives it to status.
+func (f *replayFixture) event(t *testing.T, l *ledger.Ledger, key string, status ledger.Status) ledger.ID {
+	t.Helper()
+	ctx := t.Context()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-" + key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutPayload(ctx, id, []byte(`{"id":"`+key+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if status == ledger.Received {
+		return id
+	}
+	rec, err := l.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch status {
+	case ledger.Dead:
+		_, err = l.Bury(ctx, id, rec.LeaseOwner, "charge: payments API refused with 402")
+	case ledger.Failed:
+		_, err = l.Fail(ctx, id, rec.LeaseOwner, "charge: payments API answered 503", time.Hour)
+	case ledger.Done:
+		_, err = l.Complete(ctx, id, rec.LeaseOwner)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (f *replayFixture) status(t *testing.T, id ledger.ID) ledger.Status {
+	t.Helper()
+	rec, err := f.l.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Status
+}
+
+// drain returns the messages on url.
+func (f *replayFixture) drain(t *testing.T, url string) []queue.Message {
+	t.Helper()
+	var out []queue.Message
+	for empty := 0; empty < 2; {
+		res, err := f.sq.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range res.Messages {
+			msg, err := queue.Decode(aws.ToString(m.Body))
+			if err != nil {
+				t.Fatalf("malformed message %q: %v", aws.ToString(m.Body), err)
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	f := replaySetup(t)
+	ctx := t.Context()
+	deadNew := f.event(t, f.l, "evt_dead_new", ledger.Dead)
+	deadOld := f.event(t, f.old, "evt_dead_old", ledger.Dead)
+	failed := f.event(t, f.l, "evt_failed", ledger.Failed)
+	done := f.event(t, f.l, "evt_done", ledger.Done)
+
+	// A dry run changes nothing.
+	if code := f.r.run(ctx, replayOptions{status: ledger.Dead, dry: true}); code != 0 {
+		t.Fatalf("dry run exit %d: %s", code, f.err)
+	}
+	if !strings.Contains(f.out.String(), "would replay stripe/acme/evt_dead_old") || !strings.Contains(f.out.String(), "payments API refused with 402") {
+		t.Errorf("dry run output does not list the dead events with their last error:\n%s", f.out)
+	}
+	if f.status(t, deadNew) != ledger.Dead || f.status(t, deadOld) != ledger.Dead || len(f.drain(t, f.qurl)) != 0 {
+		t.Fatal("dry run changed the ledger or the queue")
+	}
+
+	// By time range: only the dead event received in the last day.
+	if code := f.r.run(ctx, replayOptions{status: ledger.Dead, since: time.Now().Add(-24 * time.Hour)}); code != 0 {
+		t.Fatalf("exit %d: %s", code, f.err)
+	}
+	if f.status(t, deadNew) != ledger.Received || f.status(t, deadOld) != ledger.Dead {
+		t.Fatalf("--since 24h: new %s, old %s; want only the new one replayed", f.status(t, deadNew), f.status(t, deadOld))
+	}
+	msgs := f.drain(t, f.qurl)
+	if len(msgs) != 1 || msgs[0].ID() != deadNew || string(msgs[0].Body) != `{"id":"evt_dead_new"}` || msgs[0].SHA256 != "sha-evt_dead_new" || msgs[0].Type != "invoice.paid" {
+		t.Fatalf("queue after --since: %+v; want one message with the stored payload", msgs)
+	}
+	rec, _ := f.l.Get(ctx, deadNew)
+	if rec.Attempts != 0 || rec.DueAt.IsZero() {
+		t.Errorf("replayed record %+v: want attempts reset and a due time (the reclaimer's safety net)", rec)
+	}
+
+	// By key, and by --until.
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: deadOld.Key}); code != 0 {
+		t.Fatalf("--key exit %d: %s", code, f.err)
+	}
+	if f.status(t, deadOld) != ledger.Received || len(f.drain(t, f.qurl)) != 1 {
+		t.Fatal("--key did not replay the old dead event")
+	}
+
+	// Failed events by status.
+	if code := f.r.run(ctx, replayOptions{status: ledger.Failed, until: time.Now().Add(time.Minute)}); code != 0 {
+		t.Fatalf("--status failed exit %d: %s", code, f.err)
+	}
+	if f.status(t, failed) != ledger.Received {
+		t.Fatal("--status failed did not replay the failed event")
+	}
+	f.drain(t, f.qurl)
+
+	// Refusals: a done event, a replayed (received) one, an unknown one.
+	for _, key := range []string{done.Key, deadNew.Key, "evt_nobody"} {
+		f.err.Reset()
+		if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: key}); code != 1 {
+			t.Errorf("--key %s: exit %d, want 1", key, code)
+		}
+		if f.err.Len() == 0 {
+			t.Errorf("--key %s: no explanation on stderr", key)
+		}
+	}
+	if f.status(t, done) != ledger.Done || len(f.drain(t, f.qurl)) != 0 {
+		t.Fatal("a refused replay changed the ledger or the queue")
+	}
+}
+
+func TestReplayRedrivesDLQ(t *testing.T) {
+	t.Parallel()
+	f := replaySetup(t)
+	ctx := t.Context()
+	for _, key := range []string{"evt_dlq_1", "evt_dlq_2", "evt_dlq_3"} {
+		snd := &queue.Sender{API: f.sq, URL: f.dlq}
+		if err := snd.Send(ctx, queue.Message{Source: "stripe", Tenant: "acme", Key: key, Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &f.dlq, MessageBody: aws.String("not a message")}); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.r.run(ctx, replayOptions{dlq: f.dlq, dry: true}); code != 0 || !strings.Contains(f.out.String(), "would redrive") {
+		t.Fatalf("dry run exit %d: %s %s", code, f.out, f.err)
+	}
+	code := f.r.run(ctx, replayOptions{dlq: f.dlq})
+	if code != 1 || !strings.Contains(f.err.String(), "left in the DLQ") {
+		t.Errorf("exit %d, stderr %q; want 1 and the undecodable message reported", code, f.err)
+	}
+	msgs := f.drain(t, f.qurl)
+	keys := map[string]bool{}
+	for _, m := range msgs {
+		keys[m.Key] = true
+	}
+	if len(msgs) != 3 || !keys["evt_dlq_1"] || !keys["evt_dlq_2"] || !keys["evt_dlq_3"] {
+		t.Fatalf("main queue after redrive: %+v; want the three decodable messages", msgs)
+	}
+}
+
+func TestReplayFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "say what to replay"},
+		{[]string{"--key", "evt_1"}, "needs --source and --tenant"},
+		{[]string{"--status", "done"}, "only dead or failed"},
+		{[]string{"--status", "dead", "--dlq", "http://x"}, "say what to replay"},
+		{[]string{"--dlq", "http://x", "--source", "stripe"}, "takes no --source"},
+		{[]string{"--since", "yesterday"}, "RFC 3339"},
+		{[]string{"--since", "1h", "--until", "2h"}, "--since must be before --until"},
+		{[]string{"evt_1"}, "give the event id with --key"},
+	} {
+		var out, errb bytes.Buffer
+		if code := runReplay(t.Context(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("replay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := runReplay(t.Context(), []string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "--dry-run") {
+		t.Errorf("--help: exit %d, %q", code, out.String())
+	}
+}
