@@ -355,11 +355,14 @@ func (l *Ledger) update(ctx context.Context, op string, id ID, expr, cond string
 	return Record{}, old, failed, err
 }
 
-// withVersion adds the version increment to expr's SET clause (every
-// expression here starts with SET; a REMOVE clause, if any, follows it).
-func withVersion(expr string) string {
+// withVersion adds the version increment to expr's SET clause.
+func withVersion(expr string) string { return addToSet(expr, "ver = ver + :one") }
+
+// addToSet appends an assignment to expr's SET clause (every expression here
+// starts with SET; a REMOVE clause, if any, follows it).
+func addToSet(expr, assignment string) string {
 	set, remove, hasRemove := strings.Cut(expr, " REMOVE ")
-	set += ", ver = ver + :one"
+	set += ", " + assignment
 	if hasRemove {
 		return set + " REMOVE " + remove
 	}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -86,14 +85,7 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, ext
 
 // signed adds the write's request token to expr's SET clause, so that a
 // write retried after its answer was lost can recognise itself.
-func signed(expr string) string {
-	set, remove, hasRemove := strings.Cut(expr, " REMOVE ")
-	set += ", " + attrWriter + " = :by"
-	if hasRemove {
-		return set + " REMOVE " + remove
-	}
-	return set
-}
+func signed(expr string) string { return addToSet(expr, attrWriter+" = :by") }
 
 // Requeue records that the reclaimer re-drove a received or failed record:
 // reclaims+1 and due_at moved to next. The caller enqueues after it succeeds.

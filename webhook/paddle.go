@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -26,6 +24,9 @@ import (
 //
 // Paddle Classic (p_signature in a form body, RSA) is not supported.
 const paddleSignatureHeader = "Paddle-Signature"
+
+// paddleFormat is Paddle-Signature: "ts=…;h1=…;h1=…"; h1 is a 32-byte HMAC-SHA256.
+var paddleFormat = keyedHeader{name: paddleSignatureHeader, sep: ";", tsKey: "ts", sigKey: "h1", sigLen: sha256.Size}
 
 var paddleSpec = providerSpec{
 	tolerance: 5 * time.Second,
@@ -54,58 +55,15 @@ type paddleHeader struct {
 // one ts (repeated only with the same value) and at least one h1 of 32 bytes
 // in hex; other h1 entries are skipped.
 func parsePaddleHeader(values []string) (paddleHeader, error) {
-	var h paddleHeader
-	var ts string
-	for _, value := range values {
-		for elem := range strings.SplitSeq(value, ";") {
-			elem = strings.TrimSpace(elem)
-			if elem == "" {
-				continue
-			}
-			k, val, ok := strings.Cut(elem, "=")
-			if !ok {
-				return paddleHeader{}, fmt.Errorf("%s: element %q is not key=value: %w", paddleSignatureHeader, clip(elem), ErrMalformedHeader)
-			}
-			switch k {
-			case "ts":
-				if ts != "" && ts != val {
-					return paddleHeader{}, fmt.Errorf("%s: several timestamps: %w", paddleSignatureHeader, ErrMalformedHeader)
-				}
-				ts = val
-			case "h1":
-				sig, err := hex.DecodeString(val)
-				if err != nil || len(sig) != sha256.Size {
-					continue
-				}
-				h.h1 = append(h.h1, sig)
-			}
-		}
-	}
-	if ts == "" {
-		return paddleHeader{}, fmt.Errorf("%s: no ts: %w", paddleSignatureHeader, ErrMalformedHeader)
-	}
-	t, err := parseUnix(ts)
+	ts, timestamp, sigs, err := paddleFormat.parse(values)
 	if err != nil {
-		return paddleHeader{}, fmt.Errorf("%s: %w", paddleSignatureHeader, err)
+		return paddleHeader{}, err
 	}
-	h.ts, h.timestamp = ts, t
-	if len(h.h1) == 0 {
-		return paddleHeader{}, fmt.Errorf("%s: no h1 signature: %w", paddleSignatureHeader, ErrMalformedHeader)
-	}
-	return h, nil
+	return paddleHeader{ts: ts, timestamp: timestamp, h1: sigs}, nil
 }
 
 // formatPaddleHeader writes a Paddle-Signature value.
-func formatPaddleHeader(h paddleHeader) string {
-	var b strings.Builder
-	b.WriteString("ts=")
-	b.WriteString(h.ts)
-	for _, s := range h.h1 {
-		b.WriteString(";h1=")
-		b.WriteString(hex.EncodeToString(s))
-	}
-	return b.String()
-}
+func formatPaddleHeader(h paddleHeader) string { return paddleFormat.format(h.ts, h.h1) }
 
 func paddleMAC(key []byte, ts string, body []byte) []byte {
 	return hmacSHA256(key, []byte(ts+":"), body)

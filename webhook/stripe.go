@@ -3,10 +3,8 @@ package webhook
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -21,6 +19,9 @@ import (
 //     hex-encoded; the whsec_... signing secret is the key exactly as shown.
 //   - Stripe's libraries default to a tolerance of 300 seconds.
 const stripeSignatureHeader = "Stripe-Signature"
+
+// stripeFormat is Stripe-Signature: "t=…,v1=…,v1=…"; v0 and unknown keys are ignored.
+var stripeFormat = keyedHeader{name: stripeSignatureHeader, sep: ",", tsKey: "t", sigKey: "v1"}
 
 // stripeScheme verifies Stripe-Signature.
 type stripeScheme struct {
@@ -38,58 +39,15 @@ type stripeHeader struct {
 // one timestamp (repeated only with the same value) and at least one valid v1
 // signature; v1 entries that are not hex are skipped.
 func parseStripeHeader(values []string) (stripeHeader, error) {
-	var h stripeHeader
-	var ts string
-	for _, value := range values {
-		for elem := range strings.SplitSeq(value, ",") {
-			elem = strings.TrimSpace(elem)
-			if elem == "" {
-				continue
-			}
-			k, val, ok := strings.Cut(elem, "=")
-			if !ok {
-				return stripeHeader{}, fmt.Errorf("%s: element %q is not key=value: %w", stripeSignatureHeader, clip(elem), ErrMalformedHeader)
-			}
-			switch k {
-			case "t":
-				if ts != "" && ts != val {
-					return stripeHeader{}, fmt.Errorf("%s: several timestamps: %w", stripeSignatureHeader, ErrMalformedHeader)
-				}
-				ts = val
-			case "v1":
-				sig, err := hex.DecodeString(val)
-				if err != nil || len(sig) == 0 {
-					continue
-				}
-				h.v1 = append(h.v1, sig)
-			}
-		}
-	}
-	if ts == "" {
-		return stripeHeader{}, fmt.Errorf("%s: no timestamp: %w", stripeSignatureHeader, ErrMalformedHeader)
-	}
-	t, err := parseUnix(ts)
+	ts, timestamp, sigs, err := stripeFormat.parse(values)
 	if err != nil {
-		return stripeHeader{}, fmt.Errorf("%s: %w", stripeSignatureHeader, err)
+		return stripeHeader{}, err
 	}
-	h.t, h.timestamp = ts, t
-	if len(h.v1) == 0 {
-		return stripeHeader{}, fmt.Errorf("%s: no v1 signature: %w", stripeSignatureHeader, ErrMalformedHeader)
-	}
-	return h, nil
+	return stripeHeader{t: ts, timestamp: timestamp, v1: sigs}, nil
 }
 
 // formatStripeHeader writes a Stripe-Signature value.
-func formatStripeHeader(h stripeHeader) string {
-	var b strings.Builder
-	b.WriteString("t=")
-	b.WriteString(h.t)
-	for _, s := range h.v1 {
-		b.WriteString(",v1=")
-		b.WriteString(hex.EncodeToString(s))
-	}
-	return b.String()
-}
+func formatStripeHeader(h stripeHeader) string { return stripeFormat.format(h.t, h.v1) }
 
 // stripeMAC computes the v1 signature of body at timestamp ts, as sent.
 func stripeMAC(secret []byte, ts string, body []byte) []byte {
