@@ -1,6 +1,9 @@
 package ledger
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestPKIsInjective(t *testing.T) {
 	t.Parallel()
@@ -74,5 +77,17 @@ func TestUsesMatchesWholePlaceholders(t *testing.T) {
 		if got := uses(tc.expr, tc.p); got != tc.want {
 			t.Errorf("uses(%q, %q) = %v", tc.expr, tc.p, got)
 		}
+	}
+}
+
+func TestRecordJSON(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(Record{ID: ID{"stripe", "acme", "evt_1"}, Status: Done, Attempts: 1, Version: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"source":"stripe","tenant":"acme","event_key":"evt_1","status":"done","attempts":1,"reclaims":0,"version":3}`
+	if string(b) != want {
+		t.Fatalf("got %s\nwant %s", b, want)
 	}
 }

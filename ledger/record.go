@@ -39,9 +39,9 @@ const MaxPartLen = 512
 // ID is an event's identity: who sent it (source), for whom (tenant), and the
 // sender's event id or a derived key.
 type ID struct {
-	Source string
-	Tenant string
-	Key    string
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	Key    string `json:"event_key"`
 }
 
 // Validate reports an empty or over-long part.
@@ -93,20 +93,20 @@ func shardOf(pk string, shards int) int {
 // Record is an event's ledger record (never its payload).
 type Record struct {
 	ID
-	EventType  string
-	Status     Status
-	Attempts   int // how many times a worker claimed it
-	Reclaims   int // how many times the reclaimer re-drove it
-	LeaseOwner string
-	LeaseUntil time.Time
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	ExpiresAt  time.Time
-	LastError  string
-	BodySHA256 string
-	DueShard   int
-	DueAt      time.Time // zero once terminal
-	Version    int64     // incremented by every write
+	EventType  string    `json:"event_type,omitempty"`
+	Status     Status    `json:"status"`
+	Attempts   int       `json:"attempts"` // how many times a worker claimed it
+	Reclaims   int       `json:"reclaims"` // how many times the reclaimer re-drove it
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	CreatedAt  time.Time `json:"created_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	LastError  string    `json:"last_error,omitempty"`
+	BodySHA256 string    `json:"body_sha256,omitempty"`
+	DueShard   int       `json:"due_shard,omitempty"`
+	DueAt      time.Time `json:"due_at,omitzero"` // zero once terminal
+	Version    int64     `json:"version"`         // incremented by every write
 
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay
