@@ -2,7 +2,9 @@ package queue
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +24,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 
 func TestLargeBodyLeavesTheMessage(t *testing.T) {
 	t.Parallel()
-	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: bytes.Repeat([]byte("x"), MaxMessageBytes)})
+	random := make([]byte, MaxMessageBytes) // incompressible: too large even gzip'd
+	rand.Read(random)
+	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,5 +45,36 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		if _, err := Decode(s); !errors.Is(err, ErrMalformed) {
 			t.Errorf("Decode(%q) = %v, want ErrMalformed", s, err)
 		}
+	}
+}
+
+func TestLargeCompressibleBodyRidesCompressed(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte(`{"line":"item","qty":1,"price":4900},`), 20000) // 740 KB of JSON
+	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) > MaxMessageBytes || !strings.Contains(s, `"body_gz"`) || strings.Contains(s, `"body":`) {
+		t.Fatalf("message of %d bytes does not carry the body compressed", len(s))
+	}
+	m, err := Decode(s)
+	if err != nil || !bytes.Equal(m.Body, body) || m.BodyGzip != nil {
+		t.Fatalf("round trip: %d bytes back, %v", len(m.Body), err)
+	}
+}
+
+func TestSmallBodyStaysPlain(t *testing.T) {
+	t.Parallel()
+	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", Body: []byte(`{"id":"evt_1"}`)})
+	if strings.Contains(s, "body_gz") {
+		t.Fatalf("a small body was compressed: %s", s)
+	}
+}
+
+func TestCorruptCompressedBodyIsMalformed(t *testing.T) {
+	t.Parallel()
+	if _, err := Decode(`{"v":1,"source":"s","tenant":"t","key":"k","body_gz":"AAAA"}`); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("got %v", err)
 	}
 }
