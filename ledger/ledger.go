@@ -1,21 +1,18 @@
 package ledger
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/zip"
 )
 
 // API is the slice of the DynamoDB client the ledger calls.
@@ -34,6 +31,9 @@ const (
 	DefaultShards       = 16
 	DefaultRetention    = 7 * 24 * time.Hour
 	DefaultReclaimAfter = 2 * time.Minute
+	// maxPayloadBytes bounds a decompressed payload (Lambda's request limit
+	// is 6 MB; a stored payload is at most 400 KB compressed).
+	maxPayloadBytes = 8 << 20
 	// compressAbove is the payload size from which gzip is tried.
 	compressAbove = 512
 )
@@ -248,7 +248,7 @@ func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte) error {
 	}
 	stored, enc := body, ""
 	if len(body) >= compressAbove {
-		if z := compress(body); len(z) < len(body) {
+		if z := zip.Compress(body); len(z) < len(body) {
 			stored, enc = z, "gzip"
 		}
 	}
@@ -262,24 +262,6 @@ func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte) error {
 		return unavailable("put payload", id, err)
 	}
 	return nil
-}
-
-// gzipWriters reuses compressors: a new gzip.Writer allocates about 1 MB,
-// which dominated the receiver's CPU time per event.
-var gzipWriters = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return zw
-}}
-
-func compress(body []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(body)/2 + 64)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	zw.Write(body)
-	zw.Close()
-	gzipWriters.Put(zw)
-	return buf.Bytes()
 }
 
 // Payload reads the event's body back. ErrNotFound when it was never stored.
@@ -303,11 +285,7 @@ func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
 	if getS(out.Item, attrEncoding) != "gzip" {
 		return b.Value, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b.Value))
-	if err != nil {
-		return nil, fmt.Errorf("payload %s: corrupt gzip: %w", id, err)
-	}
-	body, err := io.ReadAll(zr)
+	body, err := zip.Decompress(b.Value, maxPayloadBytes)
 	if err != nil {
 		return nil, fmt.Errorf("payload %s: corrupt gzip: %w", id, err)
 	}

@@ -4,19 +4,16 @@
 package queue
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/zip"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -57,7 +54,7 @@ func (m Message) ID() ledger.ID {
 func Encode(m Message) (string, error) {
 	m.V = 1
 	if len(m.Body) >= compressAbove {
-		if z := compress(m.Body); len(z) < len(m.Body) {
+		if z := zip.Compress(m.Body); len(z) < len(m.Body) {
 			m.Body, m.BodyGzip = nil, z
 		}
 	}
@@ -91,44 +88,13 @@ func Decode(body string) (Message, error) {
 		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if m.BodyGzip != nil {
-		body, err := decompress(m.BodyGzip)
+		body, err := zip.Decompress(m.BodyGzip, maxBodyBytes)
 		if err != nil {
 			return Message{}, fmt.Errorf("%w: body_gz: %v", ErrMalformed, err)
 		}
 		m.Body, m.BodyGzip = body, nil
 	}
 	return m, nil
-}
-
-var gzipWriters = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return zw
-}}
-
-func compress(b []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(b)/3 + 64)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	zw.Write(b)
-	zw.Close()
-	gzipWriters.Put(zw)
-	return buf.Bytes()
-}
-
-func decompress(z []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, maxBodyBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxBodyBytes {
-		return nil, fmt.Errorf("decompresses past %d bytes", maxBodyBytes)
-	}
-	return b, nil
 }
 
 // API is the slice of the SQS client the sender calls.
