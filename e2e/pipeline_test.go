@@ -299,6 +299,29 @@ func TestPipeline(t *testing.T) {
 		}
 	})
 
+	t.Run("the deployed processor charged each invoice once", func(t *testing.T) {
+		payments := os.Getenv("HOOKLEDGER_E2E_PAYMENTS_URL")
+		if payments == "" {
+			t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run scripts/e2e.sh (make e2e), which starts the payments stub")
+		}
+		resp, err := e.client.Get(payments + "/v1/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st struct {
+			PerEvent map[string]int `json:"per_event"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{newKey, concKey, lostKey} {
+			if n := st.PerEvent[k]; n != 1 {
+				t.Errorf("%s charged %d times, want exactly once", k, n)
+			}
+		}
+	})
+
 	t.Run("dead-letter queue is empty", func(t *testing.T) {
 		if e.dlqURL == "" {
 			t.Fatal("HOOKLEDGER_E2E_DLQ_URL not set; run scripts/e2e.sh (make e2e)")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/bench/payload"
+	"github.com/hookledger/hookledger/tools/bench/payload"
 	"github.com/hookledger/hookledger/ledger"
 )
 

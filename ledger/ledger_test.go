@@ -13,9 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/emulator"
-	"github.com/hookledger/hookledger/internal/fakeclock"
-	"github.com/hookledger/hookledger/internal/meter"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/fakeclock"
+	"github.com/hookledger/hookledger/tools/meter"
 	"github.com/hookledger/hookledger/ledger"
 )
 

@@ -3,16 +3,16 @@
 # in .venv, Powertools in .venv/bench), starts MiniStack on
 # HOOKLEDGER_EMULATOR_PORT (default 4599) unless something answers there,
 # runs the Go micro-benchmarks (-count BENCH_COUNT, default 5), then
-# `hookledger bench` (accounting, cost, comparison, cold start, throughput),
+# `hooklab bench` (accounting, cost, comparison, cold start, throughput),
 # prints every table as Markdown, and stops the emulator it started.
-# Arguments go to `hookledger bench` (try --help); output is also kept in
+# Arguments go to `hooklab bench` (try --help); output is also kept in
 # bin/bench/report.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 for a in "$@"; do
   if [[ "$a" == "-h" || "$a" == "--help" || "$a" == "-help" ]]; then
-    go run ./cmd/hookledger bench --help
+    go run ./tools/cmd/hooklab bench --help
     exit 0
   fi
 done
@@ -25,5 +25,5 @@ mkdir -p bin/bench
 echo "bench: go micro-benchmarks (-count ${BENCH_COUNT:-5})…" >&2
 go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${BENCH_TIME:-300x}" \
   ./webhook ./ledger ./internal/receiver ./internal/processor >bin/bench/go-bench.txt
-go build -o bin/bench/hookledger ./cmd/hookledger
-./bin/bench/hookledger bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" --go-bench bin/bench/go-bench.txt "$@" | tee bin/bench/report.md
+go build -o bin/bench/hooklab ./tools/cmd/hooklab
+./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" --go-bench bin/bench/go-bench.txt "$@" | tee bin/bench/report.md

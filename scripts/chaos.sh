@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make chaos: install the pinned emulator, start it unless one answers on the
 # port (HOOKLEDGER_EMULATOR_PORT, default 4566), build hookledger with crash
-# points and fault injection, run `hookledger chaos`, and stop what was
-# started. Extra arguments go to `hookledger chaos` (try --help), e.g.
+# points and fault injection, run `hooklab chaos`, and stop what was
+# started. Extra arguments go to `hooklab chaos` (try --help), e.g.
 #
 #   make chaos ARGS="--deliveries 12000"
 #   make chaos ARGS="--kinds crash,aws --seed 42"
@@ -14,5 +14,5 @@ bash scripts/tools.sh emulator
 bash scripts/emulator.sh start
 trap 'bash scripts/emulator.sh stop' EXIT
 mkdir -p bin
-go build -tags crashpoints -o bin/hookledger-chaos ./cmd/hookledger
-AWS_ENDPOINT_URL="http://localhost:$port" ./bin/hookledger-chaos chaos "$@"
+go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab
+AWS_ENDPOINT_URL="http://localhost:$port" ./bin/proof/hooklab chaos "$@"

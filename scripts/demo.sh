@@ -5,7 +5,7 @@
 # crash points) and drives the deployed Lambdas through the HTTP API: the API Gateway route,
 # the receiver, SQS and its event source, the processor, and the scheduled reclaimer.
 # `make demo ARGS="--target dev"` runs the same handlers in `hookledger dev` processes instead
-# (seconds instead of minutes; handy when debugging). Other ARGS go to `hookledger demo`
+# (seconds instead of minutes; handy when debugging). Other ARGS go to `hooklab demo`
 # (try ARGS=--help).
 #
 # Environment: HOOKLEDGER_EMULATOR_PORT (4566): the emulator's port; it is started unless
@@ -31,16 +31,16 @@ done
 
 bash scripts/tools.sh
 mkdir -p bin
-go build -tags crashpoints -o bin/hookledger-demo ./cmd/hookledger
+go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab
 
 if [[ "$target" == help ]]; then
-  exec ./bin/hookledger-demo demo "$@"
+  exec ./bin/proof/hooklab demo "$@"
 fi
 
 if [[ "$target" == dev ]]; then
   HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh start
   trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh stop' EXIT
-  AWS_ENDPOINT_URL="http://localhost:$port" ./bin/hookledger-demo demo "$@"
+  AWS_ENDPOINT_URL="http://localhost:$port" ./bin/proof/hooklab demo "$@"
   exit
 fi
 
@@ -52,7 +52,7 @@ params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
   "Stage": "demo", "SourcesConfig": sys.argv[1], "PaymentsUrl": "http://" + sys.argv[2],
   "ProcessorTimeout": "10", "ReclaimAfter": "10s", "MaxReceiveCount": 10, "LogLevel": "info"}))' "$sources" "$payments")
 
-run="./bin/hookledger-demo demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"
+run="./bin/proof/hooklab demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"
 for a in "$@"; do run+=" $(printf '%q' "$a")"; done
 
 HOOKLEDGER_E2E_PORT="$port" HOOKLEDGER_E2E_STACK=hookledger-demo HOOKLEDGER_E2E_TAGS=crashpoints \

@@ -63,6 +63,7 @@ healthy() { curl -fsS -m 2 "$endpoint/_ministack/health" >/dev/null 2>&1; }
 cleanup() {
   local rc=$?
   set +e
+  [[ -n "${payments_pid:-}" ]] && kill "$payments_pid" 2>/dev/null
   if [[ "$keep" == 1 ]]; then
     log "HOOKLEDGER_E2E_KEEP=1: leaving stack $stack${started_pid:+ and MiniStack (pid $started_pid)} on $endpoint"
     exit "$rc"
@@ -131,12 +132,22 @@ else
   healthy || { log "MiniStack did not answer on $endpoint"; exit 1; }
 fi
 
+# ---------------------------------------------------------------- payments stub
+# The shipped effect charges through a payments API; the deployed processor (a host process
+# under MiniStack) reaches this stub on loopback, and the test reads its counts.
+payments_port="${HOOKLEDGER_E2E_PAYMENTS_PORT:-$((port + 1000))}"
+if [[ -z "${HOOKLEDGER_E2E_RUN:-}" ]]; then
+  go build -o "$build_dir/hooklab" ./tools/cmd/hooklab
+  "$build_dir/hooklab" payments --addr "127.0.0.1:$payments_port" >"$build_dir/payments.log" 2>&1 &
+  payments_pid=$!
+fi
+
 # ---------------------------------------------------------------- deploy
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" <<'EOF'
+"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" <<'EOF'
 import json, sys
-path, secret, extra, endpoint = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+path, secret, extra, endpoint, payments_port = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
 sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [secret]}}}}
 params = {
     "Stage": "e2e",
@@ -149,6 +160,7 @@ params = {
     # The functions call the emulator even when it was started by someone else without
     # AWS_ENDPOINT_URL in its environment: never real AWS.
     "EndpointUrl": endpoint,
+    "PaymentsUrl": f"http://127.0.0.1:{payments_port}",
 }
 params.update(extra)
 with open(path, "w") as f:
@@ -191,7 +203,8 @@ log "deployed: webhooks at $webhook_url, ledger $table"
 # ---------------------------------------------------------------- drive and assert
 export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
   HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
-  HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint"
+  HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint" \
+  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"

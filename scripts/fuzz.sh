@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 time="${1:-3s}"  # a duration (10s) or a count of runs (5000x)
 count=0
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 while IFS=: read -r file name; do
   pkg="./$(dirname "$file")"
   echo "fuzz: $name in $pkg for $time"
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$time" -parallel="${FUZZ_PARALLEL:-1}" "$pkg" >/tmp/hookledger-fuzz.log 2>&1 || { cat /tmp/hookledger-fuzz.log; exit 1; }
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$time" -parallel="${FUZZ_PARALLEL:-1}" "$pkg" >"$log" 2>&1 || { cat "$log"; exit 1; }
   count=$((count + 1))
 done < <(grep -rHoE --include='*_test.go' '^func (Fuzz[A-Za-z0-9_]+)' . | grep -v '/.venv/' | sed -E 's/func //')
 echo "fuzz: $count targets ran without a failure"

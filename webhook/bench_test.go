@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/bench/payload"
+	"github.com/hookledger/hookledger/tools/bench/payload"
 	"github.com/hookledger/hookledger/webhook"
 )
 

@@ -15,11 +15,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/hookledger/hookledger/effect"
+	"github.com/hookledger/hookledger/internal/local"
+	"github.com/hookledger/hookledger/internal/processor"
+
+	"github.com/hookledger/hookledger/internal/cli"
+
 	"github.com/hookledger/hookledger/internal/config"
-	"github.com/hookledger/hookledger/internal/emulator"
-	"github.com/hookledger/hookledger/internal/paystub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/paystub"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -37,14 +45,18 @@ func TestPipelineChargesOnce(t *testing.T) {
 	const secret = "whsec_pipeline_test"
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
-			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "PAYMENTS_URL": pay.URL,
+			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl,
 			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["` + secret + `"]}}}}`,
 		}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDev(c, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	routes := processor.NewRouter()
+	if err := effect.Register(routes, func(k string) string { return map[string]string{"PAYMENTS_URL": pay.URL}[k] }); err != nil {
+		t.Fatal(err)
+	}
+	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +66,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- d.run(ctx, ln, 2, 10*time.Second, time.Second) }()
+	go func() { done <- d.Run(ctx, ln, 2, 10*time.Second, time.Second) }()
 	defer func() { cancel(); <-done }()
 
 	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
@@ -63,7 +75,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	statuses := make(chan string, events*10)
 	for i := range events {
-		body := sampleInvoice(fmt.Sprintf("evt_pipe_%02d", i), 1000+i)
+		body := cli.SampleInvoice(fmt.Sprintf("evt_pipe_%02d", i), 1000+i)
 		hdr, _ := v.Sign(webhook.Message{Body: body, Now: time.Now()}, secret)
 		copies := 1 + i%3 // 1 to 3 deliveries each
 		if i == 0 {
@@ -71,7 +83,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 		}
 		for range copies {
 			wg.Go(func() {
-				status, result, err := post(ctx, http.DefaultClient, url, hdr, body)
+				status, result, err := cli.Post(ctx, http.DefaultClient, url, hdr, body)
 				if err != nil {
 					t.Error(err)
 				}
@@ -93,7 +105,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if accepted != events {
 		t.Errorf("%d accepted, want %d", accepted, events)
 	}
-	l, _ := c.Ledger(cfg)
+	l, _ := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		counts, err := l.Counts(t.Context())
@@ -111,15 +123,6 @@ func TestPipelineChargesOnce(t *testing.T) {
 	}
 }
 
-func TestDevHealthz(t *testing.T) {
-	t.Parallel()
-	rec := httptest.NewRecorder()
-	(&dev{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-	if rec.Code != 200 || rec.Body.String() != "ok\n" {
-		t.Fatalf("healthz: %d %q", rec.Code, rec.Body.String())
-	}
-}
-
 func TestEveryCommandHasHelp(t *testing.T) {
 	t.Parallel()
 	for name := range commands() {
@@ -130,7 +133,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if code := run(t.Context(), []string{"--help"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "demo") {
+	if code := run(t.Context(), []string{"--help"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "dev") {
 		t.Errorf("top-level help: %d %q", code, out.String())
 	}
 	if code := run(t.Context(), []string{"bogus"}, io.Discard, io.Discard); code != 2 {
@@ -165,7 +168,7 @@ func TestSampleInvoiceIsAnInvoice(t *testing.T) {
 			} `json:"object"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(sampleInvoice("evt_x", 4900), &v); err != nil || v.ID != "evt_x" || v.Type != "invoice.paid" || v.Data.Object.AmountPaid != 4900 {
+	if err := json.Unmarshal(cli.SampleInvoice("evt_x", 4900), &v); err != nil || v.ID != "evt_x" || v.Type != "invoice.paid" || v.Data.Object.AmountPaid != 4900 {
 		t.Fatalf("%+v %v", v, err)
 	}
 }

@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/cli"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/config"
-	"github.com/hookledger/hookledger/internal/paystub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
@@ -32,7 +31,7 @@ func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledg
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, false
 	}
-	l, err := c.Ledger(cfg)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return nil, false
@@ -41,10 +40,10 @@ func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledg
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("inspect", "inspect [--source stripe] [--tenant acme] KEY", stderr)
+	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] KEY", stderr)
 	src := fs.String("source", "stripe", "the event's source")
 	tenant := fs.String("tenant", "acme", "the event's tenant")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {
@@ -78,10 +77,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("list", "list [--status received|processing|done|failed|dead] [--limit 50]", stderr)
+	fs := cli.NewFlags("hookledger", "list", "list [--status received|processing|done|failed|dead] [--limit 50]", stderr)
 	status := fs.String("status", "", "only records in this status")
 	limit := fs.Int("limit", 50, "at most this many records (0: all)")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if s := ledger.Status(*status); s != "" && !s.Valid() {
@@ -108,12 +107,12 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180]", stderr)
+	fs := cli.NewFlags("hookledger", "setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180]", stderr)
 	table := fs.String("table", "hookledger", "ledger table name")
 	name := fs.String("queue", "hookledger", "queue name (its DLQ is NAME-dlq)")
 	vis := fs.Int("visibility", 180, "queue visibility timeout in seconds (at least 6x the processor timeout)")
 	receives := fs.Int("max-receives", 5, "deliveries before a message moves to the DLQ")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
@@ -135,29 +134,5 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\n# dead-letter queue: %s\n", *table, q, dlq)
-	return 0
-}
-
-func runPayments(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("payments", "payments [--addr 127.0.0.1:8090] [--fail-every N]", stderr)
-	addr := fs.String("addr", "127.0.0.1:8090", "address to serve the payments stub on")
-	failEvery := fs.Int("fail-every", 0, "fail every N-th new charge with a 500 (0: never)")
-	if code := parse(fs, args, stdout); code >= 0 {
-		return code
-	}
-	stub := paystub.New()
-	stub.FailEvery = *failEvery
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "payments: listen on %s: %v\n", *addr, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "payments stub on http://%s (POST /v1/charges with Idempotency-Key; GET /v1/stats)\nexport PAYMENTS_URL=http://%s\n", ln.Addr(), ln.Addr())
-	srv := &http.Server{Handler: stub, ReadHeaderTimeout: 5 * time.Second}
-	go func() { <-ctx.Done(); srv.Close() }()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(stderr, "payments: %v\n", err)
-		return 1
-	}
 	return 0
 }

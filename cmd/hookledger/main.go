@@ -1,13 +1,12 @@
 // Command hookledger is the operator and developer CLI of hookledger: run
-// the whole pipeline locally (dev, demo), send signed webhooks (send, sign),
-// verify a delivery (verify), read the ledger (inspect, list), create local
-// resources (setup) and serve the demo payments API (payments).
+// the whole pipeline locally (dev), send signed webhooks (send, sign), verify
+// a delivery (verify), read the ledger (inspect, list), replay dead events
+// (replay) and create local resources (setup). The proof tooling (demo,
+// chaos, bench, stubs) is a separate program, tools/cmd/hooklab.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,18 +22,14 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"dev":      {"serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", runDev},
-		"demo":     {"run the pipeline end to end locally with duplicates and a crash, and check every charge happened once", runDemo},
-		"send":     {"sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", runSend},
-		"sign":     {"print the headers a sender would send for a body", plain(runSign)},
-		"verify":   {"verify a delivery's signature and print its idempotency key", plain(runVerify)},
-		"inspect":  {"show one event's ledger record", runInspect},
-		"list":     {"list ledger records, optionally by status", runList},
-		"setup":    {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
-		"payments": {"serve the local payments stub that honours Idempotency-Key", runPayments},
-		"chaos":    {"inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", runChaos},
-		"replay":   {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
-		"bench":    {"measure requests, write units, dollars, cold start and throughput per event against the emulator", runBench},
+		"dev":     {"serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", runDev},
+		"send":    {"sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", runSend},
+		"sign":    {"print the headers a sender would send for a body", plain(runSign)},
+		"verify":  {"verify a delivery's signature and print its idempotency key", plain(runVerify)},
+		"inspect": {"show one event's ledger record", runInspect},
+		"list":    {"list ledger records, optionally by status", runList},
+		"setup":   {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
+		"replay":  {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
 	}
 }
 
@@ -80,30 +75,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return cmd.run(ctx, args[1:], stdout, stderr)
-}
-
-// newFlags returns a flag set whose --help prints to stdout and exits 0,
-// and whose usage errors print to stderr.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: hookledger %s\n\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses args; it returns -1 to go on, or the exit code.
-func parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return 0
-	}
-	if err != nil {
-		return 2
-	}
-	return -1
 }

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/hookledger/hookledger/internal/cli"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -78,7 +82,7 @@ type replayer struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL) [--dry-run] [--limit N]", stderr)
+	fs := cli.NewFlags("hookledger", "replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL) [--dry-run] [--limit N]", stderr)
 	var o replayOptions
 	fs.StringVar(&o.key, "key", "", "replay this one event (the provider's event id); needs --source and --tenant")
 	fs.StringVar(&o.source, "source", "", "the event's source; with --status, only events of this source")
@@ -94,7 +98,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		synopsis()
 		fmt.Fprint(fs.Output(), "\n"+replayHelp)
 	}
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -131,7 +135,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "replay: %v\n", err)
 		return 1
 	}
-	l, err := c.Ledger(cfg)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "replay: %v\n", err)
 		return 2

@@ -1,25 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/cli"
 
 	"github.com/hookledger/hookledger/webhook"
 )
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("send", "send --secret S [--provider stripe] [--source stripe --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
+	fs := cli.NewFlags("hookledger", "send", "send --secret S [--provider stripe] [--source stripe --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
 	provider := fs.String("provider", "stripe", "signing scheme: "+fmt.Sprint(webhook.Providers()))
 	secret := fs.String("secret", "", "the tenant's signing secret (required)")
 	src := fs.String("source", "stripe", "source name in the URL")
@@ -32,7 +29,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	typ := fs.String("type", "invoice.paid", "event type for schemes that send it in a header")
 	repeat := fs.Int("repeat", 1, "send the same signed delivery this many times in sequence")
 	conc := fs.Int("concurrency", 1, "and this many at once each time (duplicates racing)")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if *secret == "" {
@@ -59,28 +56,28 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	case *body == "":
-		payload = sampleInvoice("evt_"+randomHex(12), 4900)
+		payload = cli.SampleInvoice("evt_"+cli.RandomHex(12), 4900)
 	}
 	u := *target
 	if u == "" {
 		u = *base + "/webhooks/" + *src + "/" + *tenant
 	}
 	if *id == "" {
-		*id = "msg_" + randomHex(12)
+		*id = "msg_" + cli.RandomHex(12)
 	}
 	hdr, err := v.Sign(webhook.Message{ID: *id, Type: *typ, Body: payload, URL: u, Now: time.Now()}, *secret)
 	if err != nil {
 		fmt.Fprintf(stderr, "send: sign: %v\n", err)
 		return 2
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: localhostTransport()}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}
 	counts := map[string]int{}
 	var mu sync.Mutex
 	for range *repeat {
 		var wg sync.WaitGroup
 		for range *conc {
 			wg.Go(func() {
-				status, result, err := post(ctx, client, u, hdr, payload)
+				status, result, err := cli.Post(ctx, client, u, hdr, payload)
 				key := fmt.Sprintf("%d %s", status, result)
 				if err != nil {
 					key = "error: " + err.Error()
@@ -108,53 +105,4 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// post sends one delivery and returns the status and the receiver's result
-// header.
-func post(ctx context.Context, client *http.Client, url string, hdr http.Header, body []byte) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", err
-	}
-	for k, vs := range hdr {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("X-Hookledger-Result"), nil
-}
-
-// sampleInvoice is a Stripe-style invoice.paid event.
-func sampleInvoice(id string, amount int) []byte {
-	return fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.paid","created":%d,"data":{"object":{"object":"invoice","amount_paid":%d,"currency":"usd","customer":"cus_%s"}}}`,
-		id, time.Now().Unix(), amount, randomHex(6))
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)[:n]
-}
-
-// localhostTransport dials every *.localhost host name on the loopback
-// address: emulators name a deployed HTTP API {id}.execute-api.localhost,
-// which not every resolver knows.
-func localhostTransport() *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	var d net.Dialer
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".localhost") {
-			addr = net.JoinHostPort("127.0.0.1", port)
-		}
-		return d.DialContext(ctx, network, addr)
-	}
-	return tr
 }

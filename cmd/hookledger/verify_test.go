@@ -9,19 +9,19 @@ import (
 	"testing"
 )
 
-// cli runs f with args and returns its exit code, stdout and stderr.
-func cli(f func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (int, string, string) {
+// runCLI runs f with args and returns its exit code, stdout and stderr.
+func runCLI(f func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := f(args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 func verifyCLI(args ...string) (int, string, string) {
-	return cli(func(a []string, o, e *bytes.Buffer) int { return runVerify(a, o, e) }, args...)
+	return runCLI(func(a []string, o, e *bytes.Buffer) int { return runVerify(a, o, e) }, args...)
 }
 
 func signCLI(args ...string) (int, string, string) {
-	return cli(func(a []string, o, e *bytes.Buffer) int { return runSign(a, o, e) }, args...)
+	return runCLI(func(a []string, o, e *bytes.Buffer) int { return runSign(a, o, e) }, args...)
 }
 
 // signedHeaders runs sign and turns its output into --header flags.

@@ -7,7 +7,9 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/processor"
 )
 
 func main() {
@@ -19,7 +21,11 @@ func main() {
 	if err != nil {
 		config.Fatal("processor", err)
 	}
-	h, err := c.Processor(cfg, c.Logger(os.Stdout))
+	routes := processor.NewRouter()
+	if err := effect.Register(routes, os.Getenv); err != nil {
+		config.Fatal("effect configuration", err)
+	}
+	h, err := processor.FromConfig(c, cfg, routes, c.Logger(os.Stdout))
 	if err != nil {
 		config.Fatal("processor configuration", err)
 	}

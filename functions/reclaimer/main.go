@@ -22,7 +22,7 @@ func main() {
 	if err != nil {
 		config.Fatal("reclaimer", err)
 	}
-	h, err := c.Reclaimer(cfg, c.Logger(os.Stdout))
+	h, err := reclaimer.FromConfig(c, cfg, c.Logger(os.Stdout))
 	if err != nil {
 		config.Fatal("reclaimer configuration", err)
 	}

@@ -1,6 +1,7 @@
-// Package config reads hookledger's settings from the environment, once, in
-// a function's main, and builds the ledger, queue sender and handlers the
-// three functions (and hookledger dev) share.
+// Package config holds hookledger's core settings: read from the
+// environment once, in a function's main, with defaults and validation. It
+// builds nothing and knows no effect: each handler package turns it into a
+// handler (FromConfig), and effects read their own settings.
 package config
 
 import (
@@ -28,7 +29,6 @@ type Config struct {
 	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
 	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH per shard per run (default 25)
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
-	PaymentsURL  string        // PAYMENTS_URL, the demo charge effect's downstream API
 	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
 	Stage        string        // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
 	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
@@ -91,7 +91,6 @@ func Load(getenv func(string) string) (Config, error) {
 	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
 	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
 	dur("HOOKLEDGER_LEASE", &c.Lease)
-	str("PAYMENTS_URL", &c.PaymentsURL)
 	str("LOG_LEVEL", &c.LogLevel)
 	str("HOOKLEDGER_STAGE", &c.Stage)
 	return c, errors.Join(errs...)

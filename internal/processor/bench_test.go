@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/bench/payload"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/bench/payload"
 )
 
 // benchDB stands in for DynamoDB: every update succeeds at once and returns

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -196,7 +196,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 	case err != nil:
 		return Error, err
 	}
-	crashpoint.Hit(crashpoint.ProcessorAfterClaim)
+	inject.Crash(inject.ProcessorAfterClaim)
 	token := rec.LeaseOwner
 
 	body := m.Body
@@ -229,11 +229,11 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 		}
 		return h.retry(ctx, id, token, rec, err)
 	}
-	crashpoint.Hit(crashpoint.ProcessorAfterEffect)
+	inject.Crash(inject.ProcessorAfterEffect)
 	if _, err := h.Ledger.Complete(ctx, id, token); err != nil {
 		return h.completeFailed(err)
 	}
-	crashpoint.Hit(crashpoint.ProcessorAfterDone)
+	inject.Crash(inject.ProcessorAfterDone)
 	return Processed, nil
 }
 

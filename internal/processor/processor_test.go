@@ -13,12 +13,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/hookledger/hookledger/internal/emulator"
-	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/meter"
 )
 
 type fixture struct {

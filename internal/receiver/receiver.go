@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
@@ -242,7 +242,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if ev.Handshake != nil {
 		return answer{status: ev.Handshake.Status, result: Handshake, body: string(ev.Handshake.Body), ctype: ev.Handshake.ContentType}, ev
 	}
-	crashpoint.Hit(crashpoint.ReceiverAfterVerify)
+	inject.Crash(inject.ReceiverAfterVerify)
 
 	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
 	if err := id.Validate(); err != nil {
@@ -255,7 +255,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
 		return ansUnavailable, ev
 	}
-	crashpoint.Hit(crashpoint.ReceiverAfterRecord)
+	inject.Crash(inject.ReceiverAfterRecord)
 	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli()}
 	if !created {
 		return h.duplicate(ctx, rec, msg, log), ev
@@ -264,7 +264,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		log.ErrorContext(ctx, "store after create failed", "event_key", ev.Key, "error", err.Error())
 		return ansUnavailable, ev
 	}
-	crashpoint.Hit(crashpoint.ReceiverAfterEnqueue)
+	inject.Crash(inject.ReceiverAfterEnqueue)
 	return ansAccepted, ev
 }
 
@@ -273,7 +273,7 @@ func (h *Handler) store(ctx context.Context, msg queue.Message) error {
 	if err := h.Ledger.PutPayload(ctx, msg.ID(), msg.Body); err != nil {
 		return err
 	}
-	crashpoint.Hit(crashpoint.ReceiverAfterPayload)
+	inject.Crash(inject.ReceiverAfterPayload)
 	return h.Queue.Send(ctx, msg)
 }
 

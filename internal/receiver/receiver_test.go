@@ -15,14 +15,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/emulator"
-	"github.com/hookledger/hookledger/internal/fakeclock"
-	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/fakeclock"
+	"github.com/hookledger/hookledger/tools/meter"
 	"github.com/hookledger/hookledger/webhook"
 )
 

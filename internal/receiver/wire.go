@@ -4,12 +4,14 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // FromConfig builds the receiver from the configuration: it validates it,
@@ -30,7 +32,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	if err != nil {
 		return nil, err
 	}
-	l, err := c.Ledger(cfg)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
 		return nil, err
 	}

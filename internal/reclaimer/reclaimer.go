@@ -13,7 +13,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -239,7 +239,7 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 		if _, err := h.Ledger.Reset(ctx, rec, next); err != nil {
 			return err
 		}
-		crashpoint.Hit(crashpoint.ReclaimerAfterReset)
+		inject.Crash(inject.ReclaimerAfterReset)
 		rep.Reset++
 	} else {
 		if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {

@@ -8,11 +8,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/emulator"
-	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/fakeclock"
 )
 
 type checker bool

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/hookledger/hookledger/internal/fault"
+	"github.com/hookledger/hookledger/internal/inject"
 )
 
 // Load reads the SDK configuration from the environment with the full
@@ -26,7 +26,7 @@ func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 				return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "hookledger-local"}, nil
 			})))
 	}
-	if faults := fault.APIOptions(); len(faults) > 0 {
+	if faults := inject.AWSOptions(); len(faults) > 0 {
 		opts = append(opts, awsconfig.WithAPIOptions(faults)) // fault-injection builds only
 	}
 	if getenv("AWS_REGION") == "" && getenv("AWS_DEFAULT_REGION") == "" {

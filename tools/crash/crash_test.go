@@ -1,6 +1,4 @@
-//go:build crashpoints
-
-package crashpoint
+package crash
 
 import (
 	"os"
@@ -12,15 +10,17 @@ import (
 // TestCrashOnceAcrossProcesses runs this test binary as a child that hits a
 // crash point: the first child exits with ExitCode and leaves the mark, the
 // second finds the mark and carries on.
+const point = "processor.after_effect"
+
 func TestCrashOnceAcrossProcesses(t *testing.T) {
 	if os.Getenv("CRASHPOINT_CHILD") == "1" {
-		Hit(ProcessorAfterEffect)
+		Hit(point)
 		os.Exit(0)
 	}
 	mark := filepath.Join(t.TempDir(), "crashed")
 	run := func() int {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashOnceAcrossProcesses$")
-		cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=1", "HOOKLEDGER_CRASH="+ProcessorAfterEffect, "HOOKLEDGER_CRASH_MARK="+mark)
+		cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=1", "HOOKLEDGER_CRASH="+point, "HOOKLEDGER_CRASH_MARK="+mark)
 		err := cmd.Run()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
@@ -33,7 +33,7 @@ func TestCrashOnceAcrossProcesses(t *testing.T) {
 	if code := run(); code != ExitCode {
 		t.Fatalf("first child exited %d, want %d", code, ExitCode)
 	}
-	if b, err := os.ReadFile(mark); err != nil || string(b) != ProcessorAfterEffect+"\n" {
+	if b, err := os.ReadFile(mark); err != nil || string(b) != point+"\n" {
 		t.Fatalf("mark %q %v", b, err)
 	}
 	if code := run(); code != 0 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/bench/payload"
+	"github.com/hookledger/hookledger/tools/bench/payload"
 )
 
 func TestBenchHelpAndRefusals(t *testing.T) {

@@ -1,5 +1,3 @@
-//go:build crashpoints
-
 package fault
 
 import (
@@ -15,9 +13,9 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/hookledger/hookledger/internal/emulator"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func TestParse(t *testing.T) {

@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/inject"
+	"github.com/hookledger/hookledger/tools/crash"
 )
 
 // crashPoints are every step boundary of every function, with the range of
@@ -27,14 +28,14 @@ var crashPoints = []struct {
 	name string
 	maxN int
 }{
-	{crashpoint.ReceiverAfterVerify, 40},
-	{crashpoint.ReceiverAfterRecord, 30},
-	{crashpoint.ReceiverAfterPayload, 30},
-	{crashpoint.ReceiverAfterEnqueue, 30},
-	{crashpoint.ProcessorAfterClaim, 15},
-	{crashpoint.ProcessorAfterEffect, 15},
-	{crashpoint.ProcessorAfterDone, 15},
-	{crashpoint.ReclaimerAfterReset, 2},
+	{inject.ReceiverAfterVerify, 40},
+	{inject.ReceiverAfterRecord, 30},
+	{inject.ReceiverAfterPayload, 30},
+	{inject.ReceiverAfterEnqueue, 30},
+	{inject.ProcessorAfterClaim, 15},
+	{inject.ProcessorAfterEffect, 15},
+	{inject.ProcessorAfterDone, 15},
+	{inject.ReclaimerAfterReset, 2},
 }
 
 // fleet supervises the phase's `hookledger dev` processes: it restarts one
@@ -253,7 +254,7 @@ func (f *fleet) supervise(ctx context.Context, w *worker) {
 		}
 		var ee *exec.ExitError
 		switch {
-		case errors.As(err, &ee) && ee.ExitCode() == crashpoint.ExitCode:
+		case errors.As(err, &ee) && ee.ExitCode() == crash.ExitCode:
 			// counted from the process's own line
 		case killed:
 			f.mu.Lock()

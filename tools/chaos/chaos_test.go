@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/emulator"
+	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // goTool is the go command that runs this test.
@@ -75,24 +75,6 @@ func TestChaosShort(t *testing.T) {
 	if !rep.OK() {
 		t.Fatal("the chaos run found problems; see the table above")
 	}
-}
-
-// TestFaultInjectionBuild runs the tests of the packages that only exist in
-// a crash-point build (fault injection, crash points), which a plain
-// `go test ./...` does not compile.
-func TestFaultInjectionBuild(t *testing.T) {
-	endpoint := emulator.Endpoint(t)
-	if testing.Short() {
-		t.Skip("builds and runs the crash-point packages' tests; not in -short")
-	}
-	cmd := exec.CommandContext(t.Context(), goTool(), "test", "-tags", "crashpoints", "-count=1", "./internal/fault/", "./internal/crashpoint/")
-	cmd.Dir = moduleRoot(t)
-	cmd.Env = append(os.Environ(), "HOOKLEDGER_TEST_ENDPOINT="+endpoint)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go test -tags crashpoints: %v\n%s", err, out)
-	}
-	t.Logf("%s", strings.TrimSpace(string(out)))
 }
 
 func TestParseKinds(t *testing.T) {

@@ -1,6 +1,14 @@
-//go:build crashpoints
-
-package crashpoint
+// Package crash makes a process die at a named crash point, to prove that
+// the pipeline recovers from a crash between any two steps. The product's
+// hooks (internal/inject) call Hit only in binaries built with the build tag
+// "crashpoints".
+//
+// Hit reads HOOKLEDGER_CRASH=name[:n] and, at the n-th hit of the named point
+// (default the first), exits at once with status ExitCode, skipping deferred
+// functions and buffered output, as a killed Lambda would. With
+// HOOKLEDGER_CRASH_MARK=FILE only the first process to create FILE crashes,
+// so a respawned Lambda with the same environment goes on.
+package crash
 
 import (
 	"os"
@@ -9,8 +17,8 @@ import (
 	"sync"
 )
 
-// Enabled reports whether this binary was built with crash points.
-const Enabled = true
+// ExitCode is the status a crash exits with.
+const ExitCode = 86
 
 var (
 	once   sync.Once

@@ -20,6 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/local"
+
+	"github.com/hookledger/hookledger/internal/cli"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -28,15 +32,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/hookledger/hookledger/internal/bench"
-	"github.com/hookledger/hookledger/internal/bench/payload"
 	"github.com/hookledger/hookledger/internal/config"
-	"github.com/hookledger/hookledger/internal/meter"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/bench"
+	"github.com/hookledger/hookledger/tools/bench/payload"
+	"github.com/hookledger/hookledger/tools/meter"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -45,7 +49,7 @@ const benchSecret = "whsec_bench_0123456789"
 var benchSections = []string{"accounting", "cost", "compare", "coldstart", "throughput"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench", "bench [--only accounting,cost,compare,coldstart,throughput] [--endpoint URL]", stderr)
+	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,compare,coldstart,throughput] [--endpoint URL]", stderr)
 	endpoint := fs.String("endpoint", "", "AWS emulator endpoint (default $AWS_ENDPOINT_URL, else http://localhost:4599); must be a loopback address")
 	only := fs.String("only", strings.Join(benchSections, ","), "sections to run, comma-separated: "+strings.Join(benchSections, ", "))
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
@@ -59,7 +63,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tpEvents := fs.Int("throughput-events", 400, "events sent in the throughput run")
 	conc := fs.Int("concurrency", 8, "concurrent senders in the throughput run")
 	goBench := fs.String("go-bench", "", "print the medians of this `go test -bench -benchmem -count N` output first (scripts/bench.sh passes it)")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	ep := *endpoint
@@ -217,7 +221,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 		return nil, nil, err
 	}
 	db, sq := dynamodb.NewFromConfig(raw), sqs.NewFromConfig(raw)
-	table := "bench-" + name + "-" + randomHex(6)
+	table := "bench-" + name + "-" + cli.RandomHex(6)
 	if err := ledger.CreateTable(ctx, db, table); err != nil {
 		return nil, nil, err
 	}
@@ -279,11 +283,11 @@ func buildHandlers(env *benchEnv, cfg aws.Config) (*handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := env.conf.Processor(cfg, log)
+	proc, err := processor.FromConfig(env.conf, cfg, processor.NewRouter(), log)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := env.conf.Reclaimer(cfg, log)
+	rec, err := reclaimer.FromConfig(env.conf, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +423,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 	for _, size := range payload.Sizes {
 		label := payload.Label(size)
 		// 1. new event
-		body := payload.JSON("evt_acct_new_"+randomHex(8), size)
+		body := payload.JSON("evt_acct_new_"+cli.RandomHex(8), size)
 		req := benchRequest(body)
 		take()
 		resp, _ := h.rcv.Handle(ctx, req)
@@ -439,7 +443,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 		}
 		sDup := take()
 		// 4. duplicate of a record still received (the first receiver may have died)
-		bodyB := payload.JSON("evt_acct_recv_"+randomHex(8), size)
+		bodyB := payload.JSON("evt_acct_recv_"+cli.RandomHex(8), size)
 		reqB := benchRequest(bodyB)
 		h.rcv.Handle(ctx, reqB)
 		take()
@@ -452,7 +456,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 			return err
 		}
 		// 5. reclaimed: the enqueue was lost; the reclaimer re-drives it
-		bodyC := payload.JSON("evt_acct_lost_"+randomHex(8), size)
+		bodyC := payload.JSON("evt_acct_lost_"+cli.RandomHex(8), size)
 		h.rcv.Handle(ctx, benchRequest(bodyC))
 		if _, err := receiveOne(ctx, sq, env.queueURL); err != nil { // the message is "lost"
 			return err
@@ -551,7 +555,7 @@ func (b *benchRun) timingPass(ctx context.Context, env *benchEnv) error {
 	for _, size := range payload.Sizes {
 		var tNew, tDup, tProc []time.Duration
 		for i := 0; i < b.timing; i++ {
-			req := benchRequest(payload.JSON("evt_time_"+randomHex(10), size))
+			req := benchRequest(payload.JSON("evt_time_"+cli.RandomHex(10), size))
 			t0 := time.Now()
 			h.rcv.Handle(ctx, req)
 			tNew = append(tNew, time.Since(t0))
@@ -767,7 +771,7 @@ func (b *benchRun) compare(ctx context.Context) error {
 		return err
 	}
 	db := dynamodb.NewFromConfig(raw)
-	table := "bench-cmp-" + randomHex(6)
+	table := "bench-cmp-" + cli.RandomHex(6)
 	if err := ledger.CreateTable(ctx, db, table); err != nil {
 		return err
 	}
@@ -1182,7 +1186,7 @@ func (b *benchRun) throughput(ctx context.Context) error {
 		return err
 	}
 	logs := &logCounter{}
-	d, err := newDev(env.conf, cfg, env.conf.Logger(logs))
+	d, err := local.New(env.conf, cfg, processor.NewRouter(), func(string) string { return "" }, env.conf.Logger(logs))
 	if err != nil {
 		return err
 	}
@@ -1192,13 +1196,13 @@ func (b *benchRun) throughput(ctx context.Context) error {
 	}
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { d.run(dctx, ln, 2, 30*time.Second, time.Hour); close(done) }()
+	go func() { d.Run(dctx, ln, 2, 30*time.Second, time.Hour); close(done) }()
 	defer func() { stop(); <-done }()
 	base := "http://" + ln.Addr().String() + "/webhooks/stripe/acme"
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: b.conc}}
 	bodies := make([][]byte, b.tpEvents)
 	for i := range bodies {
-		bodies[i] = payload.JSON(fmt.Sprintf("evt_tput_%s_%d", randomHex(6), i), payload.Sizes[0])
+		bodies[i] = payload.JSON(fmt.Sprintf("evt_tput_%s_%d", cli.RandomHex(6), i), payload.Sizes[0])
 	}
 	lat := make([]float64, b.tpEvents)
 	var next atomic.Int64
@@ -1214,7 +1218,7 @@ func (b *benchRun) throughput(ctx context.Context) error {
 				}
 				h, _ := stripeVerifier.Sign(webhook.Message{Body: bodies[i], Now: time.Now()}, benchSecret)
 				t0 := time.Now()
-				status, _, err := post(ctx, client, base, h, bodies[i])
+				status, _, err := cli.Post(ctx, client, base, h, bodies[i])
 				lat[i] = float64(time.Since(t0).Microseconds()) / 1000
 				if err != nil || status != http.StatusOK {
 					bad.Add(1)

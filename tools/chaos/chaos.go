@@ -144,7 +144,7 @@ type Config struct {
 
 func (c *Config) defaults() error {
 	if c.Binary == "" {
-		return errors.New("no crash-point binary: build one with `go build -tags crashpoints -o bin/hookledger-chaos ./cmd/hookledger`")
+		return errors.New("no crash-point binary: build one with `go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab`")
 	}
 	if err := Loopback(c.Endpoint); err != nil {
 		return err

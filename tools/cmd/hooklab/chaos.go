@@ -7,8 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/chaos"
-	"github.com/hookledger/hookledger/internal/crashpoint"
+	"github.com/hookledger/hookledger/internal/cli"
+
+	"github.com/hookledger/hookledger/internal/inject"
+	"github.com/hookledger/hookledger/tools/chaos"
 )
 
 const chaosHelp = `Drives the real pipeline (several hookledger dev processes sharing one table
@@ -34,7 +36,7 @@ emulator at AWS_ENDPOINT_URL (default http://localhost:4566).
 `
 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("chaos", "chaos [--deliveries 4000] [--kinds all] [--concurrency 16] [--workers 3] [--timeout 5m] [--faults SPEC] [--seed N] [--parallel]", stderr)
+	fs := cli.NewFlags("hooklab", "chaos", "chaos [--deliveries 4000] [--kinds all] [--concurrency 16] [--workers 3] [--timeout 5m] [--faults SPEC] [--seed N] [--parallel]", stderr)
 	deliveries := fs.Int("deliveries", 4000, "valid deliveries in all, duplicates included, split evenly over the kinds (invalid requests come on top)")
 	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow (or all)")
 	conc := fs.Int("concurrency", 16, "deliveries in flight at once")
@@ -44,13 +46,14 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	seed := fs.Uint64("seed", 0, "seed for the plan and the injected faults (0: random; printed)")
 	parallel := fs.Bool("parallel", false, "run the phases at the same time (faster; each has its own table, queue and processes)")
 	logDir := fs.String("log-dir", ".chaos", "directory for each phase's process logs")
+	binary := fs.String("hookledger", "", "the hookledger binary, built with crash points, whose dev processes make up the pipeline (default: the one next to hooklab)")
 	keep := fs.Bool("keep", false, "keep the phases' tables and queues in the emulator")
 	synopsis := fs.Usage
 	fs.Usage = func() {
 		synopsis()
 		fmt.Fprint(fs.Output(), "\n"+chaosHelp)
 	}
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	ks, err := chaos.ParseKinds(*kinds)
@@ -65,14 +68,14 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "chaos: --deliveries and --concurrency must be positive, --workers at least 2, --timeout positive")
 		return 2
 	}
-	if !crashpoint.Enabled {
-		fmt.Fprintln(stderr, "chaos: this binary has no crash points or fault injection; build it with `go build -tags crashpoints -o bin/hookledger-chaos ./cmd/hookledger` (make chaos does)")
+	if !inject.Enabled {
+		fmt.Fprintln(stderr, "chaos: this binary has no crash points or fault injection; build it with `go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab` (make chaos does)")
 		return 2
 	}
-	exe, err := os.Executable()
+	exe, err := operatorBinary(*binary)
 	if err != nil {
-		fmt.Fprintf(stderr, "chaos: cannot find this binary to run its dev command: %v\n", err)
-		return 1
+		fmt.Fprintf(stderr, "chaos: %v\n", err)
+		return 2
 	}
 	endpoint := os.Getenv("AWS_ENDPOINT_URL")
 	if endpoint == "" {

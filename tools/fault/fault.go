@@ -2,6 +2,6 @@
 // after the write succeeded) into the SDK clients of a fault-injection
 // build, to prove the ledger survives them.
 //
-// In a normal build APIOptions returns nil and nothing is injected. Only a
-// binary built with the build tag "crashpoints" reads HOOKLEDGER_FAULTS.
+// The product reaches it only through internal/inject, in binaries built
+// with the build tag "crashpoints"; a normal build links none of it.
 package fault

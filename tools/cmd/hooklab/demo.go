@@ -21,27 +21,32 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookledger/hookledger/tools/crash"
+
+	"github.com/hookledger/hookledger/internal/cli"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/crashpoint"
-	"github.com/hookledger/hookledger/internal/paystub"
+	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/paystub"
 	"github.com/hookledger/hookledger/webhook"
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", "demo [--events 40] [--dup-rate 0.3] [--burst 50] [--crash processor.after_effect:3]", stderr)
+	fs := cli.NewFlags("hooklab", "demo", "demo [--events 40] [--dup-rate 0.3] [--burst 50] [--crash processor.after_effect:3]", stderr)
 	nEvents := fs.Int("events", 40, "unique invoice.paid events to send (each charges once)")
 	dupRate := fs.Float64("dup-rate", 0.3, "share of events delivered again in sequence (1-2 extra deliveries)")
 	burst := fs.Int("burst", 50, "concurrent deliveries of one event")
-	crash := fs.String("crash", crashpoint.ProcessorAfterEffect+":3", "crash point NAME[:N] that kills the pipeline process at its N-th hit")
+	crash := fs.String("crash", inject.ProcessorAfterEffect+":3", "crash point NAME[:N] that kills the pipeline process at its N-th hit")
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up if the pipeline has not settled by then")
 	logDir := fs.String("log-dir", ".demo", "directory for the pipeline's logs")
+	binary := fs.String("hookledger", "", "dev: the hookledger binary, built with crash points, run as the pipeline (default: the one next to hooklab)")
 	keep := fs.Bool("keep", false, "keep the demo's table and queues afterwards")
 	target := fs.String("target", "dev", "dev: run the handlers in `hookledger dev` child processes; stack: drive a deployed stack (make demo deploys one into MiniStack and sets the flags below)")
 	webhookURL := fs.String("webhook-url", os.Getenv("HOOKLEDGER_E2E_WEBHOOK_URL"), "stack: the stack's WebhookUrl output")
@@ -50,15 +55,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	paymentsAddr := fs.String("payments-addr", "127.0.0.1:0", "where the payments stub listens (stack: the address the stack's PaymentsUrl points at)")
 	stripeSecret := fs.String("stripe-secret", "", "stack: the stripe/acme signing secret in the stack's sources")
 	githubSecret := fs.String("github-secret", "", "stack: the github/acme signing secret in the stack's sources")
-	if code := parse(fs, args, stdout); code >= 0 {
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if *nEvents < 1 || *dupRate < 0 || *dupRate > 1 || *burst < 1 {
 		fmt.Fprintln(stderr, "demo: --events and --burst must be positive, --dup-rate within 0..1")
 		return 2
 	}
-	if !crashpoint.Enabled {
-		fmt.Fprintln(stderr, "demo: this binary has no crash points; build it with `go build -tags crashpoints ./cmd/hookledger` (make demo does)")
+	if !inject.Enabled {
+		fmt.Fprintln(stderr, "demo: this binary has no crash points; build it with `go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab` (make demo does)")
 		return 2
 	}
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
@@ -66,10 +71,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crash, logDir: *logDir,
 		target: *target, table: *table, processorFn: *processorFn, paymentsAddr: *paymentsAddr,
-		stripeSecret: *stripeSecret, githubSecret: *githubSecret}
+		stripeSecret: *stripeSecret, githubSecret: *githubSecret, binary: *binary}
 	switch *target {
 	case "dev":
-		d.stripeSecret, d.githubSecret = "whsec_demo_"+randomHex(24), "gh_demo_"+randomHex(24)
+		d.stripeSecret, d.githubSecret = "whsec_demo_"+cli.RandomHex(24), "gh_demo_"+cli.RandomHex(24)
 	case "stack":
 		base, ok := strings.CutSuffix(*webhookURL, "/webhooks/{source}/{tenant}")
 		if !ok || *table == "" || *processorFn == "" || *stripeSecret == "" || *githubSecret == "" {
@@ -108,6 +113,7 @@ type demo struct {
 	githubSecret   string
 	base           string // scheme://host[/stage] the webhook paths go under
 	crashMark      string // stack: the file the crashing Lambda process leaves
+	binary         string // dev: the hookledger binary
 
 	ledger  *ledger.Ledger
 	stub    *paystub.Server
@@ -177,7 +183,7 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	var plan []delivery
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for i := range d.events {
-		body := sampleInvoice(fmt.Sprintf("evt_demo_%03d_%s", i, randomHex(6)), 4900+i)
+		body := cli.SampleInvoice(fmt.Sprintf("evt_demo_%03d_%s", i, cli.RandomHex(6)), 4900+i)
 		u := d.base + "/webhooks/stripe/acme"
 		hdr, err := stripeV.Sign(webhook.Message{Body: body, URL: u, Now: time.Now()}, d.stripeSecret)
 		if err != nil {
@@ -193,14 +199,14 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 		plan = append(plan, dl)
 	}
 	for i := range 5 { // a second provider whose events have no effect
-		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s"}`, randomHex(40))
+		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s"}`, cli.RandomHex(40))
 		u := d.base + "/webhooks/github/acme"
-		hdr, _ := githubV.Sign(webhook.Message{ID: fmt.Sprintf("gh-delivery-%d-%s", i, randomHex(8)), Type: "push", Body: body, URL: u}, d.githubSecret)
+		hdr, _ := githubV.Sign(webhook.Message{ID: fmt.Sprintf("gh-delivery-%d-%s", i, cli.RandomHex(8)), Type: "push", Body: body, URL: u}, d.githubSecret)
 		plan = append(plan, delivery{url: u, hdr: hdr, body: body, n: 2, conc: 1})
 	}
 	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 
-	client := &http.Client{Timeout: 10 * time.Second, Transport: localhostTransport()}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: cli.LocalhostTransport()}
 	work := make(chan delivery)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -250,7 +256,7 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 // setupDev creates a table and queues and runs the pipeline as `hookledger
 // dev` child processes, restarted after each crash.
 func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string, keep bool) (func(), error) {
-	name := "hookledger-demo-" + randomHex(6)
+	name := "hookledger-demo-" + cli.RandomHex(6)
 	db, sq := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 	if err := ledger.CreateTable(ctx, db, name); err != nil {
 		return nil, err
@@ -318,7 +324,7 @@ func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
 	if d.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: d.table}); err != nil {
 		return nil, err
 	}
-	d.crashMark = filepath.Join(d.logDir, "crash-"+randomHex(6))
+	d.crashMark = filepath.Join(d.logDir, "crash-"+cli.RandomHex(6))
 	lam := lambda.NewFromConfig(cfg)
 	fn, err := lam.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &d.processorFn})
 	if err != nil {
@@ -360,7 +366,7 @@ func (d *demo) crashCount() int32 {
 // crashed) or a 5xx it retries after a pause, as providers do.
 func (d *demo) deliver(ctx context.Context, client *http.Client, u string, hdr http.Header, body []byte) string {
 	for attempt := 0; attempt < 120 && ctx.Err() == nil; attempt++ {
-		status, result, err := post(ctx, client, u, hdr, body)
+		status, result, err := cli.Post(ctx, client, u, hdr, body)
 		if err == nil && status < 500 {
 			d.deliveries.Add(1)
 			c, _ := d.results.LoadOrStore(result, new(atomic.Int32))
@@ -478,7 +484,7 @@ type supervisor struct {
 }
 
 func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error) {
-	exe, err := os.Executable()
+	exe, err := operatorBinary(d.binary)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +526,7 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 				return
 			}
 			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ExitCode() == crashpoint.ExitCode {
+			if errors.As(err, &ee) && ee.ExitCode() == crash.ExitCode {
 				d.crashes.Add(1)
 				fmt.Fprintf(d.stdout, "demo: pipeline crashed at %s (after the charge, before marking done); restarting it\n", d.crash)
 			} else {

@@ -1,5 +1,3 @@
-//go:build crashpoints
-
 package fault
 
 import (

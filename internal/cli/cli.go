@@ -1,0 +1,96 @@
+// Package cli holds what the two command-line programs share: the operator
+// CLI (cmd/hookledger) and the proof tooling's CLI (tools/cmd/hooklab). Flag
+// sets whose --help goes to stdout, an HTTP transport that reaches emulated
+// API hosts, and signed-delivery plumbing.
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// NewFlags returns a flag set whose --help prints to stdout and exits 0, and
+// whose usage errors print to stderr. program is the binary's name.
+func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s %s\n\n", program, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Parse parses args; it returns -1 to go on, or the exit code.
+func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	return -1
+}
+
+// RandomHex returns n random hex characters.
+func RandomHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// LocalhostTransport dials every *.localhost host name on the loopback
+// address: emulators name a deployed HTTP API {id}.execute-api.localhost,
+// which not every resolver knows.
+func LocalhostTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".localhost") {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	return tr
+}
+
+// Post sends one delivery and returns the status and the receiver's result
+// header.
+func Post(ctx context.Context, client *http.Client, url string, hdr http.Header, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("X-Hookledger-Result"), nil
+}
+
+// SampleInvoice is a Stripe-style invoice.paid event.
+func SampleInvoice(id string, amount int) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.paid","created":%d,"data":{"object":{"object":"invoice","amount_paid":%d,"currency":"usd","customer":"cus_%s"}}}`,
+		id, time.Now().Unix(), amount, RandomHex(6))
+}

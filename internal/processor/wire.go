@@ -1,0 +1,23 @@
+package processor
+
+import (
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// FromConfig builds the processor from the core configuration and the
+// routes the function's main registered.
+func FromConfig(c config.Config, cfg aws.Config, routes *Router, log *slog.Logger) (*Handler, error) {
+	if err := c.ValidateProcessor(); err != nil {
+		return nil, err
+	}
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Log: log, Metrics: c.Metrics()}, nil
+}
