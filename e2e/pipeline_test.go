@@ -299,7 +299,7 @@ func TestPipeline(t *testing.T) {
 		}
 	})
 
-	t.Run("the deployed processor charged each invoice once", func(t *testing.T) {
+	t.Run("the deployed processor charged and notified each invoice once", func(t *testing.T) {
 		payments := os.Getenv("HOOKLEDGER_E2E_PAYMENTS_URL")
 		if payments == "" {
 			t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run scripts/e2e.sh (make e2e), which starts the payments stub")
@@ -311,6 +311,7 @@ func TestPipeline(t *testing.T) {
 		defer resp.Body.Close()
 		var st struct {
 			PerEvent map[string]int `json:"per_event"`
+			Notified map[string]int `json:"notified_per_event"`
 		}
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 			t.Fatal(err)
@@ -318,6 +319,9 @@ func TestPipeline(t *testing.T) {
 		for _, k := range []string{newKey, concKey, lostKey} {
 			if n := st.PerEvent[k]; n != 1 {
 				t.Errorf("%s charged %d times, want exactly once", k, n)
+			}
+			if n := st.Notified[k]; n != 1 {
+				t.Errorf("%s notified %d times, want exactly once", k, n)
 			}
 		}
 	})

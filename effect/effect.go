@@ -1,32 +1,67 @@
-// Package effect is where your side effects live: the code that runs once per
-// webhook event. Register routes them by source and event type; each handler
-// gets the event and a deterministic downstream idempotency key per named
-// effect (ev.IdempotencyKey("charge")) to pass to APIs that accept one.
+// Package effect is where your side effects live: the code that runs once in
+// effect per webhook event, whatever the senders and the crashes do.
 //
-// Effects own their settings: Register reads them, once, at cold start, and
-// fails with a message naming the variable when one is missing, so a
-// misconfigured processor never starts instead of silently skipping effects.
+// Register routes events to handlers by source and event type. A handler
+// performs its effects as named steps (ev.Step); the ledger records each
+// step's completion, so a retry resumes after the last completed step. See
+// package hookledger for the rules, and invoice_test.go for how to test a
+// handler with hookledgertest (crash after any step, count the runs).
 //
-// The template ships one demonstration effect, Charge, which calls a
-// payments API with an Idempotency-Key header. Replace it with yours.
+// Effects own their settings: Register reads them once, at cold start, and
+// returns an error naming the variable and the fix when one is missing, so a
+// misconfigured processor stops at cold start instead of skipping effects.
+// A setting reaches the processor through the "Effect settings" part of
+// template.yaml (a parameter and one line under the processor's
+// environment).
+//
+// The template ships one handler, InvoicePaid: charge the invoice through a
+// payments API that honours Idempotency-Key, then notify the customer
+// through an API that has no idempotency at all. Replace it with yours.
 package effect
 
 import (
-	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/processor"
+	"github.com/hookledger/hookledger"
 )
 
-// Register adds your routes. It runs once at cold start; getenv is
-// os.Getenv in the processor's main.
-func Register(r *processor.Router, getenv func(string) string) error {
-	paymentsURL := getenv("PAYMENTS_URL")
-	if paymentsURL == "" {
-		return errors.New("PAYMENTS_URL is empty: set the PaymentsUrl parameter (template.yaml, effect settings) to the payments API the charge effect calls")
+// Settings the shipped effects read, each a processor environment variable.
+const (
+	envPaymentsURL = "PAYMENTS_URL" // the payments API the charge step calls
+	envNotifyURL   = "NOTIFY_URL"   // the notification API the notify step calls
+)
+
+// Register adds your routes. It runs once at cold start; getenv is os.Getenv
+// in the processor's main.
+func Register(r *hookledger.Router, getenv func(string) string) error {
+	payments, err := baseURL(getenv, envPaymentsURL, "PaymentsUrl")
+	if err != nil {
+		return err
 	}
-	charge := &Charge{BaseURL: paymentsURL, Client: &http.Client{Timeout: 10 * time.Second}}
-	r.Handle("stripe", "invoice.paid", charge)
+	notify, err := baseURL(getenv, envNotifyURL, "NotifyUrl")
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	r.Handle("stripe", "invoice.paid", &InvoicePaid{
+		Payments: &Payments{BaseURL: payments, Client: client},
+		Notifier: &Notifier{BaseURL: notify, Client: client},
+	})
 	return nil
+}
+
+// baseURL reads a required http(s) URL setting.
+func baseURL(getenv func(string) string, name, param string) (string, error) {
+	v := getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("%s is empty: set the %s parameter (template.yaml, Effect settings) or, locally, export %s", name, param, name)
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s=%q: want an http or https URL such as https://api.example.com", name, v)
+	}
+	return v, nil
 }

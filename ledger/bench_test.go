@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/tools/bench/payload"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/bench/payload"
 )
 
 // benchDB answers every request at once, so the benchmarks measure the
@@ -104,6 +104,6 @@ func BenchmarkClaimComplete(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec, _ := l.Claim(ctx, benchID, time.Minute)
-		l.Complete(ctx, benchID, rec.LeaseOwner)
+		l.Complete(ctx, rec)
 	}
 }

@@ -47,7 +47,7 @@ func Example() {
 		panic(err)
 	}
 	// ... perform the side effects with an idempotency key per effect ...
-	if _, err := l.Complete(ctx, id, rec.LeaseOwner); errors.Is(err, ledger.ErrLeaseLost) {
+	if _, err := l.Complete(ctx, rec); errors.Is(err, ledger.ErrLeaseLost) {
 		fmt.Println("lease lost: another worker took over; it will complete")
 	}
 }

@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestPKIsInjective(t *testing.T) {
@@ -50,15 +53,40 @@ func TestShardSpread(t *testing.T) {
 	}
 }
 
-func TestWithVersionStaysInSetClause(t *testing.T) {
+func TestExpressionKeepsSetBeforeRemove(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"SET a = :a":             "SET a = :a, ver = ver + :one",
-		"SET a = :a REMOVE b, c": "SET a = :a, ver = ver + :one REMOVE b, c",
+	// MiniStack accepted "REMOVE a, b, ver = ver + :one" and treated ver as
+	// removed; DynamoDB rejects it. Every assignment stays in the SET clause,
+	// steps included, and every removal in the one REMOVE clause.
+	p := parts([]string{"a = :a"}, []string{"b"}, nil)
+	if err := p.addSteps([]StepChange{{Name: "charge", Status: StepDone, Result: "ch_1"}, {Name: "notify"}}, time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	p.set = append(p.set, "ver = ver + :one")
+	want := "SET a = :a, #s0 = :s0, ver = ver + :one REMOVE b, #s1"
+	if got := p.String(); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if p.names["#s0"] != "step#charge" || p.names["#s1"] != "step#notify" {
+		t.Fatalf("names %v", p.names)
+	}
+}
+
+func TestStepChangeLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []StepChange{
+		{Name: "", Status: StepDone},
+		{Name: "has space", Status: StepDone},
+		{Name: strings.Repeat("x", MaxStepName+1), Status: StepDone},
+		{Name: "ok", Status: "maybe"},
+		{Name: "ok", Status: StepDone, Result: strings.Repeat("r", MaxStepResult+1)},
 	} {
-		if got := withVersion(in); got != want {
-			t.Errorf("withVersion(%q) = %q, want %q", in, got, want)
+		if err := c.validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", c, err)
 		}
+	}
+	if err := (StepChange{Name: "charge.v2", Status: StepDone, Result: strings.Repeat("r", MaxStepResult)}).validate(); err != nil {
+		t.Error(err)
 	}
 }
 

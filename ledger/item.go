@@ -92,6 +92,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		Version:    getN(item, attrVersion),
 		creator:    getS(item, attrCreator),
 		writer:     getS(item, attrWriter),
+		Steps:      decodeSteps(item),
 	}
 	if e := getN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()

@@ -299,31 +299,36 @@ func newToken() string {
 }
 
 // update runs one conditional UpdateItem on id's record and returns the
-// record as written. On a failed condition it returns the old record (nil
-// when there is none) and failed == true.
-func (l *Ledger) update(ctx context.Context, op string, id ID, expr, cond string, names map[string]string, vals map[string]types.AttributeValue) (rec Record, old *Record, failed bool, err error) {
-	vals[":one"] = n(1)
+// record as written. The version increment is added to every write. On a
+// failed condition it returns the old record (nil when there is none) and
+// failed == true.
+func (l *Ledger) update(ctx context.Context, op string, id ID, p *exprParts, cond string) (rec Record, old *Record, failed bool, err error) {
+	p.vals[":one"] = n(1)
+	p.set = append(p.set, attrVersion+" = "+attrVersion+" + :one")
+	expr := p.String()
 	// DynamoDB rejects names and values that the expressions do not use.
-	used := withVersion(expr) + " " + cond
-	for k := range vals {
+	used := expr + " " + cond
+	for k := range p.vals {
 		if !uses(used, k) {
-			delete(vals, k)
+			delete(p.vals, k)
 		}
 	}
-	if names != nil && !uses(used, "#st") {
-		names = nil
+	for k := range p.names {
+		if !uses(used, k) {
+			delete(p.names, k)
+		}
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &l.opt.Table,
 		Key:                                 key(id, skRecord),
-		UpdateExpression:                    aws.String(withVersion(expr)),
+		UpdateExpression:                    aws.String(expr),
 		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeValues:           vals,
+		ExpressionAttributeValues:           p.vals,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	if len(names) > 0 {
-		in.ExpressionAttributeNames = names
+	if len(p.names) > 0 {
+		in.ExpressionAttributeNames = p.names
 	}
 	out, uerr := l.db.UpdateItem(ctx, in)
 	if uerr == nil {
@@ -333,18 +338,13 @@ func (l *Ledger) update(ctx context.Context, op string, id ID, expr, cond string
 	return Record{}, old, failed, err
 }
 
-// withVersion adds the version increment to expr's SET clause.
-func withVersion(expr string) string { return addToSet(expr, "ver = ver + :one") }
-
-// addToSet appends an assignment to expr's SET clause (every expression here
-// starts with SET; a REMOVE clause, if any, follows it).
-func addToSet(expr, assignment string) string {
-	set, remove, hasRemove := strings.Cut(expr, " REMOVE ")
-	set += ", " + assignment
-	if hasRemove {
-		return set + " REMOVE " + remove
+// parts starts an update: the SET assignments given, the REMOVE paths
+// given, the status placeholder #st and the values vals.
+func parts(set, remove []string, vals map[string]types.AttributeValue) *exprParts {
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
 	}
-	return set
+	return &exprParts{set: set, remove: remove, names: map[string]string{"#st": attrStatus}, vals: vals}
 }
 
 // uses reports whether expr mentions the placeholder p as a whole token.
@@ -366,46 +366,55 @@ func isWord(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-var statusName = map[string]string{"#st": attrStatus}
+// Lease is a worker's hold on a record: what Claim returns and what every
+// write only the holder may make (Extend, SaveSteps, Complete, Fail, Bury)
+// takes. It is a value; Extend returns the extended one.
+type Lease struct {
+	ID     ID
+	Token  string    // the owner token stored in lease_owner
+	Until  time.Time // when the lease ends, by the ledger's clock
+	Record Record    // the record as the claim left it (attempts, steps)
+}
 
 // Claim takes a lease on id for the given duration. It succeeds from
 // received, failed, or processing whose lease has expired, and returns the
-// record with a fresh LeaseOwner token and Attempts incremented.
+// lease with the record as claimed: a fresh owner token, attempts
+// incremented, and the steps earlier attempts recorded.
 //
 // Refusals: ErrNotFound; ErrTerminal when done or dead (the StateError's
 // Record says which); ErrLeased when another worker's lease is live.
-func (l *Ledger) Claim(ctx context.Context, id ID, lease time.Duration) (Record, error) {
+func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, error) {
 	if err := id.Validate(); err != nil {
-		return Record{}, err
+		return Lease{}, err
 	}
-	if lease <= 0 {
-		return Record{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, lease)
+	if d <= 0 {
+		return Lease{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
 	}
 	now := l.now()
 	token := newToken()
 	rec, old, failed, err := l.update(ctx, "claim", id,
-		"SET #st = :processing, lease_owner = :tok, lease_until = :until, attempts = attempts + :one, updated_at = :now",
-		"attribute_exists(pk) AND expires_at > :nows AND (#st IN (:received, :failed) OR (#st = :processing AND lease_until <= :now))",
-		statusName,
-		map[string]types.AttributeValue{
-			":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
-			":tok": s(token), ":until": ms(now.Add(lease)), ":now": ms(now), ":nows": n(now.Unix()),
-		})
+		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", "updated_at = :now"}, nil,
+			map[string]types.AttributeValue{
+				":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
+				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()),
+			}),
+		"attribute_exists(pk) AND expires_at > :nows AND (#st IN (:received, :failed) OR (#st = :processing AND lease_until <= :now))")
+	lease := func(r Record) Lease { return Lease{ID: id, Token: token, Until: r.LeaseUntil, Record: r} }
 	if err != nil {
 		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }); ok {
-			return r, nil
+			return lease(r), nil
 		}
-		return Record{}, err
+		return Lease{}, err
 	}
 	if !failed {
-		return rec, nil
+		return lease(rec), nil
 	}
 	if old != nil && old.Status == Processing && old.LeaseOwner == token {
 		// The SDK retried a claim whose first attempt succeeded but whose
 		// answer was lost: the lease is ours.
-		return *old, nil
+		return lease(*old), nil
 	}
-	return Record{}, l.refusal("claim", id, old, now)
+	return Lease{}, l.refusal("claim", id, old, now)
 }
 
 // refusal classifies why a claim-like write was refused.
@@ -422,21 +431,27 @@ func (l *Ledger) refusal(op string, id ID, old *Record, now time.Time) error {
 	}
 }
 
-// ownerCond holds while token owns a live lease on a processing record.
+// ownerCond holds while the lease's token owns a live lease on a processing
+// record.
 const ownerCond = "#st = :processing AND lease_owner = :tok AND lease_until > :now"
 
-func (l *Ledger) owned(ctx context.Context, op string, id ID, token, expr string, vals map[string]types.AttributeValue) (Record, error) {
-	if err := id.Validate(); err != nil {
+// owned runs a lease holder's write: p plus the step changes, conditioned on
+// the lease.
+func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts, changes []StepChange) (Record, error) {
+	if err := lease.ID.Validate(); err != nil {
 		return Record{}, err
 	}
-	if token == "" {
+	if lease.Token == "" {
 		return Record{}, fmt.Errorf("%w: empty lease token", ErrInvalid)
 	}
 	now := l.now()
-	vals[":processing"] = s(string(Processing))
-	vals[":tok"] = s(token)
-	vals[":now"] = ms(now)
-	rec, old, failed, err := l.update(ctx, op, id, expr, ownerCond, statusName, vals)
+	if err := p.addSteps(changes, now); err != nil {
+		return Record{}, err
+	}
+	p.vals[":processing"] = s(string(Processing))
+	p.vals[":tok"] = s(lease.Token)
+	p.vals[":now"] = ms(now)
+	rec, old, failed, err := l.update(ctx, op, lease.ID, p, ownerCond)
 	if err != nil {
 		return Record{}, err
 	}
@@ -444,47 +459,68 @@ func (l *Ledger) owned(ctx context.Context, op string, id ID, token, expr string
 		return rec, nil
 	}
 	if old == nil {
-		return Record{}, fmt.Errorf("%s %s: %w", op, id, ErrNotFound)
+		return Record{}, fmt.Errorf("%s %s: %w", op, lease.ID, ErrNotFound)
 	}
 	return Record{}, &StateError{Op: op, Err: ErrLeaseLost, Record: *old}
 }
 
-// Complete marks a leased record done and drops it from the due index.
-// ErrLeaseLost when token no longer owns a live lease.
-func (l *Ledger) Complete(ctx context.Context, id ID, token string) (Record, error) {
-	return l.owned(ctx, "complete", id, token,
-		"SET #st = :done, updated_at = :now REMOVE lease_owner, lease_until, due_shard, due_at",
-		map[string]types.AttributeValue{":done": s(string(Done))})
+// SaveSteps records step changes while the lease is held: one UpdateItem of
+// one write unit. The processor calls it between steps (to record the last
+// step done before the next one starts, or to mark an at-most-once step
+// started before its effect runs); the last step's completion rides on
+// Complete instead. ErrLeaseLost when the lease is no longer held.
+func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
+	if len(changes) == 0 {
+		return Record{}, fmt.Errorf("%w: no step changes to save", ErrInvalid)
+	}
+	return l.owned(ctx, "save steps", lease, parts([]string{"updated_at = :now"}, nil, nil), changes)
+}
+
+// Complete marks a leased record done, records the given step changes in
+// the same write, and drops the record from the due index. ErrLeaseLost
+// when the lease is no longer held.
+func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
+	return l.owned(ctx, "complete", lease,
+		parts([]string{"#st = :done", "updated_at = :now"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+			map[string]types.AttributeValue{":done": s(string(Done))}), changes)
 }
 
 // Fail records a retryable failure: status failed, the error text (trimmed
-// to 1 KB of the caller's choosing; never put secrets in it), and a due time
-// retryAfter from now when the reclaimer re-drives it if SQS has not.
-func (l *Ledger) Fail(ctx context.Context, id ID, token, cause string, retryAfter time.Duration) (Record, error) {
+// to 1 KB of the caller's choosing; never put secrets in it), the step
+// changes, and a due time retryAfter from now when the reclaimer re-drives
+// it if SQS has not.
+func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter time.Duration, changes ...StepChange) (Record, error) {
 	now := l.now()
-	return l.owned(ctx, "fail", id, token,
-		"SET #st = :failed, updated_at = :now, last_error = :err, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until",
-		map[string]types.AttributeValue{
-			":failed": s(string(Failed)), ":err": s(trim(cause)),
-			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(retryAfter)),
-		})
+	return l.owned(ctx, "fail", lease,
+		parts([]string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}, []string{"lease_owner", "lease_until"},
+			map[string]types.AttributeValue{
+				":failed": s(string(Failed)), ":err": s(trim(cause)),
+				":shard": n(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": ms(now.Add(retryAfter)),
+			}), changes)
 }
 
-// Bury marks a leased record dead (a permanent error or attempts exhausted).
-func (l *Ledger) Bury(ctx context.Context, id ID, token, cause string) (Record, error) {
-	return l.owned(ctx, "bury", id, token,
-		"SET #st = :dead, updated_at = :now, last_error = :err REMOVE lease_owner, lease_until, due_shard, due_at",
-		map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))})
+// Bury marks a leased record dead (a permanent error, attempts exhausted,
+// a step that cannot be proven), with the step changes in the same write.
+// Dead records are alarmed and replayable (Replay).
+func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ...StepChange) (Record, error) {
+	return l.owned(ctx, "bury", lease,
+		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes)
 }
 
-// Extend moves a live lease's end to now+lease, for handlers that run long.
-func (l *Ledger) Extend(ctx context.Context, id ID, token string, lease time.Duration) (Record, error) {
-	if lease <= 0 {
-		return Record{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, lease)
+// Extend moves a live lease's end to now+d, for handlers that run long, and
+// returns the extended lease.
+func (l *Ledger) Extend(ctx context.Context, lease Lease, d time.Duration) (Lease, error) {
+	if d <= 0 {
+		return Lease{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
 	}
-	return l.owned(ctx, "extend", id, token,
-		"SET lease_until = :until, updated_at = :now",
-		map[string]types.AttributeValue{":until": ms(l.now().Add(lease))})
+	rec, err := l.owned(ctx, "extend", lease,
+		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(l.now().Add(d))}), nil)
+	if err != nil {
+		return Lease{}, err
+	}
+	lease.Until, lease.Record = rec.LeaseUntil, rec
+	return lease, nil
 }
 
 func trim(s string) string {

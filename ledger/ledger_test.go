@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/tools/emulator"
 	"github.com/hookledger/hookledger/tools/fakeclock"
 	"github.com/hookledger/hookledger/tools/meter"
-	"github.com/hookledger/hookledger/ledger"
 )
 
 type fixture struct {
@@ -152,13 +152,13 @@ func TestTransitions(t *testing.T) {
 	t.Parallel()
 	const lease = 30 * time.Second
 	type step func(t *testing.T, f fixture, id ledger.ID)
-	claim := func(t *testing.T, f fixture, id ledger.ID) ledger.Record {
+	claim := func(t *testing.T, f fixture, id ledger.ID) ledger.Lease {
 		t.Helper()
 		rec, err := f.l.Claim(t.Context(), id, lease)
 		if err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-		if rec.Status != ledger.Processing || rec.LeaseOwner == "" {
+		if rec.Record.Status != ledger.Processing || rec.Token == "" {
 			t.Fatalf("claim gave %+v", rec)
 		}
 		return rec
@@ -179,34 +179,34 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"received to processing to done", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			if c.Attempts != 1 || !c.LeaseUntil.Equal(f.clock.Now().Add(lease)) {
-				t.Errorf("claim: attempts %d lease_until %v", c.Attempts, c.LeaseUntil)
+			if c.Record.Attempts != 1 || !c.Until.Equal(f.clock.Now().Add(lease)) {
+				t.Errorf("claim: attempts %d lease_until %v", c.Record.Attempts, c.Until)
 			}
-			d, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			d, err := f.l.Complete(t.Context(), c)
 			if err != nil || d.Status != ledger.Done || d.LeaseOwner != "" || !d.DueAt.IsZero() {
 				t.Fatalf("complete: %+v %v", d, err)
 			}
 		}},
 		{"claim refused when done", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			f.l.Complete(t.Context(), id, c.LeaseOwner)
+			f.l.Complete(t.Context(), c)
 			_, err := f.l.Claim(t.Context(), id, lease)
 			wantErr(t, err, ledger.ErrTerminal, ledger.Done)
 		}},
 		{"fail then claim again", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			r, err := f.l.Fail(t.Context(), id, c.LeaseOwner, "boom", time.Minute)
+			r, err := f.l.Fail(t.Context(), c, "boom", time.Minute)
 			if err != nil || r.Status != ledger.Failed || r.LastError != "boom" || r.LeaseOwner != "" {
 				t.Fatalf("fail: %+v %v", r, err)
 			}
 			c2 := claim(t, f, id)
-			if c2.Attempts != 2 || c2.LeaseOwner == c.LeaseOwner {
-				t.Errorf("second claim: attempts %d, owner reused %v", c2.Attempts, c2.LeaseOwner == c.LeaseOwner)
+			if c2.Record.Attempts != 2 || c2.Token == c.Token {
+				t.Errorf("second claim: attempts %d, owner reused %v", c2.Record.Attempts, c2.Token == c.Token)
 			}
 		}},
 		{"bury makes dead and terminal", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			r, err := f.l.Bury(t.Context(), id, c.LeaseOwner, "permanent: card declined")
+			r, err := f.l.Bury(t.Context(), c, "permanent: card declined")
 			if err != nil || r.Status != ledger.Dead || !r.DueAt.IsZero() {
 				t.Fatalf("bury: %+v %v", r, err)
 			}
@@ -220,63 +220,63 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"complete refused for wrong owner", func(t *testing.T, f fixture, id ledger.ID) {
 			claim(t, f, id)
-			_, err := f.l.Complete(t.Context(), id, "not-the-owner")
+			_, err := f.l.Complete(t.Context(), ledger.Lease{ID: id, Token: "not-the-owner"})
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
 		{"complete and fail refused after lease expiry", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease)
-			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			_, err := f.l.Complete(t.Context(), c)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
-			_, err = f.l.Fail(t.Context(), id, c.LeaseOwner, "x", 0)
+			_, err = f.l.Fail(t.Context(), c, "x", 0)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
 		{"takeover after expiry, then old owner loses", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease + time.Millisecond)
 			c2 := claim(t, f, id)
-			if c2.LeaseOwner == c.LeaseOwner || c2.Attempts != 2 {
+			if c2.Token == c.Token || c2.Record.Attempts != 2 {
 				t.Fatalf("takeover: %+v", c2)
 			}
 			f.clock.Advance(-lease) // even with time on its side, the old owner's token is gone
-			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			_, err := f.l.Complete(t.Context(), c)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
-			if _, err := f.l.Complete(t.Context(), id, c2.LeaseOwner); err != nil {
+			if _, err := f.l.Complete(t.Context(), c2); err != nil {
 				t.Fatalf("new owner complete: %v", err)
 			}
 		}},
 		{"extend keeps the lease alive", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease - time.Second)
-			if _, err := f.l.Extend(t.Context(), id, c.LeaseOwner, lease); err != nil {
+			if _, err := f.l.Extend(t.Context(), c, lease); err != nil {
 				t.Fatalf("extend: %v", err)
 			}
 			f.clock.Advance(lease - time.Second)
 			_, err := f.l.Claim(t.Context(), id, lease)
 			wantErr(t, err, ledger.ErrLeased, ledger.Processing)
-			if _, err := f.l.Complete(t.Context(), id, c.LeaseOwner); err != nil {
+			if _, err := f.l.Complete(t.Context(), c); err != nil {
 				t.Fatalf("complete after extend: %v", err)
 			}
 		}},
 		{"extend refused after expiry", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease)
-			_, err := f.l.Extend(t.Context(), id, c.LeaseOwner, lease)
+			_, err := f.l.Extend(t.Context(), c, lease)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
 		{"terminal refuses complete, fail, bury", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			f.l.Complete(t.Context(), id, c.LeaseOwner)
-			_, err := f.l.Complete(t.Context(), id, c.LeaseOwner)
+			f.l.Complete(t.Context(), c)
+			_, err := f.l.Complete(t.Context(), c)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
-			_, err = f.l.Fail(t.Context(), id, c.LeaseOwner, "x", 0)
+			_, err = f.l.Fail(t.Context(), c, "x", 0)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
-			_, err = f.l.Bury(t.Context(), id, c.LeaseOwner, "x")
+			_, err = f.l.Bury(t.Context(), c, "x")
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
 		}},
 		{"replay brings dead back", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
-			f.l.Bury(t.Context(), id, c.LeaseOwner, "x")
+			f.l.Bury(t.Context(), c, "x")
 			r, err := f.l.Replay(t.Context(), id)
 			if err != nil || r.Status != ledger.Received || r.Attempts != 0 || r.DueAt.IsZero() {
 				t.Fatalf("replay: %+v %v", r, err)
@@ -304,7 +304,7 @@ func TestNotFound(t *testing.T) {
 	if _, err := f.l.Claim(t.Context(), id, time.Second); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("claim: %v", err)
 	}
-	if _, err := f.l.Complete(t.Context(), id, "tok"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := f.l.Complete(t.Context(), ledger.Lease{ID: id, Token: "tok"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("complete: %v", err)
 	}
 	if _, err := f.l.Get(t.Context(), id); !errors.Is(err, ledger.ErrNotFound) {
@@ -399,7 +399,7 @@ func TestRecordStaysSmall(t *testing.T) {
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
 	create(t, f, id)
 	c, _ := f.l.Claim(t.Context(), id, time.Minute)
-	f.l.Fail(t.Context(), id, c.LeaseOwner, string(bytes.Repeat([]byte("e"), 5000)), time.Minute)
+	f.l.Fail(t.Context(), c, string(bytes.Repeat([]byte("e"), 5000)), time.Minute)
 	out, err := f.db.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &f.table, Key: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}}})
 	if err != nil {
@@ -447,7 +447,7 @@ func TestDueIndex(t *testing.T) {
 		t.Fatalf("due before ReclaimAfter: %v", got)
 	}
 	c, _ := f.l.Claim(t.Context(), b, time.Second)
-	f.l.Complete(t.Context(), b, c.LeaseOwner)
+	f.l.Complete(t.Context(), c)
 	f.clock.Advance(time.Minute)
 	got := due()
 	if !got[a] || got[b] || len(got) != 1 {
@@ -512,31 +512,21 @@ func TestReclaimTransitions(t *testing.T) {
 		t.Fatalf("stale postpone: %v", err)
 	}
 
-	// Resolve an expired lease to done.
-	c := newID(t)
-	create(t, f, c)
-	f.l.Claim(ctx, c, time.Second)
-	f.clock.Advance(time.Second)
-	rc, _ := f.l.Get(ctx, c)
-	if r, err := f.l.Resolve(ctx, rc); err != nil || r.Status != ledger.Done {
-		t.Fatalf("resolve: %+v %v", r, err)
-	}
-
-	// Kill refuses a live lease and a terminal record.
+	// BuryStale refuses a live lease and a terminal record.
 	d := newID(t)
 	create(t, f, d)
 	f.l.Claim(ctx, d, time.Minute)
 	rd, _ := f.l.Get(ctx, d)
-	if _, err := f.l.Kill(ctx, rd, "x"); !errors.Is(err, ledger.ErrConflict) {
-		t.Fatalf("kill live lease: %v", err)
+	if _, err := f.l.BuryStale(ctx, rd, "x"); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("bury live lease: %v", err)
 	}
 	f.clock.Advance(time.Minute)
-	if r, err := f.l.Kill(ctx, rd, "reclaims exhausted"); err != nil || r.Status != ledger.Dead || r.LastError != "reclaims exhausted" {
-		t.Fatalf("kill: %+v %v", r, err)
+	if r, err := f.l.BuryStale(ctx, rd, "reclaims exhausted"); err != nil || r.Status != ledger.Dead || r.LastError != "reclaims exhausted" {
+		t.Fatalf("bury stale: %+v %v", r, err)
 	}
-	rc, _ = f.l.Get(ctx, c)
-	if _, err := f.l.Kill(ctx, rc, "x"); !errors.Is(err, ledger.ErrConflict) {
-		t.Fatalf("kill done: %v", err)
+	rd, _ = f.l.Get(ctx, d)
+	if _, err := f.l.BuryStale(ctx, rd, "x"); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("bury dead: %v", err)
 	}
 }
 
@@ -549,7 +539,7 @@ func TestListAndCounts(t *testing.T) {
 	id := newID(t)
 	create(t, f, id)
 	c, _ := f.l.Claim(t.Context(), id, time.Minute)
-	f.l.Complete(t.Context(), id, c.LeaseOwner)
+	f.l.Complete(t.Context(), c)
 	f.l.PutPayload(t.Context(), id, []byte("{}"))
 	counts, err := f.l.Counts(t.Context())
 	if err != nil || counts[ledger.Received] != 3 || counts[ledger.Done] != 1 || len(counts) != 2 {
@@ -599,10 +589,10 @@ func TestRetriedWriteWhoseAnswerWasLost(t *testing.T) {
 	}
 	// Claim: the retry must hand over the lease, not report it leased.
 	rec, err := l.Claim(t.Context(), id, time.Minute)
-	if err != nil || rec.LeaseOwner == "" {
+	if err != nil || rec.Token == "" {
 		t.Fatalf("claim: %+v %v", rec, err)
 	}
-	if _, err := f.l.Complete(t.Context(), id, rec.LeaseOwner); err != nil {
+	if _, err := f.l.Complete(t.Context(), rec); err != nil {
 		t.Fatalf("the token the retried claim returned does not own the lease: %v", err)
 	}
 }

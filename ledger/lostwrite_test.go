@@ -66,7 +66,7 @@ func TestReclaimerWriteWhoseAnswerWasLost(t *testing.T) {
 	dead := newID(t)
 	create(t, f, dead)
 	c, _ := f.l.Claim(ctx, dead, time.Minute)
-	if _, err := f.l.Bury(ctx, dead, c.LeaseOwner, "permanent"); err != nil {
+	if _, err := f.l.Bury(ctx, c, "permanent"); err != nil {
 		t.Fatal(err)
 	}
 	got, err = l.Replay(ctx, dead)
@@ -133,10 +133,10 @@ func TestWriteWhoseAnswerWasLostWithoutRetry(t *testing.T) {
 		t.Fatalf("requeue whose answer was lost: %+v, %v", got, err)
 	}
 	claimed, err := lost.Claim(ctx, id, time.Minute)
-	if err != nil || claimed.LeaseOwner == "" {
+	if err != nil || claimed.Token == "" {
 		t.Fatalf("claim whose answer was lost: %+v, %v", claimed, err)
 	}
-	if _, err := f.l.Bury(ctx, id, claimed.LeaseOwner, "permanent"); err != nil {
+	if _, err := f.l.Bury(ctx, claimed, "permanent"); err != nil {
 		t.Fatalf("the read-back lease token does not own the lease: %v", err)
 	}
 	if got, err := lost.Replay(ctx, id); err != nil || got.Status != ledger.Received {

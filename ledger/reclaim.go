@@ -48,20 +48,23 @@ func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) (
 
 // versioned runs a reclaimer transition: one conditional write that holds
 // only if the record is still at the version the caller read (plus extra).
-func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, extra string, vals map[string]types.AttributeValue) (Record, error) {
+// The write carries a request token (written_by), so a write retried after
+// its answer was lost recognises itself.
+func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprParts, extra string) (Record, error) {
 	if err := rec.ID.Validate(); err != nil {
 		return Record{}, err
 	}
 	now := l.now()
 	token := newToken()
-	vals[":ver"] = n(rec.Version)
-	vals[":by"] = s(token)
+	p.vals[":ver"] = n(rec.Version)
+	p.vals[":by"] = s(token)
+	p.vals[":now"] = ms(now)
+	p.set = append(p.set, attrWriter+" = :by")
 	cond := "ver = :ver"
 	if extra != "" {
 		cond += " AND " + extra
 	}
-	vals[":now"] = ms(now)
-	out, old, failed, err := l.update(ctx, op, rec.ID, signed(expr), cond, statusName, vals)
+	out, old, failed, err := l.update(ctx, op, rec.ID, p, cond)
 	if err != nil {
 		if r, ok := l.readBack(ctx, rec.ID, err, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token }); ok {
 			return r, nil
@@ -83,73 +86,65 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, expr, ext
 	return Record{}, &StateError{Op: op, Err: ErrConflict, Record: *old}
 }
 
-// signed adds the write's request token to expr's SET clause, so that a
-// write retried after its answer was lost can recognise itself.
-func signed(expr string) string { return addToSet(expr, attrWriter+" = :by") }
-
 // Requeue records that the reclaimer re-drove a received or failed record:
 // reclaims+1 and due_at moved to next. The caller enqueues after it succeeds.
 func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "requeue", rec,
-		"SET due_at = :next, reclaims = reclaims + :one, updated_at = :now",
-		"#st IN (:received, :failed)",
-		map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":failed": s(string(Failed))})
+		parts([]string{"due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, nil,
+			map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":failed": s(string(Failed))}),
+		"#st IN (:received, :failed)")
 }
 
 // Reset returns a processing record whose lease expired to received
-// (reclaims+1, due_at next), dropping the dead worker's lease.
+// (reclaims+1, due_at next), dropping the dead worker's lease. The steps it
+// recorded stay: the next attempt resumes after the last one done.
 func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "reset", rec,
-		"SET #st = :received, due_at = :next, reclaims = reclaims + :one, updated_at = :now REMOVE lease_owner, lease_until",
-		"#st = :processing AND lease_until <= :now",
-		map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":processing": s(string(Processing))})
+		parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
+			map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":processing": s(string(Processing))}),
+		"#st = :processing AND lease_until <= :now")
 }
 
 // Postpone moves due_at of a record that is not yet overdue in fact (a live
 // lease) to next, without counting a reclaim.
 func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Record, error) {
-	return l.versioned(ctx, "postpone", rec, "SET due_at = :next", "",
-		map[string]types.AttributeValue{":next": ms(next)})
+	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(next)}), "")
 }
 
-// Resolve marks done a processing record whose lease expired, when a
-// downstream check shows the effect already happened.
-func (l *Ledger) Resolve(ctx context.Context, rec Record) (Record, error) {
-	return l.versioned(ctx, "resolve", rec,
-		"SET #st = :done, updated_at = :now REMOVE lease_owner, lease_until, due_shard, due_at",
-		"#st = :processing AND lease_until <= :now",
-		map[string]types.AttributeValue{":done": s(string(Done)), ":processing": s(string(Processing))})
-}
-
-// Kill marks a non-terminal record dead (reclaims exhausted, payload lost).
-func (l *Ledger) Kill(ctx context.Context, rec Record, cause string) (Record, error) {
-	return l.versioned(ctx, "kill", rec,
-		"SET #st = :dead, updated_at = :now, last_error = :err REMOVE lease_owner, lease_until, due_shard, due_at",
-		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)",
-		map[string]types.AttributeValue{
-			":dead": s(string(Dead)), ":done": s(string(Done)), ":processing": s(string(Processing)), ":err": s(trim(cause)),
-		})
+// BuryStale marks dead a non-terminal record nobody holds (reclaims
+// exhausted, payload lost): Bury for the reclaimer, which holds no lease.
+func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Record, error) {
+	return l.versioned(ctx, "bury", rec,
+		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+			map[string]types.AttributeValue{
+				":dead": s(string(Dead)), ":done": s(string(Done)), ":processing": s(string(Processing)), ":err": s(trim(cause)),
+			}),
+		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)")
 }
 
 // Replay is the operator's way back from dead or failed: the record returns
-// to received with attempts and reclaims reset and a fresh due time. The
-// caller enqueues it. Replaying is safe to repeat: effects carry the same
-// downstream idempotency keys as before.
-func (l *Ledger) Replay(ctx context.Context, id ID) (Record, error) {
+// to received with attempts and reclaims reset and a fresh due time, and
+// the given step changes applied (mark a step done with its result after
+// checking by hand that its effect happened, or clear it so it runs again).
+// The caller enqueues it. Replaying is safe to repeat: effects carry the
+// same downstream idempotency keys as before.
+func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Record, error) {
 	if err := id.Validate(); err != nil {
 		return Record{}, err
 	}
 	now := l.now()
 	token := newToken()
-	rec, old, failed, err := l.update(ctx, "replay", id,
-		signed("SET #st = :received, attempts = :zero, reclaims = :zero, updated_at = :now, due_shard = :shard, due_at = :due REMOVE lease_owner, lease_until"),
-		"attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)",
-		statusName,
+	p := parts([]string{"#st = :received", "attempts = :zero", "reclaims = :zero", "updated_at = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
+		[]string{"lease_owner", "lease_until"},
 		map[string]types.AttributeValue{
 			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),
 			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()), ":by": s(token),
 			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(l.opt.ReclaimAfter)),
 		})
+	if err := p.addSteps(changes, now); err != nil {
+		return Record{}, err
+	}
+	rec, old, failed, err := l.update(ctx, "replay", id, p, "attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)")
 	if err != nil {
 		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Received && r.writer == token }); ok {
 			return r, nil
@@ -181,7 +176,7 @@ func (l *Ledger) List(ctx context.Context, status Status, limit int) ([]Record, 
 	if status != "" {
 		filter += " AND #st = :st"
 		vals[":st"] = s(string(status))
-		names = statusName
+		names = map[string]string{"#st": attrStatus}
 	}
 	var recs []Record
 	var start map[string]types.AttributeValue

@@ -107,6 +107,9 @@ type Record struct {
 	DueShard   int       `json:"due_shard,omitempty"`
 	DueAt      time.Time `json:"due_at,omitzero"` // zero once terminal
 	Version    int64     `json:"version"`         // incremented by every write
+	// Steps is what the event's handler recorded of its named steps (see
+	// Step); absent for handlers that use none.
+	Steps map[string]Step `json:"steps,omitempty"`
 
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay

@@ -49,7 +49,7 @@ stripe_secret="whsec_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 github_secret="gh_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 sources=$(printf '{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["%s"]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":["%s"]}}}}' "$stripe_secret" "$github_secret")
 params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
-  "Stage": "demo", "SourcesConfig": sys.argv[1], "PaymentsUrl": "http://" + sys.argv[2],
+  "Stage": "demo", "SourcesConfig": sys.argv[1], "PaymentsUrl": "http://" + sys.argv[2], "NotifyUrl": "http://" + sys.argv[2],
   "ProcessorTimeout": "10", "ReclaimAfter": "10s", "MaxReceiveCount": 10, "LogLevel": "info"}))' "$sources" "$payments")
 
 run="./bin/proof/hooklab demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"

@@ -133,8 +133,9 @@ else
 fi
 
 # ---------------------------------------------------------------- payments stub
-# The shipped effect charges through a payments API; the deployed processor (a host process
-# under MiniStack) reaches this stub on loopback, and the test reads its counts.
+# The shipped effect charges through a payments API and notifies through a notification API;
+# the deployed processor (a host process under MiniStack) reaches this stub (both APIs) on
+# loopback, and the test reads its counts.
 payments_port="${HOOKLEDGER_E2E_PAYMENTS_PORT:-$((port + 1000))}"
 if [[ -z "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   go build -o "$build_dir/hooklab" ./tools/cmd/hooklab
@@ -161,6 +162,7 @@ params = {
     # AWS_ENDPOINT_URL in its environment: never real AWS.
     "EndpointUrl": endpoint,
     "PaymentsUrl": f"http://127.0.0.1:{payments_port}",
+    "NotifyUrl": f"http://127.0.0.1:{payments_port}",
 }
 params.update(extra)
 with open(path, "w") as f:

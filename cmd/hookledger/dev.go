@@ -9,12 +9,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/hookledger/hookledger"
+
 	"github.com/hookledger/hookledger/internal/cli"
 
 	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
-	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 )
 
@@ -42,7 +43,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1
 	}
-	routes := processor.NewRouter()
+	routes := hookledger.NewRouter()
 	if err := effect.Register(routes, os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "dev: effect configuration: %v\n", err)
 		return 2

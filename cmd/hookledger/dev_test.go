@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/local"
-	"github.com/hookledger/hookledger/internal/processor"
 
 	"github.com/hookledger/hookledger/internal/cli"
 
@@ -52,8 +53,8 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := processor.NewRouter()
-	if err := effect.Register(routes, func(k string) string { return map[string]string{"PAYMENTS_URL": pay.URL}[k] }); err != nil {
+	routes := hookledger.NewRouter()
+	if err := effect.Register(routes, func(k string) string { return map[string]string{"PAYMENTS_URL": pay.URL, "NOTIFY_URL": pay.URL}[k] }); err != nil {
 		t.Fatal(err)
 	}
 	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -120,6 +121,9 @@ func TestPipelineChargesOnce(t *testing.T) {
 	st := stub.Stats()
 	if st.Charges != events || len(st.Twice()) != 0 || len(st.PerEvent) != events {
 		t.Fatalf("charges %+v, want %d events charged once each", st, events)
+	}
+	if st.Notifications != events || len(st.NotifiedTwice()) != 0 || len(st.NotifiedEvents) != events {
+		t.Fatalf("notifications %+v, want %d events notified once each", st, events)
 	}
 }
 

@@ -30,10 +30,18 @@ again. Or, with --dlq, moves the messages of a dead-letter queue back into
 the processing queue.
 
 Replaying is safe to repeat: the events' effects carry the same downstream
-idempotency keys as before, so an effect that already happened is not
-repeated. Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL.
+idempotency keys as before, and steps recorded done do not run again.
+
+An event that died as "indeterminate step NAME" (an at-most-once step was
+started and nobody could prove whether its effect happened) is replayed only
+once you resolve that step: check downstream by hand, then --mark-done (it
+happened; --result gives what later steps read back) or --rerun (it did not;
+the step runs again). Bulk replays (--status) skip such events and list them.
+Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL.
 
   hookledger replay --source stripe --tenant acme --key evt_123
+  hookledger replay --source stripe --tenant acme --key evt_123 --step notify --mark-done --result ntf_42
+  hookledger replay --source stripe --tenant acme --key evt_123 --step notify --rerun
   hookledger replay --status dead --since 2h
   hookledger replay --status failed --source stripe --dry-run
   hookledger replay --dlq https://sqs.../hookledger-dlq
@@ -47,6 +55,9 @@ type replayOptions struct {
 	dlq                 string
 	dry                 bool
 	limit               int
+	step                string // with --mark-done or --rerun
+	markDone, rerun     bool
+	result              string
 }
 
 // replayLedger is the slice of the ledger replay calls.
@@ -54,7 +65,7 @@ type replayLedger interface {
 	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
 	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
 	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
-	Replay(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	Replay(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
 	Table() string
 }
 
@@ -93,6 +104,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&o.dlq, "dlq", "", "move every message of this dead-letter queue (its URL) back into HOOKLEDGER_QUEUE_URL")
 	fs.BoolVar(&o.dry, "dry-run", false, "print what would be replayed or redriven; change nothing")
 	fs.IntVar(&o.limit, "limit", 0, "at most this many events or messages (0: all)")
+	fs.StringVar(&o.step, "step", "", "with --key: resolve this step before replaying (with --mark-done or --rerun)")
+	fs.BoolVar(&o.markDone, "mark-done", false, "with --step: record the step done (you checked that its effect happened); it will not run again")
+	fs.BoolVar(&o.rerun, "rerun", false, "with --step: clear the step (you checked that its effect did not happen); it runs again")
+	fs.StringVar(&o.result, "result", "", "with --mark-done: the step's result that later steps read back (an id)")
 	synopsis := fs.Usage
 	fs.Usage = func() {
 		synopsis()
@@ -164,6 +179,18 @@ func (o replayOptions) validate() error {
 		return errors.New("--since must be before --until")
 	case o.limit < 0:
 		return errors.New("--limit must not be negative")
+	case o.step != "" && o.key == "":
+		return errors.New("--step resolves one event's step: give the event with --key, --source and --tenant")
+	case o.step != "" && o.markDone == o.rerun:
+		return errors.New("--step needs exactly one of --mark-done (its effect happened) or --rerun (it did not)")
+	case o.step == "" && (o.markDone || o.rerun || o.result != ""):
+		return errors.New("--mark-done, --rerun and --result need --step NAME")
+	case o.result != "" && !o.markDone:
+		return errors.New("--result goes with --mark-done")
+	case o.step != "" && !ledger.ValidStepName(o.step):
+		return fmt.Errorf("--step %q is not a step name (letters, digits, '_', '.', '-')", o.step)
+	case len(o.result) > ledger.MaxStepResult:
+		return fmt.Errorf("--result is %d bytes, over %d", len(o.result), ledger.MaxStepResult)
 	}
 	return nil
 }
@@ -225,7 +252,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	}
 	failed := 0
 	for _, rec := range recs {
-		if err := r.one(ctx, rec, o.dry); err != nil {
+		if err := r.one(ctx, rec, o); err != nil {
 			failed++
 			fmt.Fprintf(r.stderr, "replay: %v\n", err)
 		}
@@ -243,7 +270,19 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 
 // one replays a record: payload first (no payload, no replay), then the
 // ledger transition, then the message.
-func (r *replayer) one(ctx context.Context, rec ledger.Record, dry bool) error {
+func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) error {
+	dry := o.dry
+	var changes []ledger.StepChange
+	switch {
+	case o.step != "" && o.markDone:
+		changes = []ledger.StepChange{{Name: o.step, Status: ledger.StepDone, Result: o.result}}
+	case o.step != "" && o.rerun:
+		changes = []ledger.StepChange{{Name: o.step}}
+	}
+	if step, ok := indeterminateStep(rec); ok && (o.step != step || len(changes) == 0) {
+		return fmt.Errorf("%s: dead as indeterminate step %s (%s); check downstream whether it happened, then replay it with --key %s --step %s and --mark-done or --rerun",
+			rec.ID, step, rec.LastError, rec.Key, step)
+	}
 	body, err := r.ledger.Payload(ctx, rec.ID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it", rec.ID)
@@ -256,11 +295,23 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, dry bool) error {
 		line += "; last error: " + rec.LastError
 	}
 	line += ")"
+	for name, st := range rec.Steps {
+		if st.Status == ledger.StepStarted && name != o.step {
+			line += fmt.Sprintf("; step %s was started and not recorded done: its check decides on the retry", name)
+		}
+	}
+	if len(changes) > 0 {
+		if o.markDone {
+			line += fmt.Sprintf("; step %s marked done", o.step)
+		} else {
+			line += fmt.Sprintf("; step %s cleared to run again", o.step)
+		}
+	}
 	if dry {
 		fmt.Fprintf(r.stdout, "would replay %s\n", line)
 		return nil
 	}
-	if _, err := r.ledger.Replay(ctx, rec.ID); err != nil {
+	if _, err := r.ledger.Replay(ctx, rec.ID, changes...); err != nil {
 		var se *ledger.StateError
 		if errors.As(err, &se) {
 			return fmt.Errorf("%s: not replayed, it is now %s (someone else moved it)", rec.ID, se.Record.Status)
@@ -275,6 +326,16 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, dry bool) error {
 	}
 	fmt.Fprintf(r.stdout, "replayed %s\n", line)
 	return nil
+}
+
+// indeterminateStep reports the step that made rec dead as indeterminate.
+func indeterminateStep(rec ledger.Record) (string, bool) {
+	rest, ok := strings.CutPrefix(rec.LastError, "indeterminate step ")
+	if !ok || rec.Status != ledger.Dead {
+		return "", false
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name, name != ""
 }
 
 // redrive moves the DLQ's messages back to the processing queue: receive,

@@ -62,11 +62,11 @@ func (f *replayFixture) event(t *testing.T, l *ledger.Ledger, key string, status
 	}
 	switch status {
 	case ledger.Dead:
-		_, err = l.Bury(ctx, id, rec.LeaseOwner, "charge: payments API refused with 402")
+		_, err = l.Bury(ctx, rec, "charge: payments API refused with 402")
 	case ledger.Failed:
-		_, err = l.Fail(ctx, id, rec.LeaseOwner, "charge: payments API answered 503", time.Hour)
+		_, err = l.Fail(ctx, rec, "charge: payments API answered 503", time.Hour)
 	case ledger.Done:
-		_, err = l.Complete(ctx, id, rec.LeaseOwner)
+		_, err = l.Complete(ctx, rec)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +175,49 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// TestReplayResolvesIndeterminateSteps: an event dead as "indeterminate
+// step NAME" is replayed only with that step resolved; bulk replays skip it
+// and say how to resolve it.
+func TestReplayResolvesIndeterminateSteps(t *testing.T) {
+	t.Parallel()
+	f := replaySetup(t)
+	ctx := t.Context()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_indet"}
+	f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	f.l.PutPayload(ctx, id, []byte(`{"id":"evt_indet"}`))
+	lease, err := f.l.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Bury(ctx, lease, "indeterminate step notify: it was started by an earlier attempt and has no check",
+		ledger.StepChange{Name: "charge", Status: ledger.StepDone, Result: "ch_1"}, ledger.StepChange{Name: "notify", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []replayOptions{
+		{status: ledger.Dead},
+		{source: "stripe", tenant: "acme", key: id.Key},
+		{source: "stripe", tenant: "acme", key: id.Key, step: "charge", rerun: true},
+	} {
+		f.err.Reset()
+		if code := f.r.run(ctx, o); code != 1 || !strings.Contains(f.err.String(), "--step notify") {
+			t.Errorf("%+v: exit %d, stderr %q; want 1 and how to resolve step notify", o, code, f.err)
+		}
+	}
+	if f.status(t, id) != ledger.Dead || len(f.drain(t, f.qurl)) != 0 {
+		t.Fatal("an unresolved indeterminate event was replayed")
+	}
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: id.Key, step: "notify", markDone: true, result: "ntf_7"}); code != 0 {
+		t.Fatalf("--mark-done: exit %d: %s", code, f.err)
+	}
+	rec, _ := f.l.Get(ctx, id)
+	if rec.Status != ledger.Received || rec.Steps["notify"].Status != ledger.StepDone || rec.Steps["notify"].Result != "ntf_7" || rec.Steps["charge"].Result != "ch_1" {
+		t.Fatalf("after --mark-done: %+v", rec)
+	}
+	if len(f.drain(t, f.qurl)) != 1 {
+		t.Fatal("the resolved event was not enqueued")
+	}
+}
+
 func TestReplayRedrivesDLQ(t *testing.T) {
 	t.Parallel()
 	f := replaySetup(t)
@@ -219,6 +262,12 @@ func TestReplayFlags(t *testing.T) {
 		{[]string{"--since", "yesterday"}, "RFC 3339"},
 		{[]string{"--since", "1h", "--until", "2h"}, "--since must be before --until"},
 		{[]string{"evt_1"}, "give the event id with --key"},
+		{[]string{"--status", "dead", "--step", "notify", "--rerun"}, "give the event with --key"},
+		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify"}, "exactly one of --mark-done"},
+		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--mark-done"}, "exactly one of --mark-done"},
+		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--mark-done"}, "need --step NAME"},
+		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--result", "x"}, "--result goes with --mark-done"},
+		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "no tify", "--rerun"}, "is not a step name"},
 	} {
 		var out, errb bytes.Buffer
 		if code := runReplay(t.Context(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

@@ -6,6 +6,8 @@ package main
 import (
 	"os"
 
+	"github.com/hookledger/hookledger"
+
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/config"
@@ -21,7 +23,7 @@ func main() {
 	if err != nil {
 		config.Fatal("processor", err)
 	}
-	routes := processor.NewRouter()
+	routes := hookledger.NewRouter()
 	if err := effect.Register(routes, os.Getenv); err != nil {
 		config.Fatal("effect configuration", err)
 	}

@@ -29,6 +29,7 @@ type Config struct {
 	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
 	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH per shard per run (default 25)
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
+	Unrouted     string        // HOOKLEDGER_UNROUTED: done (default) or fail, for events no route matches
 	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
 	Stage        string        // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
 	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
@@ -43,7 +44,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
-		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, LogLevel: "info",
+		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
 	var errs []error
@@ -91,6 +92,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
 	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
 	dur("HOOKLEDGER_LEASE", &c.Lease)
+	str("HOOKLEDGER_UNROUTED", &c.Unrouted)
 	str("LOG_LEVEL", &c.LogLevel)
 	str("HOOKLEDGER_STAGE", &c.Stage)
 	return c, errors.Join(errs...)
@@ -134,7 +136,13 @@ func (c Config) ValidateReceiver() error {
 }
 
 // ValidateProcessor checks what the processor needs.
-func (c Config) ValidateProcessor() error { return errors.Join(c.validateCommon()...) }
+func (c Config) ValidateProcessor() error {
+	errs := c.validateCommon()
+	if c.Unrouted != "done" && c.Unrouted != "fail" {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_UNROUTED=%q: want done (mark unrouted events done, counted as Unrouted) or fail (mark them dead, alarmed)", c.Unrouted))
+	}
+	return errors.Join(errs...)
+}
 
 // ValidateReclaimer checks what the reclaimer needs.
 func (c Config) ValidateReclaimer() error {

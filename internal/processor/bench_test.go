@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -43,8 +45,8 @@ func BenchmarkProcessor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			routes := NewRouter()
-			routes.HandleFunc("*", "*", func(ctx context.Context, ev *Event) error {
+			routes := hookledger.NewRouter()
+			routes.HandleFunc("*", "*", func(ctx context.Context, ev *hookledger.Event) error {
 				_ = ev.IdempotencyKey("charge")
 				return nil
 			})

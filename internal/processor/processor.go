@@ -14,19 +14,22 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/steps"
 	"github.com/hookledger/hookledger/ledger"
 )
 
 // leases is the slice of the ledger the processor calls.
 type leases interface {
-	Claim(ctx context.Context, id ledger.ID, lease time.Duration) (ledger.Record, error)
-	Extend(ctx context.Context, id ledger.ID, token string, lease time.Duration) (ledger.Record, error)
-	Complete(ctx context.Context, id ledger.ID, token string) (ledger.Record, error)
-	Fail(ctx context.Context, id ledger.ID, token, cause string, retryAfter time.Duration) (ledger.Record, error)
-	Bury(ctx context.Context, id ledger.ID, token, cause string) (ledger.Record, error)
+	Claim(ctx context.Context, id ledger.ID, d time.Duration) (ledger.Lease, error)
+	Extend(ctx context.Context, lease ledger.Lease, d time.Duration) (ledger.Lease, error)
+	SaveSteps(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
+	Complete(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
+	Fail(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
+	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
 	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
 }
 
@@ -39,10 +42,16 @@ const (
 	DefaultMaxAttempts = 5
 )
 
+// Unrouted policies: what happens to an event no route matches.
+const (
+	UnroutedDone = "done" // mark it done (default), with its own outcome, metric and a warning
+	UnroutedFail = "fail" // mark it dead, alarmed, replayable once a route exists
+)
+
 // Handler is the processor. Its fields are its dependencies.
 type Handler struct {
 	Ledger leases
-	Routes *Router
+	Routes *hookledger.Router
 	// Lease is used when the context has no deadline (hookledger dev);
 	// in Lambda the lease is the invocation's remaining time plus
 	// LeaseMargin. Keep both below the queue's visibility timeout.
@@ -51,9 +60,15 @@ type Handler struct {
 	// MaxAttempts: a retryable failure on this attempt or later buries the
 	// event instead (dead, alarmed, replayable).
 	MaxAttempts int
-	Log         *slog.Logger
-	Metrics     *metric.Emitter // nil: no metrics
-	Now         func() time.Time
+	// Unrouted is UnroutedDone (default) or UnroutedFail.
+	Unrouted string
+	Log      *slog.Logger
+	Metrics  *metric.Emitter // nil: no metrics
+	Now      func() time.Time
+	// Point is called at the processor's and the steps' named crash points
+	// (nil: inject.Crash, which does nothing outside proof builds). Tests
+	// set it to stop a run dead at a point, as a crash would.
+	Point func(point string)
 }
 
 // Outcome names what happened to one message, for logs and metrics.
@@ -61,37 +76,42 @@ type Outcome string
 
 // The processor's outcomes.
 const (
-	Processed   Outcome = "processed"
-	Unrouted    Outcome = "processed_unrouted"
-	AlreadyDone Outcome = "already_done"
-	AlreadyDead Outcome = "already_dead"
-	Busy        Outcome = "leased_elsewhere"
-	Retry       Outcome = "failed_retry"
-	Buried      Outcome = "dead"
-	LeaseLost   Outcome = "lease_lost"
-	Gone        Outcome = "not_found"
-	Malformed   Outcome = "malformed"
-	Error       Outcome = "error"
+	Processed     Outcome = "processed"
+	Unrouted      Outcome = "unrouted"
+	AlreadyDone   Outcome = "already_done"
+	AlreadyDead   Outcome = "already_dead"
+	Busy          Outcome = "leased_elsewhere"
+	Retry         Outcome = "failed_retry"
+	Buried        Outcome = "dead"
+	Indeterminate Outcome = "dead_indeterminate"
+	LeaseLost     Outcome = "lease_lost"
+	Gone          Outcome = "not_found"
+	Malformed     Outcome = "malformed"
+	Error         Outcome = "error"
 )
 
-// metric names the count an outcome adds to.
-func (o Outcome) metric() string {
+// metrics names the counts an outcome adds to.
+func (o Outcome) metrics() []string {
 	switch o {
-	case Processed, Unrouted:
-		return "Processed"
+	case Processed:
+		return []string{"Processed"}
+	case Unrouted:
+		return []string{"Processed", "Unrouted"}
 	case Buried:
-		return "Dead"
+		return []string{"Dead"}
+	case Indeterminate:
+		return []string{"Dead", "Indeterminate"}
 	case AlreadyDone, AlreadyDead, Gone:
-		return "Redelivered"
+		return []string{"Redelivered"}
 	default:
-		return "Failed"
+		return []string{"Failed"}
 	}
 }
 
 // acked reports whether the message is done with (deleted from the queue).
 func (o Outcome) acked() bool {
 	switch o {
-	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Gone:
+	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Indeterminate, Gone:
 		return true
 	}
 	return false
@@ -166,11 +186,14 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 			attrs = append(attrs, "error", detail.Error())
 		}
 		level := slog.LevelInfo
-		if !out.acked() || out == Buried {
+		switch {
+		case out == Buried || out == Indeterminate:
+			level = slog.LevelError
+		case !out.acked() || out == Unrouted:
 			level = slog.LevelWarn
 		}
 		log.Log(ctx, level, "event", attrs...)
-		h.Metrics.Count(out.metric())
+		h.Metrics.Count(out.metrics()...)
 	}()
 	if err != nil {
 		detail = err
@@ -182,7 +205,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 
 func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error) {
 	id := m.ID()
-	rec, err := h.Ledger.Claim(ctx, id, h.lease(ctx))
+	lease, err := h.Ledger.Claim(ctx, id, h.lease(ctx))
 	var se *ledger.StateError
 	switch {
 	case errors.As(err, &se) && se.Record.Status == ledger.Done:
@@ -196,49 +219,138 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 	case err != nil:
 		return Error, err
 	}
-	inject.Crash(inject.ProcessorAfterClaim)
-	token := rec.LeaseOwner
+	h.point(inject.ProcessorAfterClaim)
 
 	body := m.Body
 	if body == nil && m.SHA256 != "" {
 		if body, err = h.Ledger.Payload(ctx, id); err != nil {
-			return h.retry(ctx, id, token, rec, fmt.Errorf("read payload: %w", err))
+			return h.retry(ctx, lease, nil, fmt.Errorf("read payload: %w", err))
 		}
 	}
 	handler := h.Routes.Lookup(m.Source, m.Type)
 	if handler == nil {
-		if _, err := h.Ledger.Complete(ctx, id, token); err != nil {
+		return h.unrouted(ctx, lease, m)
+	}
+	w := &work{h: h, lease: lease}
+	run := steps.New(steps.Config{
+		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
+		Key: func(name string) string { return hookledger.IdempotencyKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
+	})
+	ev := steps.Wrap(steps.Meta{
+		Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: m.Type, Body: body, Attempt: lease.Record.Attempts,
+		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
+	}, run, w.extend).(*hookledger.Event)
+	herr := safeRun(ctx, handler, ev)
+	changes := ledgerChanges(run.Pending())
+	switch {
+	case run.LeaseLost():
+		// Another worker owns the event now; it finishes it. Write nothing.
+		if !errors.Is(herr, hookledger.ErrLeaseLost) {
+			herr = fmt.Errorf("%w (the handler returned: %v)", hookledger.ErrLeaseLost, herr)
+		}
+		return LeaseLost, herr
+	case run.Indeterminate() != nil:
+		ind := run.Indeterminate()
+		if _, err := h.Ledger.Bury(ctx, w.lease, ind.Error(), changes...); err != nil {
 			return h.completeFailed(err)
 		}
-		return Unrouted, nil
-	}
-	ev := &Event{
-		Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: m.Type, Body: body, Attempt: rec.Attempts,
-		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
-		extend: func(ctx context.Context, d time.Duration) error {
-			_, err := h.Ledger.Extend(ctx, id, token, d)
-			return err
-		},
-	}
-	if err := safeRun(ctx, handler, ev); err != nil {
-		if IsPermanent(err) {
-			if _, berr := h.Ledger.Bury(ctx, id, token, err.Error()); berr != nil {
-				return h.completeFailed(berr)
-			}
-			return Buried, err
+		return Indeterminate, ind
+	case herr == nil:
+		h.point(inject.ProcessorAfterEffect)
+		if _, err := h.Ledger.Complete(ctx, w.lease, changes...); err != nil {
+			return h.completeFailed(err)
 		}
-		return h.retry(ctx, id, token, rec, err)
+		h.point(inject.ProcessorAfterDone)
+		return Processed, nil
+	case hookledger.IsPermanent(herr):
+		if _, err := h.Ledger.Bury(ctx, w.lease, herr.Error(), changes...); err != nil {
+			return h.completeFailed(err)
+		}
+		return Buried, herr
+	default:
+		return h.retry(ctx, w.lease, run, herr, changes...)
 	}
-	inject.Crash(inject.ProcessorAfterEffect)
-	if _, err := h.Ledger.Complete(ctx, id, token); err != nil {
+}
+
+// unrouted settles an event no route matches: done (default) or dead, each
+// with its own outcome and metric, never silently.
+func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Message) (Outcome, error) {
+	if h.Unrouted == UnroutedFail {
+		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, m.Type)
+		if _, err := h.Ledger.Bury(ctx, lease, cause); err != nil {
+			return h.completeFailed(err)
+		}
+		return Buried, errors.New(cause)
+	}
+	if _, err := h.Ledger.Complete(ctx, lease); err != nil {
 		return h.completeFailed(err)
 	}
-	inject.Crash(inject.ProcessorAfterDone)
-	return Processed, nil
+	return Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, m.Type)
+}
+
+func (h *Handler) point(p string) {
+	if h.Point != nil {
+		h.Point(p)
+		return
+	}
+	inject.Crash(p)
+}
+
+// work is one claimed event: the steps' store, writing under the lease.
+type work struct {
+	h     *Handler
+	mu    sync.Mutex
+	lease ledger.Lease
+}
+
+func (w *work) Save(ctx context.Context, changes []steps.Change) error {
+	w.mu.Lock()
+	lease := w.lease
+	w.mu.Unlock()
+	_, err := w.h.Ledger.SaveSteps(ctx, lease, ledgerChanges(changes)...)
+	if errors.Is(err, ledger.ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", hookledger.ErrLeaseLost, err)
+	}
+	return err
+}
+
+func (w *work) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }
+
+func (w *work) extend(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	lease := w.lease
+	w.mu.Unlock()
+	nl, err := w.h.Ledger.Extend(ctx, lease, d)
+	if errors.Is(err, ledger.ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", hookledger.ErrLeaseLost, err)
+	}
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.lease = nl
+	w.mu.Unlock()
+	return nil
+}
+
+func recorded(in map[string]ledger.Step) map[string]steps.State {
+	out := make(map[string]steps.State, len(in))
+	for k, v := range in {
+		out[k] = steps.State{Status: steps.Status(v.Status), Result: v.Result}
+	}
+	return out
+}
+
+func ledgerChanges(in []steps.Change) []ledger.StepChange {
+	out := make([]ledger.StepChange, len(in))
+	for i, c := range in {
+		out[i] = ledger.StepChange{Name: c.Name, Status: ledger.StepStatus(c.Status), Result: c.Result}
+	}
+	return out
 }
 
 // safeRun runs the user's handler, turning a panic into an error.
-func safeRun(ctx context.Context, h EventHandler, ev *Event) (err error) {
+func safeRun(ctx context.Context, h hookledger.Handler, ev *hookledger.Event) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("handler panic: %v", p)
@@ -248,20 +360,27 @@ func safeRun(ctx context.Context, h EventHandler, ev *Event) (err error) {
 }
 
 // retry records a retryable failure, or buries the event when its attempts
-// are spent.
-func (h *Handler) retry(ctx context.Context, id ledger.ID, token string, rec ledger.Record, cause error) (Outcome, error) {
+// are spent. A check that kept failing makes the burial indeterminate.
+func (h *Handler) retry(ctx context.Context, lease ledger.Lease, run *steps.Run, cause error, changes ...ledger.StepChange) (Outcome, error) {
 	max := h.MaxAttempts
 	if max <= 0 {
 		max = DefaultMaxAttempts
 	}
-	if rec.Attempts >= max {
-		msg := fmt.Sprintf("attempts exhausted (%d): %v", rec.Attempts, cause)
-		if _, err := h.Ledger.Bury(ctx, id, token, msg); err != nil {
+	attempts := lease.Record.Attempts
+	if attempts >= max {
+		msg := fmt.Sprintf("attempts exhausted (%d): %v", attempts, cause)
+		out := Buried
+		var ce *steps.CheckError
+		if errors.As(cause, &ce) {
+			msg = (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", attempts, ce.Err)}).Error()
+			out = Indeterminate
+		}
+		if _, err := h.Ledger.Bury(ctx, lease, msg, changes...); err != nil {
 			return h.completeFailed(err)
 		}
-		return Buried, cause
+		return out, cause
 	}
-	if _, err := h.Ledger.Fail(ctx, id, token, cause.Error(), backoff(rec.Attempts)); err != nil {
+	if _, err := h.Ledger.Fail(ctx, lease, cause.Error(), backoff(attempts), changes...); err != nil {
 		return h.completeFailed(err)
 	}
 	return Retry, cause

@@ -3,6 +3,8 @@ package processor_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookledger/hookledger"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -38,21 +42,21 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{l: l, leases: make(chan [2]time.Time, 1), meter: m}
-	r := processor.NewRouter()
-	count := func(ev *processor.Event) {
+	r := hookledger.NewRouter()
+	count := func(ev *hookledger.Event) {
 		c, _ := f.calls.LoadOrStore(ev.Key, new(atomic.Int32))
 		c.(*atomic.Int32).Add(1)
 	}
-	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *processor.Event) error { count(ev); return nil })
-	r.HandleFunc("stripe", "flaky", func(ctx context.Context, ev *processor.Event) error {
+	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error { count(ev); return nil })
+	r.HandleFunc("stripe", "flaky", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
 		return errors.New("downstream 503")
 	})
-	r.HandleFunc("stripe", "declined", func(ctx context.Context, ev *processor.Event) error {
+	r.HandleFunc("stripe", "declined", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
-		return processor.Permanent(errors.New("card declined"))
+		return hookledger.Permanent(errors.New("card declined"))
 	})
-	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *processor.Event) error {
+	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
 		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
 		before, _ := l.Get(ctx, id)
@@ -107,8 +111,8 @@ func TestMixedBatchReportsOnlyWhatFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := f.event(t, "evt_done", "invoice.paid")
-	rec, _ := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_done"}, time.Minute)
-	f.l.Complete(ctx, rec.ID, rec.LeaseOwner)
+	lease, _ := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_done"}, time.Minute)
+	f.l.Complete(ctx, lease)
 	flaky := f.event(t, "evt_flaky", "flaky")
 	declined := f.event(t, "evt_declined", "declined")
 	unrouted := f.event(t, "evt_unrouted", "customer.created")
@@ -120,7 +124,7 @@ func TestMixedBatchReportsOnlyWhatFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"Processed": 2, "Failed": 3, "Dead": 1, "Redelivered": 1} {
+	for name, want := range map[string]int{"Processed": 2, "Unrouted": 1, "Failed": 3, "Dead": 1, "Redelivered": 1} {
 		if got := strings.Count(emf.String(), `"`+name+`":1`); got != want {
 			t.Errorf("metric %s counted %d times, want %d", name, got, want)
 		}
@@ -234,8 +238,8 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	var got []byte
-	r := processor.NewRouter()
-	r.HandleFunc("*", "*", func(ctx context.Context, ev *processor.Event) error { got = ev.Body; return nil })
+	r := hookledger.NewRouter()
+	r.HandleFunc("*", "*", func(ctx context.Context, ev *hookledger.Event) error { got = ev.Body; return nil })
 	f.h.Routes = r
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
 	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
@@ -247,47 +251,20 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeyIsDeterministicAndDistinct(t *testing.T) {
+func TestDownstreamKeysKeepTheirDerivation(t *testing.T) {
 	t.Parallel()
-	a := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1"}
-	k := processor.IdempotencyKey(a, "charge")
-	if k != processor.IdempotencyKey(a, "charge") || len(k) != 43 {
-		t.Fatalf("key %q not stable or wrong length", k)
-	}
-	others := []string{
-		processor.IdempotencyKey(a, "email"),
-		processor.IdempotencyKey(ledger.ID{Source: "stripe", Tenant: "globex", Key: "evt_1"}, "charge"),
-		processor.IdempotencyKey(ledger.ID{Source: "shopify", Tenant: "acme", Key: "evt_1"}, "charge"),
-		processor.IdempotencyKey(ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_2"}, "charge"),
-	}
-	for _, o := range others {
-		if o == k {
-			t.Errorf("collision: %q", o)
-		}
-	}
-}
-
-func TestRouterPrefersSpecificRoutes(t *testing.T) {
-	t.Parallel()
-	r := processor.NewRouter()
-	mark := func(name string) processor.EventHandler {
-		return processor.EventHandlerFunc(func(context.Context, *processor.Event) error { return errors.New(name) })
-	}
-	r.Handle("*", "*", mark("any"))
-	r.Handle("stripe", "*", mark("stripe-any"))
-	r.Handle("*", "invoice.paid", mark("any-invoice"))
-	r.Handle("stripe", "invoice.paid", mark("stripe-invoice"))
-	for _, tc := range [][3]string{
-		{"stripe", "invoice.paid", "stripe-invoice"}, {"stripe", "x", "stripe-any"},
-		{"github", "invoice.paid", "any-invoice"}, {"github", "push", "any"},
+	// Keys handed to downstream APIs must never change across releases: a
+	// changed key turns a retried charge into a second charge. They are
+	// SHA-256 over the ledger's partition key, a zero byte and the name.
+	for _, id := range []ledger.ID{
+		{Source: "stripe", Tenant: "acme", Key: "evt_1"},
+		{Source: "gen", Tenant: "a#b", Key: "k%23#x"},
 	} {
-		err := r.Lookup(tc[0], tc[1]).HandleEvent(context.Background(), nil)
-		if err.Error() != tc[2] {
-			t.Errorf("%s/%s routed to %v, want %s", tc[0], tc[1], err, tc[2])
+		sum := sha256.Sum256([]byte(id.PK() + "\x00charge"))
+		want := "hl_" + hex.EncodeToString(sum[:])[:40]
+		if got := hookledger.IdempotencyKey(id.Source, id.Tenant, id.Key, "charge"); got != want {
+			t.Errorf("%s: key %s, want %s", id, got, want)
 		}
-	}
-	if processor.NewRouter().Lookup("a", "b") != nil {
-		t.Error("empty router found a handler")
 	}
 }
 
@@ -307,7 +284,7 @@ func TestProcessedEventCostsTwoWritesNoReads(t *testing.T) {
 
 func TestNoFailuresIsAnEmptyList(t *testing.T) {
 	t.Parallel()
-	h := &processor.Handler{Routes: processor.NewRouter()}
+	h := &processor.Handler{Routes: hookledger.NewRouter()}
 	resp, err := h.Handle(t.Context(), events.SQSEvent{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/ledger"
 )
 
 // FromConfig builds the processor from the core configuration and the
 // routes the function's main registered.
-func FromConfig(c config.Config, cfg aws.Config, routes *Router, log *slog.Logger) (*Handler, error) {
+func FromConfig(c config.Config, cfg aws.Config, routes *hookledger.Router, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateProcessor(); err != nil {
 		return nil, err
 	}
@@ -19,5 +20,5 @@ func FromConfig(c config.Config, cfg aws.Config, routes *Router, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Log: log, Metrics: c.Metrics()}, nil
+	return &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Unrouted: c.Unrouted, Log: log, Metrics: c.Metrics()}, nil
 }

@@ -233,7 +233,7 @@ func TestDuplicateCostsOneDynamoDBRequestAndNoSQS(t *testing.T) {
 	}
 	for _, step := range []string{"processing", "done"} {
 		if step == "done" {
-			if _, err := f.l.Complete(t.Context(), id, rec.LeaseOwner); err != nil {
+			if _, err := f.l.Complete(t.Context(), rec); err != nil {
 				t.Fatal(err)
 			}
 		}

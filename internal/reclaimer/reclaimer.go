@@ -1,9 +1,10 @@
 // Package reclaimer is the reclaimer Lambda's handler: on a schedule it
 // finds overdue records through the ledger's sparse due index and recovers
-// them — re-enqueues received and failed records, resets expired leases (or
-// resolves them when a downstream check says the effect happened), and marks
-// dead what has been reclaimed too often. Every action is one conditional
-// write, so two reclaimers never both act on one record.
+// them — re-enqueues received and failed records, resets expired leases to
+// received and re-enqueues them (the event's recorded steps decide, at the
+// retry, what already happened), and marks dead what has been reclaimed
+// too often. Every action is one conditional write, so two reclaimers never
+// both act on one record.
 package reclaimer
 
 import (
@@ -28,8 +29,7 @@ type store interface {
 	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
-	Resolve(ctx context.Context, rec ledger.Record) (ledger.Record, error)
-	Kill(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
+	BuryStale(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
 }
 
 // sender enqueues an event for the processor.
@@ -42,15 +42,6 @@ var (
 	_ sender = (*queue.Sender)(nil)
 )
 
-// Checker is the downstream-check hook: for a record whose worker died
-// mid-effect, it says whether the effect already happened downstream (for
-// example by looking up the charge by its idempotency key). Return false
-// when unsure: the event is then re-run, which is safe because effects
-// carry idempotency keys.
-type Checker interface {
-	Done(ctx context.Context, rec ledger.Record) (bool, error)
-}
-
 // Defaults for Handler's zero fields.
 const (
 	DefaultPerShard    = 25
@@ -62,7 +53,6 @@ const (
 type Handler struct {
 	Ledger store
 	Queue  sender
-	Check  Checker // optional
 	// PerShard bounds the records looked at per shard per run.
 	PerShard int
 	// MaxReclaims: a record due again after this many reclaims is dead.
@@ -82,9 +72,8 @@ type Report struct {
 	Scanned   int `json:"scanned"`
 	Requeued  int `json:"requeued"`
 	Reset     int `json:"reset"`
-	Resolved  int `json:"resolved"`
 	Postponed int `json:"postponed"`
-	Killed    int `json:"killed"`
+	Buried    int `json:"buried"`
 	Skipped   int `json:"skipped"`
 	Conflicts int `json:"conflicts"`
 	Errors    int `json:"errors"`
@@ -106,7 +95,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (Report, error) {
 		}
 	}
 	h.logger().InfoContext(ctx, "reclaim run", "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset,
-		"resolved", rep.Resolved, "postponed", rep.Postponed, "killed", rep.Killed, "conflicts", rep.Conflicts, "errors", rep.Errors)
+		"postponed", rep.Postponed, "buried", rep.Buried, "conflicts", rep.Conflicts, "errors", rep.Errors)
 	if failed > 0 && failed == h.Ledger.Shards() {
 		return rep, fmt.Errorf("reclaim: all %d shards failed", failed)
 	}
@@ -197,29 +186,15 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 			cause += ", last error: " + rec.LastError
 		}
 		cause += ")"
-		if _, err := h.Ledger.Kill(ctx, rec, cause); err != nil {
+		if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
 			return err
 		}
-		rep.Killed++
+		rep.Buried++
 		h.Metrics.Count("Dead")
 		log.ErrorContext(ctx, "event dead", "reclaims", rec.Reclaims, "cause", cause)
 		return nil
 	}
 	next := now.Add(h.backoff(rec.Reclaims))
-	if rec.Status == ledger.Processing && h.Check != nil {
-		done, err := h.Check.Done(ctx, rec)
-		if err != nil {
-			log.WarnContext(ctx, "downstream check failed; re-running instead", "error", err.Error())
-		} else if done {
-			if _, err := h.Ledger.Resolve(ctx, rec); err != nil {
-				return err
-			}
-			rep.Resolved++
-			h.Metrics.Count("Reclaimed")
-			log.InfoContext(ctx, "resolved by downstream check")
-			return nil
-		}
-	}
 	body, err := h.Ledger.Payload(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		// The receiver died between the record and the payload and the sender

@@ -15,10 +15,6 @@ import (
 	"github.com/hookledger/hookledger/tools/fakeclock"
 )
 
-type checker bool
-
-func (c checker) Done(context.Context, ledger.Record) (bool, error) { return bool(c), nil }
-
 type fixture struct {
 	l     *ledger.Ledger
 	h     *reclaimer.Handler
@@ -147,21 +143,33 @@ func TestExpiredLeaseIsResetAndRequeued(t *testing.T) {
 	}
 }
 
-func TestDownstreamCheckResolves(t *testing.T) {
+func TestResetKeepsRecordedSteps(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.Check = checker(true)
 	id := f.event(t, "evt_charged_then_crashed")
-	f.l.Claim(t.Context(), id, time.Second)
-	f.clock.Advance(2 * time.Minute)
-	if rep := f.run(t); rep.Resolved != 1 {
+	lease, err := f.l.Claim(t.Context(), id, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.SaveSteps(t.Context(), lease, ledger.StepChange{Name: "charge", Status: ledger.StepDone, Result: "ch_1"},
+		ledger.StepChange{Name: "notify", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Minute) // the worker died mid-"notify"
+	if rep := f.run(t); rep.Reset != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if rec := f.get(t, id); rec.Status != ledger.Done {
-		t.Fatalf("record %+v", rec)
+	if keys := f.drain(t); len(keys) != 1 {
+		t.Fatalf("queue %v", keys)
 	}
-	if keys := f.drain(t); len(keys) != 0 {
-		t.Fatalf("resolved event was re-enqueued: %v", keys)
+	// The retry sees how far the dead worker got: the charge is not
+	// repeated, and the started notification is for its check to settle.
+	next, err := f.l.Claim(t.Context(), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := next.Record.Steps; st["charge"].Status != ledger.StepDone || st["charge"].Result != "ch_1" || st["notify"].Status != ledger.StepStarted {
+		t.Fatalf("steps after reset %+v", st)
 	}
 }
 
@@ -176,7 +184,7 @@ func TestExhaustedReclaimsMarkDead(t *testing.T) {
 		}
 	}
 	f.clock.Advance(time.Hour)
-	if rep := f.run(t); rep.Killed != 1 {
+	if rep := f.run(t); rep.Buried != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 	rec := f.get(t, id)

@@ -249,13 +249,13 @@ func TestLedgerRecognisesItsOwnRetriedWrite(t *testing.T) {
 		t.Fatalf("PutItem attempts = %d, want 2 (the lost answer, then the retry)", s.count("PutItem"))
 	}
 	claimed, err := l.Claim(t.Context(), id, time.Minute)
-	if err != nil || claimed.Status != ledger.Processing || claimed.LeaseOwner == "" {
+	if err != nil || claimed.Record.Status != ledger.Processing || claimed.Token == "" {
 		t.Fatalf("Claim = %+v, %v; want our lease", claimed, err)
 	}
 	if s.count("UpdateItem") != 2 {
 		t.Fatalf("UpdateItem attempts = %d, want 2", s.count("UpdateItem"))
 	}
-	if _, err := l.Complete(t.Context(), id, claimed.LeaseOwner); err != nil {
+	if _, err := l.Complete(t.Context(), claimed); err != nil {
 		t.Fatalf("Complete with the recovered lease token: %v", err)
 	}
 	cl, _ := ledger.New(clean, ledger.Options{Table: table})

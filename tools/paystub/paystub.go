@@ -1,9 +1,15 @@
-// Package paystub is a small local payments API for demos and tests: it
-// records charges and honours Idempotency-Key the way payment providers do,
-// so a re-run of an effect with the same key returns the first charge
-// instead of making a second one. It also counts every request it saw per
-// key and per event, which makes it the independent oracle of the demo:
-// a webhook event was charged once exactly when one charge carries its key.
+// Package paystub is a small local payments and notifications API for demos
+// and tests.
+//
+// Charges honour Idempotency-Key the way payment providers do, so a re-run
+// of an effect with the same key returns the first charge instead of making
+// a second one. Notifications have no idempotency at all, like many e-mail
+// and SMS APIs: every POST sends one; a caller can only look them up
+// afterwards by the reference it attached. The stub counts every request per
+// key and per event, which makes it the independent oracle of the demo and
+// the chaos harness: a webhook event was charged once exactly when one
+// charge carries its key, and notified once exactly when one notification
+// carries its reference.
 package paystub
 
 import (
@@ -23,8 +29,27 @@ type Charge struct {
 	Currency       string    `json:"currency"`
 	Customer       string    `json:"customer,omitempty"`
 	Event          string    `json:"event,omitempty"`
+	Account        string    `json:"account,omitempty"`
 	IdempotencyKey string    `json:"idempotency_key"`
 	Created        time.Time `json:"created"`
+}
+
+// Notification is one notification sent.
+type Notification struct {
+	ID        string    `json:"id"`
+	To        string    `json:"to"`
+	Text      string    `json:"text"`
+	Reference string    `json:"reference,omitempty"`
+	Event     string    `json:"event,omitempty"`
+	Created   time.Time `json:"created"`
+}
+
+// NotificationRequest is the body of POST /v1/notifications.
+type NotificationRequest struct {
+	To        string `json:"to"`
+	Text      string `json:"text"`
+	Reference string `json:"reference,omitempty"` // the caller's own reference, searchable afterwards
+	Event     string `json:"event,omitempty"`     // the webhook event it is for (for the oracle)
 }
 
 // ChargeRequest is the body of POST /v1/charges.
@@ -32,7 +57,8 @@ type ChargeRequest struct {
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
 	Customer string `json:"customer,omitempty"`
-	Event    string `json:"event,omitempty"` // the webhook event this charge is for (for the oracle)
+	Event    string `json:"event,omitempty"`   // the webhook event this charge is for (for the oracle)
+	Account  string `json:"account,omitempty"` // the tenant's account the charge is made on
 }
 
 // Stats is what GET /v1/stats returns.
@@ -41,6 +67,9 @@ type Stats struct {
 	Requests int            `json:"requests"` // charge requests received, replays included
 	Replays  int            `json:"replays"`  // requests answered from an earlier charge
 	PerEvent map[string]int `json:"per_event"`
+	// Notifications sent, and per event.
+	Notifications  int            `json:"notifications"`
+	NotifiedEvents map[string]int `json:"notified_per_event"`
 }
 
 // Server is the stub. Use New; serve it with net/http.
@@ -54,6 +83,9 @@ type Server struct {
 	// charging, to exercise retries (0: never).
 	FailEvery int
 	news      int
+
+	notes  []*Notification
+	keyLog map[string][]time.Time // charge requests per idempotency key
 }
 
 type entry struct {
@@ -62,16 +94,22 @@ type entry struct {
 }
 
 // New returns an empty stub.
-func New() *Server { return &Server{byKey: map[string]*entry{}} }
+func New() *Server { return &Server{byKey: map[string]*entry{}, keyLog: map[string][]time.Time{}} }
 
 // ServeHTTP routes the stub's API:
 //
 //	POST /v1/charges                  create (Idempotency-Key required)
 //	GET  /v1/charges                  list
 //	GET  /v1/charges?idempotency_key=K  the charge made with K, or 404
+//	POST /v1/notifications            send one (no idempotency: every call sends)
+//	GET  /v1/notifications?reference=R  the notifications sent with reference R
 //	GET  /v1/stats                    Stats
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.URL.Path == "/v1/notifications" && r.Method == http.MethodPost:
+		s.notify(w, r)
+	case r.URL.Path == "/v1/notifications" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Notifications(r.URL.Query().Get("reference")))
 	case r.URL.Path == "/v1/charges" && r.Method == http.MethodPost:
 		s.create(w, r)
 	case r.URL.Path == "/v1/charges" && r.Method == http.MethodGet:
@@ -111,6 +149,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
+	s.keyLog[key] = append(s.keyLog[key], time.Now().UTC())
 	if e, ok := s.byKey[key]; ok {
 		if e.req != req {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "Idempotency-Key reused with different parameters"})
@@ -127,10 +166,48 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &Charge{ID: fmt.Sprintf("ch_%06d", len(s.charges)+1), Amount: req.Amount, Currency: req.Currency,
-		Customer: req.Customer, Event: req.Event, IdempotencyKey: key, Created: time.Now().UTC()}
+		Customer: req.Customer, Event: req.Event, Account: req.Account, IdempotencyKey: key, Created: time.Now().UTC()}
 	s.charges = append(s.charges, c)
 	s.byKey[key] = &entry{charge: c, req: req}
 	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
+	var req NotificationRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.To == "" || req.Text == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be JSON with to and text"})
+		return
+	}
+	s.mu.Lock()
+	n := &Notification{ID: fmt.Sprintf("ntf_%06d", len(s.notes)+1), To: req.To, Text: req.Text, Reference: req.Reference,
+		Event: req.Event, Created: time.Now().UTC()}
+	s.notes = append(s.notes, n)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, n)
+}
+
+// Notifications returns the notifications sent with the reference (every
+// one when it is empty), oldest first.
+func (s *Server) Notifications(reference string) []Notification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []Notification{}
+	for _, n := range s.notes {
+		if reference == "" || n.Reference == reference {
+			out = append(out, *n)
+		}
+	}
+	return out
+}
+
+// ChargeRequestTimes returns when each charge request with the idempotency
+// key arrived, replays included.
+func (s *Server) ChargeRequestTimes(key string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.keyLog[key]...)
 }
 
 // Charges returns every charge made, oldest first.
@@ -148,9 +225,13 @@ func (s *Server) Charges() []Charge {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Charges: len(s.charges), Requests: s.requests, Replays: s.replays, PerEvent: map[string]int{}}
+	st := Stats{Charges: len(s.charges), Requests: s.requests, Replays: s.replays, PerEvent: map[string]int{},
+		Notifications: len(s.notes), NotifiedEvents: map[string]int{}}
 	for _, c := range s.charges {
 		st.PerEvent[c.Event]++
+	}
+	for _, n := range s.notes {
+		st.NotifiedEvents[n.Event]++
 	}
 	return st
 }
@@ -159,6 +240,18 @@ func (s *Server) Stats() Stats {
 func (st Stats) Twice() []string {
 	var out []string
 	for ev, n := range st.PerEvent {
+		if n > 1 {
+			out = append(out, ev)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NotifiedTwice lists the events notified more than once (should be none).
+func (st Stats) NotifiedTwice() []string {
+	var out []string
+	for ev, n := range st.NotifiedEvents {
 		if n > 1 {
 			out = append(out, ev)
 		}

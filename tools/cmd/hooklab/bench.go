@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookledger/hookledger"
+
 	"github.com/hookledger/hookledger/internal/local"
 
 	"github.com/hookledger/hookledger/internal/cli"
@@ -283,7 +285,7 @@ func buildHandlers(env *benchEnv, cfg aws.Config) (*handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := processor.FromConfig(env.conf, cfg, processor.NewRouter(), log)
+	proc, err := processor.FromConfig(env.conf, cfg, hookledger.NewRouter(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -805,11 +807,11 @@ func (b *benchRun) compare(ctx context.Context) error {
 			if err := l.PutPayload(ctx, id, []byte(d.Body)); err != nil {
 				return err
 			}
-			rec, err := l.Claim(ctx, id, time.Minute)
+			lease, err := l.Claim(ctx, id, time.Minute)
 			if err != nil {
 				return err
 			}
-			_, err = l.Complete(ctx, id, rec.LeaseOwner)
+			_, err = l.Complete(ctx, lease)
 			return err
 		}},
 		{"naive (payload in the record)", func(ctx context.Context, cfg aws.Config, d benchDelivery) error {
@@ -1186,7 +1188,7 @@ func (b *benchRun) throughput(ctx context.Context) error {
 		return err
 	}
 	logs := &logCounter{}
-	d, err := local.New(env.conf, cfg, processor.NewRouter(), func(string) string { return "" }, env.conf.Logger(logs))
+	d, err := local.New(env.conf, cfg, hookledger.NewRouter(), func(string) string { return "" }, env.conf.Logger(logs))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,136 @@
+package effect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/hookledger/hookledger"
+)
+
+// Payments is a payments API that honours Idempotency-Key (Stripe's does;
+// so does the local stub, `hooklab payments`).
+type Payments struct {
+	BaseURL string
+	Client  *http.Client
+}
+
+// ChargeRequest is one charge.
+type ChargeRequest struct {
+	Account  string `json:"account"` // the tenant's account: a delivery for one tenant never charges another's
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Customer string `json:"customer,omitempty"`
+	Event    string `json:"event,omitempty"`
+}
+
+// Charge makes the charge under the idempotency key and returns its id.
+func (p *Payments) Charge(ctx context.Context, key string, c ChargeRequest) (string, error) {
+	var out struct {
+		ID string `json:"id"`
+	}
+	err := call(ctx, p.Client, http.MethodPost, p.BaseURL+"/v1/charges", key, c, &out)
+	return out.ID, err
+}
+
+// Find is the charge step's check: the charge made under the key, or
+// ErrNotDone when there is none.
+func (p *Payments) Find(ctx context.Context, key string) (string, error) {
+	var out struct {
+		ID string `json:"id"`
+	}
+	err := call(ctx, p.Client, http.MethodGet, p.BaseURL+"/v1/charges?idempotency_key="+url.QueryEscape(key), "", nil, &out)
+	if err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// Notifier is a notification API without idempotency: every request sends
+// one. Notifications can be looked up by the reference the sender attached.
+type Notifier struct {
+	BaseURL string
+	Client  *http.Client
+}
+
+// Notification is one message.
+type Notification struct {
+	To        string `json:"to"`
+	Text      string `json:"text"`
+	Reference string `json:"reference"`
+	Event     string `json:"event,omitempty"`
+}
+
+// Send sends the notification with the step's key as its reference, so the
+// check can find it, and returns its id.
+func (n *Notifier) Send(ctx context.Context, key string, m Notification) (string, error) {
+	m.Reference = key
+	var out struct {
+		ID string `json:"id"`
+	}
+	err := call(ctx, n.Client, http.MethodPost, n.BaseURL+"/v1/notifications", "", m, &out)
+	return out.ID, err
+}
+
+// Sent is the notify step's check: the notification sent with the key as
+// reference, ErrNotDone when there is none.
+func (n *Notifier) Sent(ctx context.Context, key string) (string, error) {
+	var out []struct {
+		ID string `json:"id"`
+	}
+	if err := call(ctx, n.Client, http.MethodGet, n.BaseURL+"/v1/notifications?reference="+url.QueryEscape(key), "", nil, &out); err != nil {
+		return "", err
+	}
+	if len(out) == 0 {
+		return "", fmt.Errorf("no notification with reference %s: %w", key, hookledger.ErrNotDone)
+	}
+	return out[0].ID, nil
+}
+
+// call makes one JSON request. 404 on a GET is ErrNotDone; 4xx other than
+// 409 and 429 is permanent; everything else that is not 2xx is retried.
+func call(ctx context.Context, client *http.Client, method, u, idemKey string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return hookledger.Permanent(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return hookledger.Permanent(err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, req.URL.Path, err) // retried
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode < 300:
+		if out != nil {
+			if err := json.Unmarshal(data, out); err != nil {
+				return fmt.Errorf("%s %s: unreadable answer: %w", method, req.URL.Path, err)
+			}
+		}
+		return nil
+	case resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
+		return fmt.Errorf("%s %s: %w", method, req.URL.Path, hookledger.ErrNotDone)
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500:
+		return fmt.Errorf("%s %s answered %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data)) // retried
+	default:
+		return hookledger.Permanent(fmt.Errorf("%s %s refused with %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data)))
+	}
+}

@@ -1,0 +1,40 @@
+package hookledger
+
+import (
+	"errors"
+
+	"github.com/hookledger/hookledger/internal/steps"
+)
+
+// Errors a handler, a step or a check can return or test for.
+var (
+	// ErrNotDone says an effect certainly did not happen. A CheckFunc
+	// returns it (wrapped) when the downstream has no trace of the effect;
+	// an at-most-once step's function may return it when it knows its
+	// effect did not happen (say, the request was refused before it was
+	// sent), so a retry runs the step again without asking.
+	ErrNotDone = steps.ErrNotDone
+	// ErrIndeterminate says nobody can tell whether an effect happened. A
+	// CheckFunc returns it when the downstream cannot answer for good; the
+	// event goes dead as indeterminate.
+	ErrIndeterminate = steps.ErrIndeterminate
+	// ErrLeaseLost: another worker took the event over (this worker was
+	// too slow or presumed dead). Stop; the other worker finishes.
+	ErrLeaseLost = errors.New("hookledger: lease lost to another worker")
+)
+
+// Permanent marks err as one that no retry can fix (a declined card, a body
+// the handler cannot read): the event goes dead at once, alarmed and
+// replayable.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return steps.PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p steps.PermanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,108 @@
+package hookledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/steps"
+)
+
+// Event is one verified webhook event, as the pipeline hands it to a
+// Handler. Its fields are the event; its methods run steps against the
+// ledger.
+type Event struct {
+	Source     string    // the sender's configured name, e.g. "stripe"
+	Tenant     string    // whom the event is for, from the webhook URL
+	Key        string    // the provider's event id, or a key derived from the body
+	Type       string    // the event type, e.g. "invoice.paid"
+	Body       []byte    // the raw body, exactly as the sender signed it
+	Attempt    int       // 1 on the first run; higher after a failure or a crash
+	ReceivedAt time.Time // when the receiver accepted it
+
+	run    *steps.Run
+	extend func(ctx context.Context, d time.Duration) error
+}
+
+func init() {
+	steps.Wrap = func(m steps.Meta, r *steps.Run, extend func(ctx context.Context, d time.Duration) error) any {
+		return &Event{Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: m.Type, Body: m.Body,
+			Attempt: m.Attempt, ReceivedAt: m.ReceivedAt, run: r, extend: extend}
+	}
+}
+
+// IdempotencyKey is the deterministic downstream idempotency key for the
+// side effect called name: the same on every run of this event, and
+// different for every (source, tenant, key, name). Pass it to APIs that
+// accept one (Stripe's Idempotency-Key, etc.). A step's function receives
+// the key of the step's name, so ev.IdempotencyKey("charge") equals the key
+// the step "charge" gets. 43 characters: "hl_" and 40 hex digits.
+func (e *Event) IdempotencyKey(name string) string {
+	return IdempotencyKey(e.Source, e.Tenant, e.Key, name)
+}
+
+// IdempotencyKey derives the downstream key of the effect called name for
+// the event (source, tenant, key), as Event.IdempotencyKey does; for tools
+// that look an effect up from outside a handler.
+func IdempotencyKey(source, tenant, key, name string) string {
+	h := sha256.New()
+	h.Write([]byte("ev#" + escape(source) + "#" + escape(tenant) + "#" + escape(key)))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+// escape makes the joined identity injective, as the ledger's key is.
+var escaper = strings.NewReplacer("%", "%25", "#", "%23")
+
+func escape(s string) string { return escaper.Replace(s) }
+
+// Step runs one named side effect of the event, at most once per successful
+// recording: fn gets the step's downstream idempotency key and returns a
+// small result (an id: at most 256 bytes, 512 for all of an event's steps
+// together) that later steps and retries read back. If the ledger already
+// records the step done, Step returns the recorded result without running
+// fn. Steps run one after another; give each its own name (letters,
+// digits, '_', '.', '-'; at most 64 bytes).
+//
+// By default a step is at-least-once (see the package doc). Options:
+// AtMostOnce, Check.
+//
+// An error from fn is returned as is; return it from the handler to retry
+// the event later. Step also fails when the event's lease was lost to
+// another worker (stop: the other worker finishes the event) and when an
+// at-most-once step cannot be proven (the event goes dead whatever the
+// handler returns).
+func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Context, key string) (string, error), opts ...StepOption) (string, error) {
+	if e.run == nil {
+		return "", steps.ErrNoEngine
+	}
+	spec := steps.Spec{Name: name}
+	for _, o := range opts {
+		if o.apply != nil {
+			o.apply(&spec)
+		}
+	}
+	if fn == nil {
+		return "", Permanent(errors.New("hookledger: Step " + name + " has a nil function"))
+	}
+	return e.run.Step(ctx, spec, steps.Func(fn))
+}
+
+// StepResult returns the result of a step recorded done, by this run or an
+// earlier one, and whether it is done.
+func (e *Event) StepResult(name string) (string, bool) { return e.run.Result(name) }
+
+// ExtendLease keeps the event's lease for d more from now. Call it from long
+// handlers before the lease runs out; it fails with an error wrapping
+// ErrLeaseLost if another worker has taken the event over (stop then: your
+// effects must not race theirs).
+func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
+	if e.extend == nil {
+		return steps.ErrNoEngine
+	}
+	return e.extend(ctx, d)
+}

@@ -1,0 +1,49 @@
+package hookledger_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/hookledgertest"
+)
+
+// A handler with two steps: a charge through an API that honours
+// idempotency keys, and an e-mail through one that does not. The test
+// helper runs it in memory, crashes it after the e-mail was sent, and runs
+// the retry: the charge is not repeated (recorded done), and the e-mail is
+// not sent again (its check finds it).
+func Example() {
+	charges, mails := map[string]int{}, map[string]int{}
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error {
+		id, err := ev.Step(ctx, "charge", func(ctx context.Context, key string) (string, error) {
+			charges[key]++ // a payments API deduplicates by key
+			return "ch_1", nil
+		})
+		if err != nil {
+			return err
+		}
+		_, err = ev.Step(ctx, "email", func(ctx context.Context, key string) (string, error) {
+			mails[key]++ // sent, with the key attached as a reference
+			return "receipt for " + id, nil
+		}, hookledger.AtMostOnce(), hookledger.Check(func(ctx context.Context, key string) (string, error) {
+			if mails[key] > 0 {
+				return "found by reference", nil
+			}
+			return "", hookledger.ErrNotDone
+		}))
+		return err
+	})
+
+	tr := hookledgertest.New(r.Lookup("stripe", "invoice.paid"))
+	ev := hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid"}
+	fmt.Println(tr.Run(context.Background(), ev, hookledgertest.CrashAfter("email")).Status)
+	res := tr.Run(context.Background(), ev)
+	fmt.Println(res.Status, res.Steps["charge"], "|", res.Steps["email"])
+	fmt.Println("charge ran", tr.Runs("charge"), "time(s), email ran", tr.Runs("email"), "time(s)")
+	// Output:
+	// crashed
+	// done done: ch_1 | done: found by reference
+	// charge ran 1 time(s), email ran 1 time(s)
+}

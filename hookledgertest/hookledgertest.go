@@ -1,0 +1,313 @@
+// Package hookledgertest runs a hookledger handler against events in
+// memory, with the pipeline's own step rules, so an effect can be tested
+// without AWS: it simulates a crash after any step, counts how often each
+// step's function ran, and keeps each event's recorded steps between runs,
+// so the run after a crash behaves as the pipeline's retry does.
+//
+//	tr := hookledgertest.New(handler)
+//	ev := hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid", Body: body}
+//	if res := tr.Run(ctx, ev, hookledgertest.CrashAfter("charge")); res.Status != hookledgertest.Crashed {
+//		t.Fatal(res)
+//	}
+//	if res := tr.Run(ctx, ev); res.Status != hookledgertest.Done { // the retry
+//		t.Fatal(res)
+//	}
+//	if n := tr.Runs("notify"); n != 1 {
+//		t.Fatalf("notified %d times", n)
+//	}
+//
+// The step engine is the processor's: what passes here passes in the
+// pipeline, except for what the in-memory ledger cannot show (DynamoDB, SQS,
+// timing). The pipeline's own proof runs against the emulator.
+package hookledgertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/steps"
+)
+
+// Status is the state an event is left in after a run.
+type Status string
+
+// The outcomes of a run.
+const (
+	Done      Status = "done"       // the handler succeeded; its steps are recorded done
+	Failed    Status = "failed"     // a retryable error; the next Run is the retry
+	Dead      Status = "dead"       // a permanent error, attempts spent, or an indeterminate step
+	Crashed   Status = "crashed"    // the simulated crash happened; nothing after it was recorded
+	LeaseLost Status = "lease_lost" // the simulated takeover happened; this run wrote nothing more
+)
+
+// DefaultMaxAttempts is the pipeline's default: the fifth retryable failure
+// makes the event dead.
+const DefaultMaxAttempts = 5
+
+// Tester runs one handler. Safe for concurrent use across events.
+type Tester struct {
+	h hookledger.Handler
+	// MaxAttempts: a retryable failure on this attempt or later makes the
+	// event dead, as HOOKLEDGER_MAX_ATTEMPTS does (default 5).
+	MaxAttempts int
+
+	mu     sync.Mutex
+	events map[[3]string]*state
+	runs   map[string]int
+}
+
+type state struct {
+	status   Status
+	attempts int
+	steps    map[string]steps.State
+	cause    string
+}
+
+// New returns a tester for h.
+func New(h hookledger.Handler) *Tester {
+	return &Tester{h: h, events: map[[3]string]*state{}, runs: map[string]int{}}
+}
+
+// Result is what one run did.
+type Result struct {
+	Status  Status
+	Err     error             // what the handler returned (nil when done)
+	Cause   string            // the cause recorded with failed or dead
+	Attempt int               // this run's attempt number (1 for the first)
+	Ran     map[string]int    // step functions run by this run
+	Steps   map[string]string // step name -> "started" or "done: RESULT", as recorded after the run
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("status %s, attempt %d, err %v, cause %q, ran %v, steps %v", r.Status, r.Attempt, r.Err, r.Cause, r.Ran, r.Steps)
+}
+
+// Option changes one run.
+type Option struct{ apply func(*runConfig) }
+
+type runConfig struct {
+	crashAt   string
+	loseLease bool
+}
+
+// CrashAfter makes the run die right after the named step's function
+// returned, before anything about it is recorded: the worst moment for an
+// effect without downstream idempotency.
+func CrashAfter(step string) Option {
+	return Option{func(c *runConfig) { c.crashAt = steps.RanPoint(step) }}
+}
+
+// CrashAfterStart makes the run die after an at-most-once step was recorded
+// started, before its function ran.
+func CrashAfterStart(step string) Option {
+	return Option{func(c *runConfig) { c.crashAt = steps.StartedPoint(step) }}
+}
+
+// LoseLease makes another worker take the event over before this run's
+// first step write: the write fails, and the run must stop.
+func LoseLease() Option { return Option{func(c *runConfig) { c.loseLease = true }} }
+
+type crash struct{}
+
+// Run runs the handler on ev as the pipeline's next attempt of that event
+// (identified by source, tenant and key). A done or dead event is not run
+// again: the result reports its status, as a redelivery would find it.
+func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (res Result) {
+	var cfg runConfig
+	for _, o := range opts {
+		if o.apply != nil {
+			o.apply(&cfg)
+		}
+	}
+	k := [3]string{ev.Source, ev.Tenant, ev.Key}
+	t.mu.Lock()
+	st := t.events[k]
+	if st == nil {
+		st = &state{steps: map[string]steps.State{}}
+		t.events[k] = st
+	}
+	if st.status == Done || st.status == Dead {
+		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Steps: render(st.steps)}
+		t.mu.Unlock()
+		return res
+	}
+	st.attempts++
+	attempt := st.attempts
+	recorded := copySteps(st.steps)
+	t.mu.Unlock()
+
+	store := &memStore{t: t, st: st, lose: cfg.loseLease}
+	run := steps.New(steps.Config{
+		Store: store, Recorded: recorded, Attempt: attempt,
+		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.Key, name) },
+		Point: func(p string) {
+			if p == cfg.crashAt {
+				panic(crash{})
+			}
+		},
+	})
+	extend := func(context.Context, time.Duration) error {
+		if store.lose {
+			return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
+		}
+		return nil
+	}
+	e := steps.Wrap(steps.Meta{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key, Type: ev.Type, Body: ev.Body,
+		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, extend).(*hookledger.Event)
+
+	res.Attempt = attempt
+	herr, crashed := t.call(ctx, e)
+	res.Ran = run.Runs()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, n := range res.Ran {
+		t.runs[name] += n
+	}
+	defer func() { res.Steps = render(st.steps) }()
+	res.Err = herr
+	switch {
+	case crashed:
+		res.Status = Crashed // nothing after the crash point is recorded
+		return res
+	case run.LeaseLost() || cfg.loseLease:
+		// The takeover makes this run's writes fail, the final one too.
+		res.Status = LeaseLost
+		return res
+	}
+	apply(st.steps, run.Pending())
+	max := t.MaxAttempts
+	if max <= 0 {
+		max = DefaultMaxAttempts
+	}
+	var ce *steps.CheckError
+	switch ind := run.Indeterminate(); {
+	case ind != nil:
+		st.status, st.cause = Dead, ind.Error()
+	case herr == nil:
+		st.status, st.cause = Done, ""
+	case hookledger.IsPermanent(herr):
+		st.status, st.cause = Dead, herr.Error()
+	case attempt >= max && errors.As(herr, &ce):
+		st.status, st.cause = Dead, (&steps.IndeterminateError{Step: ce.Step, Err: ce.Err}).Error()
+	case attempt >= max:
+		st.status, st.cause = Dead, fmt.Sprintf("attempts exhausted (%d): %v", attempt, herr)
+	default:
+		st.status, st.cause = Failed, herr.Error()
+	}
+	res.Status, res.Cause = st.status, st.cause
+	return res
+}
+
+// call runs the handler; a simulated crash ends it, any other panic is the
+// handler's error, as in the pipeline.
+func (t *Tester) call(ctx context.Context, ev *hookledger.Event) (err error, crashed bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(crash); ok {
+				crashed = true
+				return
+			}
+			err = fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	return t.h.HandleEvent(ctx, ev), false
+}
+
+// Runs reports how often the named step's function ran, over every run of
+// every event this tester saw.
+func (t *Tester) Runs(step string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.runs[step]
+}
+
+// Replay is the operator's replay of a dead or failed event (hookledger
+// replay): the event goes back to its first attempt with the step changes
+// applied. MarkDone resolves a step whose effect was checked by hand;
+// Rerun clears it so it runs again.
+func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.events[[3]string{ev.Source, ev.Tenant, ev.Key}]
+	if st == nil || (st.status != Dead && st.status != Failed) {
+		return fmt.Errorf("hookledgertest: replay %s/%s/%s: only dead or failed events can be replayed", ev.Source, ev.Tenant, ev.Key)
+	}
+	for _, c := range changes {
+		apply(st.steps, []steps.Change{c.change})
+	}
+	st.status, st.attempts, st.cause = "", 0, ""
+	return nil
+}
+
+// StepChange is an operator's resolution of one step, for Replay.
+type StepChange struct{ change steps.Change }
+
+// MarkDone records the step done with result, as `hookledger replay --step
+// NAME --mark-done --result R` does.
+func MarkDone(step, result string) StepChange {
+	return StepChange{steps.Change{Name: step, Status: steps.Done, Result: result}}
+}
+
+// Rerun clears the step so it runs again, as `hookledger replay --step NAME
+// --rerun` does.
+func Rerun(step string) StepChange { return StepChange{steps.Change{Name: step, Status: steps.Clear}} }
+
+// memStore is the in-memory ledger of one event's steps.
+type memStore struct {
+	t    *Tester
+	st   *state
+	lose bool
+}
+
+func (m *memStore) Save(_ context.Context, changes []steps.Change) error {
+	if m.lose {
+		return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
+	}
+	m.t.mu.Lock()
+	apply(m.st.steps, changes)
+	m.t.mu.Unlock()
+	return nil
+}
+
+func (m *memStore) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }
+
+func apply(dst map[string]steps.State, changes []steps.Change) {
+	for _, c := range changes {
+		if c.Status == steps.Clear {
+			delete(dst, c.Name)
+			continue
+		}
+		dst[c.Name] = steps.State{Status: c.Status, Result: c.Result}
+	}
+}
+
+func copySteps(in map[string]steps.State) map[string]steps.State {
+	out := make(map[string]steps.State, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+func render(in map[string]steps.State) map[string]string {
+	out := make(map[string]string, len(in))
+	names := make([]string, 0, len(in))
+	for k := range in {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := in[k]
+		if v.Status == steps.Done {
+			out[k] = "done: " + v.Result
+		} else {
+			out[k] = string(v.Status)
+		}
+	}
+	return out
+}

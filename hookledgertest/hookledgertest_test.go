@@ -1,0 +1,115 @@
+package hookledgertest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/hookledgertest"
+)
+
+var ev = hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid", Body: []byte(`{}`)}
+
+func twoSteps(sent *int, check bool) hookledger.Handler {
+	return hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		if _, err := ev.Step(ctx, "charge", func(context.Context, string) (string, error) { return "ch_1", nil }); err != nil {
+			return err
+		}
+		opts := []hookledger.StepOption{hookledger.AtMostOnce()}
+		if check {
+			opts = append(opts, hookledger.Check(func(context.Context, string) (string, error) {
+				if *sent > 0 {
+					return "sent", nil
+				}
+				return "", hookledger.ErrNotDone
+			}))
+		}
+		_, err := ev.Step(ctx, "sms", func(context.Context, string) (string, error) { *sent++; return "sent", nil }, opts...)
+		return err
+	})
+}
+
+func TestCrashAfterEveryStep(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		crash      hookledgertest.Option
+		wantCharge int
+	}{
+		{hookledgertest.CrashAfter("charge"), 2}, // at-least-once: ran, not recorded, ran again
+		{hookledgertest.CrashAfterStart("sms"), 1},
+		{hookledgertest.CrashAfter("sms"), 1},
+	} {
+		sent := 0
+		tr := hookledgertest.New(twoSteps(&sent, true))
+		if res := tr.Run(t.Context(), ev, tc.crash); res.Status != hookledgertest.Crashed {
+			t.Fatalf("first run: %v", res)
+		}
+		res := tr.Run(t.Context(), ev)
+		if res.Status != hookledgertest.Done || res.Attempt != 2 || res.Steps["sms"] != "done: sent" {
+			t.Fatalf("retry: %v", res)
+		}
+		if tr.Runs("charge") != tc.wantCharge || sent != 1 {
+			t.Errorf("charge ran %d (want %d), sms sent %d (want 1)", tr.Runs("charge"), tc.wantCharge, sent)
+		}
+		// Done stays done: a redelivery runs nothing.
+		if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || len(res.Ran) != 0 {
+			t.Fatalf("redelivery: %v", res)
+		}
+	}
+}
+
+func TestIndeterminateThenReplay(t *testing.T) {
+	t.Parallel()
+	sent := 0
+	tr := hookledgertest.New(twoSteps(&sent, false))
+	tr.Run(t.Context(), ev, hookledgertest.CrashAfter("sms"))
+	res := tr.Run(t.Context(), ev)
+	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || sent != 1 {
+		t.Fatalf("retry without a check: %v (sent %d)", res, sent)
+	}
+	if err := tr.Replay(ev, hookledgertest.MarkDone("sms", "confirmed by support")); err != nil {
+		t.Fatal(err)
+	}
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || sent != 1 {
+		t.Fatalf("after replay: %v (sent %d)", res, sent)
+	}
+	if err := tr.Replay(ev); err == nil {
+		t.Fatal("a done event was replayed")
+	}
+}
+
+func TestRetriesUntilDead(t *testing.T) {
+	t.Parallel()
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(context.Context, *hookledger.Event) error { return errors.New("503") }))
+	tr.MaxAttempts = 3
+	for i, want := range []hookledgertest.Status{hookledgertest.Failed, hookledgertest.Failed, hookledgertest.Dead} {
+		if res := tr.Run(t.Context(), ev); res.Status != want {
+			t.Fatalf("attempt %d: %v, want %s", i+1, res, want)
+		}
+	}
+	perm := hookledgertest.New(hookledger.HandlerFunc(func(context.Context, *hookledger.Event) error {
+		return hookledger.Permanent(errors.New("declined"))
+	}))
+	if res := perm.Run(t.Context(), ev); res.Status != hookledgertest.Dead || res.Cause != "permanent: declined" {
+		t.Fatal(res)
+	}
+	panicky := hookledgertest.New(hookledger.HandlerFunc(func(context.Context, *hookledger.Event) error { panic("nil map") }))
+	if res := panicky.Run(t.Context(), ev); res.Status != hookledgertest.Failed || !strings.Contains(res.Cause, "handler panic") {
+		t.Fatal(res)
+	}
+}
+
+func TestLoseLease(t *testing.T) {
+	t.Parallel()
+	sent := 0
+	tr := hookledgertest.New(twoSteps(&sent, true))
+	res := tr.Run(t.Context(), ev, hookledgertest.LoseLease())
+	if res.Status != hookledgertest.LeaseLost || !errors.Is(res.Err, hookledger.ErrLeaseLost) || sent != 0 {
+		t.Fatalf("%v (sent %d): the run must stop at its first write", res, sent)
+	}
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || sent != 1 {
+		t.Fatalf("the taking-over run: %v (sent %d)", res, sent)
+	}
+}

@@ -1,0 +1,433 @@
+// Package steps runs the named steps of one event's handler against durable
+// state: the engine behind hookledger's Event.Step, shared by the processor
+// (state in the DynamoDB ledger) and hookledgertest (state in memory), so
+// that both keep exactly the same rules.
+//
+// The rules:
+//
+//   - A step recorded done never runs again: Step returns its recorded
+//     result.
+//   - At-least-once (the default): the step's function runs, and its
+//     completion is recorded in the ledger's next write. Before the next step
+//     starts, pending completions are saved (one write), so a retry resumes
+//     after the last completed step; the last step's completion rides on the
+//     final write (Complete, Fail or Bury). A crash before that write makes a
+//     retry run the step again, with the same downstream key.
+//   - At-most-once: "started" is saved (one write, conditional on the lease,
+//     carrying pending completions) before the function runs. A retry that
+//     finds it started and not done never runs it blindly: it asks the
+//     step's check. Done: the result is recorded and the step skipped. Not
+//     done: the step runs. Unknown, or no check: the event is indeterminate
+//     and goes dead (alarmed) for an operator to resolve.
+//   - A check error other than "not done" or "indeterminate" is retryable:
+//     the event fails and is retried later; once its attempts are spent it
+//     goes dead as indeterminate.
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Mode is a step's delivery guarantee.
+type Mode int
+
+// The two modes.
+const (
+	AtLeastOnce Mode = iota
+	AtMostOnce
+)
+
+// Status is what the store says about a step.
+type Status string
+
+// Started and Done mirror the ledger's step statuses; Clear in a Change
+// removes the entry.
+const (
+	Started Status = "started"
+	Done    Status = "done"
+	Clear   Status = ""
+)
+
+// State is a step's recorded state.
+type State struct {
+	Status Status
+	Result string
+}
+
+// Change is one change to a step's recorded state.
+type Change struct {
+	Name   string
+	Status Status
+	Result string
+}
+
+// Check asks downstream whether a step's effect happened. It returns the
+// step's result and nil when it did, an error wrapping ErrNotDone when it
+// certainly did not, one wrapping ErrIndeterminate when it cannot tell, and
+// any other error when the question itself failed (retried later).
+type Check func(ctx context.Context, key string) (string, error)
+
+// Func is a step's effect. It gets the step's downstream idempotency key.
+type Func func(ctx context.Context, key string) (string, error)
+
+// Spec describes one step.
+type Spec struct {
+	Name  string
+	Mode  Mode
+	Check Check // optional
+}
+
+// Store persists step changes under the event's lease: one conditional
+// write per call, failing with an error for which Store.LeaseLost reports
+// true when the lease is gone.
+type Store interface {
+	Save(ctx context.Context, changes []Change) error
+	LeaseLost(err error) bool
+}
+
+// Sentinels.
+var (
+	// ErrNotDone: the effect certainly did not happen. A check returns it;
+	// a step's function may return it (wrapped) to say its effect did not
+	// happen, so a retry runs it without asking.
+	ErrNotDone = errors.New("effect did not happen")
+	// ErrIndeterminate: nobody can tell whether the effect happened.
+	ErrIndeterminate = errors.New("cannot tell whether the effect happened")
+	// ErrNoEngine: Step was called on an event that is not being processed.
+	ErrNoEngine = errors.New("hookledger: Step needs an event handed over by the processor or hookledgertest")
+)
+
+// Limits that keep the record under 1 KB (one write unit per status
+// change): the ledger allows 64-byte names and 256-byte results; all of an
+// event's step names and results together stay within MaxTotalBytes.
+const (
+	MaxNameBytes   = 64
+	MaxResultBytes = 256
+	MaxTotalBytes  = 512
+	MaxSteps       = 16
+)
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// IndeterminateError is the failure of an at-most-once step that was
+// started and whose outcome nobody can prove: the event goes dead with
+// cause "indeterminate step NAME".
+type IndeterminateError struct {
+	Step string
+	Err  error // why (no check, the check said so, the check kept failing)
+}
+
+func (e *IndeterminateError) Error() string {
+	return fmt.Sprintf("indeterminate step %s: %v", e.Step, e.Err)
+}
+
+func (e *IndeterminateError) Unwrap() error { return ErrIndeterminate }
+
+// CheckError is a check that failed to answer; the event is retried, and
+// once its attempts are spent it is indeterminate.
+type CheckError struct {
+	Step string
+	Err  error
+}
+
+func (e *CheckError) Error() string { return fmt.Sprintf("check of step %s failed: %v", e.Step, e.Err) }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// PermanentError marks an error no retry can fix.
+type PermanentError struct{ Err error }
+
+func (p PermanentError) Error() string { return "permanent: " + p.Err.Error() }
+func (p PermanentError) Unwrap() error { return p.Err }
+
+// Config sets up a Run.
+type Config struct {
+	Store    Store
+	Recorded map[string]State // what the store held at claim time
+	Attempt  int              // 1 on the first run
+	// Key derives a step's downstream idempotency key from its name.
+	Key func(name string) string
+	// Point is called at the named crash points (inject.Crash in the
+	// processor, a simulated crash in hookledgertest); nil: none.
+	Point func(point string)
+}
+
+// Run is one attempt of one event's handler.
+type Run struct {
+	cfg Config
+
+	mu       sync.Mutex
+	busy     bool
+	recorded map[string]State
+	pending  []Change
+	seen     map[string]bool
+	stopped  error // a lease lost or an indeterminate step: nothing more may run
+	indet    *IndeterminateError
+	lastChk  *CheckError
+	runs     map[string]int
+}
+
+// New starts a run.
+func New(cfg Config) *Run {
+	rec := make(map[string]State, len(cfg.Recorded))
+	for k, v := range cfg.Recorded {
+		rec[k] = v
+	}
+	return &Run{cfg: cfg, recorded: rec, seen: map[string]bool{}, runs: map[string]int{}}
+}
+
+func (r *Run) point(p string) {
+	if r.cfg.Point != nil {
+		r.cfg.Point(p)
+	}
+}
+
+// StartedPoint and RanPoint name a step's crash points.
+func StartedPoint(step string) string { return "step." + step + ".started" }
+
+// RanPoint is hit right after a step's function returned, before anything
+// about it is recorded.
+func RanPoint(step string) string { return "step." + step + ".ran" }
+
+// Step runs one step (see the package doc for the rules).
+func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (string, error) {
+	if r == nil {
+		return "", ErrNoEngine
+	}
+	if err := r.enter(spec); err != nil {
+		return "", err
+	}
+	defer r.leave()
+	key := r.cfg.Key(spec.Name)
+	st := r.state(spec.Name)
+	if st.Status == Done {
+		return st.Result, nil
+	}
+	if spec.Mode == AtMostOnce && st.Status == Started {
+		// An earlier attempt began this step and did not record its end.
+		if spec.Check == nil {
+			return "", r.indeterminate(spec.Name, errors.New("it was started by an earlier attempt and has no check"))
+		}
+		res, err := spec.Check(ctx, key)
+		switch {
+		case err == nil:
+			return r.complete(spec.Name, res)
+		case errors.Is(err, ErrIndeterminate):
+			return "", r.indeterminate(spec.Name, err)
+		case !errors.Is(err, ErrNotDone):
+			ce := &CheckError{Step: spec.Name, Err: err}
+			r.mu.Lock()
+			r.lastChk = ce
+			r.mu.Unlock()
+			return "", ce
+		}
+		// Certainly not done: run it; it is already marked started.
+		if err := r.flush(ctx, nil); err != nil {
+			return "", err
+		}
+	} else if spec.Mode == AtMostOnce {
+		if err := r.flush(ctx, &Change{Name: spec.Name, Status: Started}); err != nil {
+			return "", err
+		}
+		r.point(StartedPoint(spec.Name))
+	} else {
+		if err := r.flush(ctx, nil); err != nil {
+			return "", err
+		}
+		if spec.Check != nil && r.cfg.Attempt > 1 {
+			// A retry: the step may have run without its completion being
+			// recorded. Ask before repeating it (at-least-once may repeat,
+			// but need not).
+			if res, err := spec.Check(ctx, key); err == nil {
+				return r.complete(spec.Name, res)
+			}
+		}
+	}
+	r.mu.Lock()
+	r.runs[spec.Name]++
+	r.mu.Unlock()
+	res, err := fn(ctx, key)
+	r.point(RanPoint(spec.Name))
+	if err != nil {
+		if spec.Mode == AtMostOnce && errors.Is(err, ErrNotDone) {
+			// The function says its effect did not happen: clear the mark
+			// (in the next write) so a retry runs it without asking.
+			r.mu.Lock()
+			r.pending = append(r.pending, Change{Name: spec.Name, Status: Clear})
+			r.recorded[spec.Name] = State{}
+			r.mu.Unlock()
+		}
+		return "", err
+	}
+	return r.complete(spec.Name, res)
+}
+
+func (r *Run) enter(spec Spec) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !namePattern.MatchString(spec.Name) {
+		return PermanentError{fmt.Errorf("step name %q: want 1 to %d letters, digits, '_', '.' or '-', starting with a letter or digit", spec.Name, MaxNameBytes)}
+	}
+	if r.busy {
+		return PermanentError{fmt.Errorf("step %s started while another step is running: run steps one after another", spec.Name)}
+	}
+	if r.seen[spec.Name] {
+		return PermanentError{fmt.Errorf("step %s run twice by one event: give each step its own name", spec.Name)}
+	}
+	if r.stopped != nil {
+		return r.stopped
+	}
+	if len(r.seen) >= MaxSteps {
+		return PermanentError{fmt.Errorf("more than %d steps in one event", MaxSteps)}
+	}
+	r.seen[spec.Name] = true
+	r.busy = true
+	return nil
+}
+
+func (r *Run) leave() {
+	r.mu.Lock()
+	r.busy = false
+	r.mu.Unlock()
+}
+
+func (r *Run) state(name string) State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.recorded[name]
+}
+
+// complete records a step done with its result, in the next write.
+func (r *Run) complete(name, res string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(res) > MaxResultBytes {
+		return "", PermanentError{fmt.Errorf("step %s returned a %d-byte result, over %d: return an id, not a document", name, len(res), MaxResultBytes)}
+	}
+	total := len(name) + len(res)
+	for n, st := range r.recorded {
+		if n != name {
+			total += len(n) + len(st.Result)
+		}
+	}
+	if total > MaxTotalBytes {
+		return "", PermanentError{fmt.Errorf("step results would take %d bytes, over %d for the whole event: return ids, not documents", total, MaxTotalBytes)}
+	}
+	r.pending = append(r.pending, Change{Name: name, Status: Done, Result: res})
+	r.recorded[name] = State{Status: Done, Result: res}
+	return res, nil
+}
+
+// flush saves pending changes, plus extra, in one write; nothing is written
+// when there is nothing to save.
+func (r *Run) flush(ctx context.Context, extra *Change) error {
+	r.mu.Lock()
+	changes := append([]Change(nil), r.pending...)
+	r.mu.Unlock()
+	if extra != nil {
+		changes = append(changes, *extra)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := r.cfg.Store.Save(ctx, changes); err != nil {
+		if r.cfg.Store.LeaseLost(err) {
+			r.mu.Lock()
+			r.stopped = err
+			r.mu.Unlock()
+		}
+		return err
+	}
+	r.mu.Lock()
+	r.pending = r.pending[len(changes)-boolInt(extra != nil):]
+	if extra != nil {
+		r.recorded[extra.Name] = State{Status: extra.Status, Result: extra.Result}
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (r *Run) indeterminate(name string, why error) error {
+	e := &IndeterminateError{Step: name, Err: why}
+	r.mu.Lock()
+	r.indet = e
+	r.stopped = e
+	r.mu.Unlock()
+	return e
+}
+
+// Result returns the result of a step recorded done, by this attempt or an
+// earlier one.
+func (r *Run) Result(name string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.recorded[name]
+	return st.Result, ok && st.Status == Done
+}
+
+// Pending returns the changes not yet saved, for the run's final write.
+func (r *Run) Pending() []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Change(nil), r.pending...)
+}
+
+// Indeterminate returns the step that made this event indeterminate, if any.
+func (r *Run) Indeterminate() *IndeterminateError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.indet
+}
+
+// LastCheckError returns the last check that failed to answer, if any.
+func (r *Run) LastCheckError() *CheckError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastChk
+}
+
+// LeaseLost reports whether a save found the lease gone: the run must stop
+// and write nothing more.
+func (r *Run) LeaseLost() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped != nil && r.indet == nil
+}
+
+// Runs reports how often this attempt ran each step's function.
+func (r *Run) Runs() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.runs))
+	for k, v := range r.runs {
+		out[k] = v
+	}
+	return out
+}
+
+// Wrap turns a run and the event's fields into the public *hookledger.Event.
+// Package hookledger sets it in its init; the processor and hookledgertest
+// call it (the result's dynamic type is *hookledger.Event).
+var Wrap func(m Meta, r *Run, extend func(ctx context.Context, d time.Duration) error) any
+
+// Meta is the event's identity and content.
+type Meta struct {
+	Source, Tenant, Key, Type string
+	Body                      []byte
+	Attempt                   int
+	ReceivedAt                time.Time
+}

@@ -1,0 +1,144 @@
+package ledger
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// StepStatus is how far a step of an event's handler got, as recorded.
+type StepStatus string
+
+// A step is recorded started (an at-most-once step, before its effect runs)
+// and done (with its result) once its effect has happened.
+const (
+	StepStarted StepStatus = "started"
+	StepDone    StepStatus = "done"
+)
+
+// Step is what the record says about one named step.
+type Step struct {
+	Status StepStatus `json:"status"`
+	Result string     `json:"result,omitempty"`
+	At     time.Time  `json:"at,omitzero"` // when the ledger recorded the status
+}
+
+// StepChange changes one step's entry. A lease holder's writes (SaveSteps,
+// Complete, Fail, Bury) fold any number of them into their one UpdateItem,
+// and Replay takes them so an operator can resolve a step. An empty Status
+// removes the step's entry (the step will run again).
+type StepChange struct {
+	Name   string
+	Status StepStatus
+	Result string
+}
+
+// Limits on steps. Each step is one attribute of the record, and the record
+// must stay under 1 KB so that a status change costs one write unit: step
+// results are meant for ids, not documents.
+const (
+	MaxStepName   = 64
+	MaxStepResult = 256
+)
+
+var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// ValidStepName reports whether name may name a step: 1 to MaxStepName
+// bytes of letters, digits, '_', '.' and '-', starting with a letter or
+// digit.
+func ValidStepName(name string) bool { return len(name) <= MaxStepName && stepName.MatchString(name) }
+
+func (c StepChange) validate() error {
+	if !ValidStepName(c.Name) {
+		return fmt.Errorf("%w: step name %q: want 1 to %d letters, digits, '_', '.' or '-'", ErrInvalid, c.Name, MaxStepName)
+	}
+	switch c.Status {
+	case StepStarted, StepDone, "":
+	default:
+		return fmt.Errorf("%w: step %s: unknown status %q", ErrInvalid, c.Name, c.Status)
+	}
+	if len(c.Result) > MaxStepResult {
+		return fmt.Errorf("%w: step %s: result of %d bytes, over %d (record ids, not documents)", ErrInvalid, c.Name, len(c.Result), MaxStepResult)
+	}
+	return nil
+}
+
+// stepAttr is the record attribute holding a step's entry.
+func stepAttr(name string) string { return "step#" + name }
+
+// exprParts are the clauses of one UpdateItem, built up by the ledger's
+// writes: assignments for SET, attribute paths for REMOVE, and the names
+// and values they use.
+type exprParts struct {
+	set    []string
+	remove []string
+	names  map[string]string
+	vals   map[string]types.AttributeValue
+}
+
+func (p *exprParts) String() string {
+	e := "SET " + strings.Join(p.set, ", ")
+	if len(p.remove) > 0 {
+		e += " REMOVE " + strings.Join(p.remove, ", ")
+	}
+	return e
+}
+
+// addSteps adds the step changes to p, each under its own name placeholder
+// (#s0, #s1, ...). Changes to one name fold into the last.
+func (p *exprParts) addSteps(changes []StepChange, now time.Time) error {
+	last := map[string]StepChange{}
+	for _, c := range changes {
+		if err := c.validate(); err != nil {
+			return err
+		}
+		last[c.Name] = c
+	}
+	names := make([]string, 0, len(last))
+	for n := range last {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		c := last[name]
+		ph := "#s" + strconv.Itoa(i)
+		p.names[ph] = stepAttr(name)
+		if c.Status == "" {
+			p.remove = append(p.remove, ph)
+			continue
+		}
+		v := map[string]types.AttributeValue{"s": s(string(c.Status)), "t": ms(now)}
+		if c.Result != "" {
+			v["r"] = s(c.Result)
+		}
+		p.vals[":s"+strconv.Itoa(i)] = &types.AttributeValueMemberM{Value: v}
+		p.set = append(p.set, ph+" = :s"+strconv.Itoa(i))
+	}
+	return nil
+}
+
+// decodeSteps reads the record's step attributes.
+func decodeSteps(item map[string]types.AttributeValue) map[string]Step {
+	var out map[string]Step
+	for k, v := range item {
+		name, ok := strings.CutPrefix(k, "step#")
+		if !ok {
+			continue
+		}
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			continue
+		}
+		st := Step{Status: StepStatus(getS(m.Value, "s")), Result: getS(m.Value, "r"), At: getMS(m.Value, "t")}
+		if out == nil {
+			out = map[string]Step{}
+		}
+		out[name] = st
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package hookledger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// Handler performs an event's side effects. Returning nil marks the event
+// done; an error retries it later, and Permanent(err) sends it to dead.
+type Handler interface {
+	HandleEvent(ctx context.Context, ev *Event) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, ev *Event) error
+
+// HandleEvent calls f.
+func (f HandlerFunc) HandleEvent(ctx context.Context, ev *Event) error { return f(ctx, ev) }
+
+// Any matches every source or every event type in a route. Use it only
+// where you mean it: a route for a named source cannot be reached by a
+// sender configured under another name, while Any takes whatever any
+// configured sender delivers.
+const Any = "*"
+
+// Router routes events to handlers by source and event type. The most
+// specific route wins: source and type, then source with Any type, then Any
+// source with the type, then Any and Any. Safe for concurrent lookups once
+// registration is done (at cold start).
+type Router struct {
+	routes map[[2]string]Handler
+}
+
+// NewRouter returns an empty router.
+func NewRouter() *Router { return &Router{routes: map[[2]string]Handler{}} }
+
+// Handle routes events of source and eventType to h. It panics on an empty
+// source or type, a nil handler or a duplicate route: programming errors
+// that must stop the processor at cold start, not drop events later.
+func (r *Router) Handle(source, eventType string, h Handler) {
+	if source == "" || eventType == "" {
+		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
+	}
+	if h == nil {
+		panic(fmt.Sprintf("hookledger: nil handler for %s/%s", source, eventType))
+	}
+	k := [2]string{source, eventType}
+	if _, dup := r.routes[k]; dup {
+		panic(fmt.Sprintf("hookledger: duplicate route %s/%s", source, eventType))
+	}
+	r.routes[k] = h
+}
+
+// HandleFunc is Handle for a function.
+func (r *Router) HandleFunc(source, eventType string, f func(ctx context.Context, ev *Event) error) {
+	r.Handle(source, eventType, HandlerFunc(f))
+}
+
+// Lookup returns the handler for an event, or nil when no route matches.
+func (r *Router) Lookup(source, eventType string) Handler {
+	for _, k := range [][2]string{{source, eventType}, {source, Any}, {Any, eventType}, {Any, Any}} {
+		if h, ok := r.routes[k]; ok {
+			return h
+		}
+	}
+	return nil
+}
+
+// Routes lists the registered routes as "source/type", sorted, for logs at
+// cold start.
+func (r *Router) Routes() []string {
+	out := make([]string, 0, len(r.routes))
+	for k := range r.routes {
+		out = append(out, k[0]+"/"+k[1])
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,42 @@
+package hookledger
+
+import (
+	"context"
+
+	"github.com/hookledger/hookledger/internal/steps"
+)
+
+// StepOption configures one step: AtMostOnce, Check.
+type StepOption struct{ apply func(*steps.Spec) }
+
+// AtMostOnce makes a step at-most-once: the ledger records it started
+// before fn runs, and a retry that finds it started but not done never runs
+// it blindly. It asks the step's Check; without one, or without a definite
+// answer, the event goes dead as "indeterminate step NAME" for an operator
+// to resolve (`hookledger replay --step NAME --mark-done` or `--rerun`).
+// Use it for effects without downstream idempotency: e-mails, SMS,
+// webhooks you send, APIs without an idempotency key.
+func AtMostOnce() StepOption {
+	return StepOption{func(s *steps.Spec) { s.Mode = steps.AtMostOnce }}
+}
+
+// CheckFunc asks downstream whether a step's effect already happened, given
+// the step's downstream idempotency key (which fn should have attached to
+// the effect, as a reference or metadata, so it can be found). It returns
+// the step's result and nil when the effect happened; an error wrapping
+// ErrNotDone when it certainly did not; an error wrapping ErrIndeterminate
+// when it cannot tell. Any other error means the question failed: the event
+// is retried later.
+type CheckFunc func(ctx context.Context, key string) (string, error)
+
+// Check gives a step its own downstream check. An at-most-once step asks it
+// when a retry finds the step started but not done; an at-least-once step
+// asks it on a retry before running again, to skip a repeat that is known
+// to be unnecessary.
+func Check(fn CheckFunc) StepOption {
+	return StepOption{func(s *steps.Spec) {
+		if fn != nil {
+			s.Check = steps.Check(fn)
+		}
+	}}
+}
