@@ -173,6 +173,7 @@ type Verifier struct {
 	keyHeader string
 	keyPath   []string
 	derive    bool // derive a key when the scheme's own key is absent
+	rawDerive bool // a body that is not JSON derives its key from the raw bytes (generic)
 	typeSrc   typeSource
 	typePath  []string
 	volatile  [][]string
@@ -189,12 +190,13 @@ type providerSpec struct {
 
 // providerSetup is what a providerSpec builds.
 type providerSetup struct {
-	scheme   scheme
-	keySrc   keySource
-	keyPath  []string
-	derive   bool
-	typeSrc  typeSource
-	typePath []string
+	scheme    scheme
+	keySrc    keySource
+	keyPath   []string
+	derive    bool
+	rawDerive bool
+	typeSrc   typeSource
+	typePath  []string
 }
 
 // registry maps Config.Provider to its spec.
@@ -216,7 +218,7 @@ var registry = map[string]providerSpec{
 		if err != nil {
 			return providerSetup{}, err
 		}
-		s := providerSetup{scheme: g, keySrc: keyDerived}
+		s := providerSetup{scheme: g, keySrc: keyDerived, rawDerive: true}
 		if g.idHeader != "" {
 			s.keySrc = keyFromMeta
 		}
@@ -276,7 +278,7 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		provider: cfg.Provider, scheme: s.scheme,
-		keySrc: s.keySrc, keyPath: s.keyPath, derive: s.derive,
+		keySrc: s.keySrc, keyPath: s.keyPath, derive: s.derive, rawDerive: s.rawDerive,
 		typeSrc: s.typeSrc, typePath: s.typePath,
 	}
 	if cfg.KeyHeader != "" && cfg.KeyPath != "" {
@@ -437,6 +439,12 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 	}
 	if derive {
 		doc, err := b.json()
+		if err != nil && v.rawDerive && len(b.raw) > 0 {
+			// No volatile field can be removed from a body that is not
+			// JSON, so its raw digest is as stable as the sender's bytes.
+			ev.Key, ev.Derived = deriveRawKey(ev.Type, b.raw), true
+			return ev, nil
+		}
 		if err != nil {
 			return Event{}, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
 		}
