@@ -47,7 +47,7 @@ fi
 payments="${HOOKLEDGER_DEMO_PAYMENTS:-127.0.0.1:18090}"
 stripe_secret="whsec_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 github_secret="gh_demo_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-sources=$(printf '{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["%s"]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":["%s"]}}}}' "$stripe_secret" "$github_secret")
+sources=$(printf '{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:%s"]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:%s"]}}}}' "$stripe_secret" "$github_secret")
 params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
   "Stage": "demo", "SourcesConfig": sys.argv[1], "PaymentsUrl": "http://" + sys.argv[2],
   "ProcessorTimeout": "10", "ReclaimAfter": "10s", "MaxReceiveCount": 10, "LogLevel": "info"}))' "$sources" "$payments")

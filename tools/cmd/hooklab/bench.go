@@ -236,7 +236,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &q})
 		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &dlq})
 	}
-	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}}}`, benchSecret)
+	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}}}`, "literal:"+benchSecret)
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": q, "HOOKLEDGER_SOURCES": sources}
 	if reclaimAfter != "" {
 		env["HOOKLEDGER_RECLAIM_AFTER"] = reclaimAfter
