@@ -24,8 +24,9 @@ var (
 	ErrOutsideTolerance = errors.New("timestamp outside tolerance")
 	// ErrMalformedBody means the scheme needs a JSON body and the body is not.
 	ErrMalformedBody = errors.New("malformed body")
-	// ErrNoKey means the delivery carries no idempotency key and none can be
-	// derived.
+	// ErrNoKey means the delivery's signature is valid but it carries no
+	// idempotency key and none can be derived. Only failures after the
+	// signature checked out wrap it (some together with ErrMalformedBody).
 	ErrNoKey = errors.New("no idempotency key")
 	// ErrNoSecret means no usable secret was given. It is a configuration
 	// issue, but the delivery is never accepted.
@@ -345,7 +346,12 @@ func (v *Verifier) Verify(req *Request, secrets []string, now time.Time) (Event,
 	}
 	ev, err := v.extract(req, m)
 	if err != nil {
-		return Event{}, fmt.Errorf("verify %s: %w", v.provider, err)
+		// The signature checked out: whatever went wrong is about the key,
+		// and callers (hookledger verify) tell the two apart by ErrNoKey.
+		if !errors.Is(err, ErrNoKey) {
+			err = fmt.Errorf("%w: %w", ErrNoKey, err)
+		}
+		return Event{}, fmt.Errorf("verify %s: signature valid, %w", v.provider, err)
 	}
 	return ev, nil
 }

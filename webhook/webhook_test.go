@@ -743,3 +743,32 @@ func rawDigest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// ErrNoKey means "the signature is valid, the key is not there", which
+// hookledger verify reports with its own exit code: for every provider, a
+// body signed with another secret never yields ErrNoKey, and a validly
+// signed body without a usable key yields nothing else.
+func TestErrNoKeyOnlyAfterAValidSignature(t *testing.T) {
+	t.Parallel()
+	bodies := [][]byte{[]byte(`{"type":"invoice.paid"}`), []byte(`not json at all`), []byte(`{"id":"","type":"x"}`), []byte(`[1,2]`)}
+	for name, pc := range providerCases() {
+		for _, body := range bodies {
+			v := setup(t, pc.cfg)
+			m := pc.msg
+			m.Body = body
+			secret := secretNew
+			h, err := v.Sign(m, secret)
+			if err != nil {
+				continue // a body this scheme cannot sign (Twilio: JSON needs bodySHA256 in the URL)
+			}
+			req := &Request{Method: http.MethodPost, URL: cmpOr(m.URL, "https://hooks.example.com/"+v.Provider()), Header: h, Body: m.Body}
+			if _, err := v.Verify(req, []string{secretOld}, testNow); errors.Is(err, ErrNoKey) {
+				t.Errorf("%s %q: signed with another secret, yet ErrNoKey: %v", name, body, err)
+			}
+			_, err = v.Verify(req, []string{secret}, testNow)
+			if err != nil && !errors.Is(err, ErrNoKey) && !errors.Is(err, ErrMalformedBody) {
+				t.Errorf("%s %q: validly signed, error %v wraps neither ErrNoKey nor ErrMalformedBody", name, body, err)
+			}
+		}
+	}
+}
