@@ -128,7 +128,7 @@ func (s *Secrets) Value(ctx context.Context, ref Ref) (string, error) { return s
 // is and uncached: the sources JSON kept in a store, read at cold start.
 func (s *Secrets) Document(ctx context.Context, ref Ref) (string, error) {
 	if ref.Scheme != SchemeSSM && ref.Scheme != SchemeSecretsManager {
-		return "", fmt.Errorf("%w: %s: want ssm: or secretsmanager:", ErrBadRef, ref)
+		return "", fmt.Errorf("%w: %s: want an ssm or secretsmanager reference", ErrBadRef, ref)
 	}
 	return s.fetch(ctx, ref)
 }
