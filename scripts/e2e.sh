@@ -251,6 +251,25 @@ EOF
 )"
 log "deployed: webhooks at $webhook_url, ledger $table"
 
+# Enforcement must be on for whatever runs next (the e2e test probes every role in depth; the
+# demo does not): a call the receiver's role is not granted must be denied.
+"$py" - "${roles%%,*}" "$table" <<'EOF'
+import sys, boto3
+from botocore.exceptions import ClientError
+role = sys.argv[1].split("=", 1)[1]
+c = boto3.client("sts").assume_role(RoleArn=role, RoleSessionName="e2e-enforcement")["Credentials"]
+ddb = boto3.client("dynamodb", aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
+                   aws_session_token=c["SessionToken"])
+try:
+    ddb.scan(TableName=sys.argv[2], Limit=1)
+except ClientError as e:
+    if e.response["Error"]["Code"] in ("AccessDeniedException", "AccessDenied"):
+        print("e2e: IAM enforced: the receiver's role was denied dynamodb:Scan", file=sys.stderr)
+        sys.exit(0)
+    raise
+sys.exit("e2e: the receiver's role was allowed dynamodb:Scan: IAM is not enforced, or the role grants too much")
+EOF
+
 # ---------------------------------------------------------------- drive and assert
 export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
   HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \

@@ -443,11 +443,11 @@ func requestURL(req events.APIGatewayV2HTTPRequest) string {
 }
 
 // checkText refuses a key or type the pipeline cannot carry faithfully:
-// invalid UTF-8 (DynamoDB refuses it), U+FFFE and U+FFFF (SQS refuses a
-// message that holds them), other characters outside SQS's allowed set,
-// and U+FFFD, which is what a JSON decoder makes of a lone UTF-16
-// surrogate escape ("\ud800" and "\udbff" would both become it, so two
-// event ids would share one key).
+// invalid UTF-8 (DynamoDB refuses it); U+FFFE and U+FFFF, which the queue
+// message would carry raw and SQS refuses; U+FFFD, which is what a JSON
+// decoder makes of a lone UTF-16 surrogate escape ("\ud800" and "\udbff"
+// would both become it, so two event ids would share one key); and control
+// characters, which JSON would escape but which no event id or type has.
 func checkText(s string) error {
 	if !utf8.ValidString(s) {
 		return errors.New("not valid UTF-8")
