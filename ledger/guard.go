@@ -42,7 +42,7 @@ func (l *Ledger) ClaimBody(ctx context.Context, id ID, digest string) (string, e
 		TableName: &l.opt.Table,
 		Item: map[string]types.AttributeValue{
 			attrPK: s(guardPK(id, digest)), attrSK: s(skGuard), attrKey: s(id.Key),
-			attrCreated: ms(now), attrExpires: n(now.Add(l.opt.Retention).Truncate(time.Second).Unix()),
+			attrCreated: ms(now), attrExpires: n(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 		},
 		// A retry of the same event (same key) may refresh the item; so may
 		// anyone once it has expired (TTL deletion can lag by days).

@@ -50,6 +50,10 @@ type Options struct {
 	// keep it above the longest provider retry window: Stripe retries for
 	// up to 3 days).
 	Retention time.Duration
+	// SourceRetention overrides Retention per source (the receiver fills it
+	// from each source's configured or provider-derived retention). The
+	// record, its payload and the replay guard's digest all expire together.
+	SourceRetention map[string]time.Duration
 	// ReclaimAfter is how long a new record may wait in received before the
 	// reclaimer looks at it (default 2 minutes). Claims leave due_at alone,
 	// so the common path (claim, complete) never rewrites the due index.
@@ -87,6 +91,9 @@ func New(db API, opt Options) (*Ledger, error) {
 	if opt.Retention < 0 || opt.ReclaimAfter < 0 {
 		return nil, fmt.Errorf("%w: negative retention or reclaim delay", ErrInvalid)
 	}
+	if err := checkRetentions(opt.SourceRetention); err != nil {
+		return nil, err
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -119,7 +126,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	pk := ev.PK()
 	rec := Record{
 		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
-		ExpiresAt: now.Add(l.opt.Retention).Truncate(time.Second), BodySHA256: ev.BodySHA256,
+		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1,
 	}
 	token := newToken()
@@ -254,7 +261,7 @@ func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte) error {
 	}
 	item := key(id, skPayload)
 	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
-	item[attrExpires] = n(l.now().Add(l.opt.Retention).Unix())
+	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
 	if enc != "" {
 		item[attrEncoding] = s(enc)
 	}

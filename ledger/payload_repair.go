@@ -22,7 +22,7 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte) (bo
 	stored, enc := storedBody(body)
 	item := key(id, skPayload)
 	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
-	item[attrExpires] = n(l.now().Add(l.opt.Retention).Unix())
+	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
 	if enc != "" {
 		item[attrEncoding] = s(enc)
 	}

@@ -115,8 +115,8 @@ func (c Config) validateCommon() []error {
 	if c.Shards > 1000 {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_SHARDS=%d: at most 1000", c.Shards))
 	}
-	if c.Retention < 24*time.Hour {
-		errs = append(errs, fmt.Errorf("HOOKLEDGER_RETENTION=%v: keep at least 24h, longer than your senders retry (Stripe: 3 days)", c.Retention))
+	if c.Retention < ledger.MinRetention {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RETENTION=%v: keep at least %.0fh, longer than your senders retry (Stripe: 3 days)", c.Retention, ledger.MinRetention.Hours()))
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +55,9 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 			return nil, fmt.Errorf("sources config: every delivery of these tenants would get 503 on AWS (AccessDenied):\n%w", err)
 		}
 	}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
+	opts := c.LedgerOptions()
+	opts.SourceRetention = sourceRetention(reg, c.Retention, log)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +92,20 @@ func sourcesJSON(v string, secrets *source.Secrets, grants *source.Grants) (stri
 		return "", fmt.Errorf("HOOKLEDGER_SOURCES: read the sources JSON from %s: %w", ref, err)
 	}
 	return raw, nil
+}
+
+// sourceRetention is each source's retention for the ledger, logged once at
+// cold start with where it comes from, so a default raised to a provider's
+// retry horizon is never silent.
+func sourceRetention(reg *source.Registry, global time.Duration, log *slog.Logger) map[string]time.Duration {
+	if log == nil {
+		log = slog.Default()
+	}
+	rs := reg.Retentions(global)
+	out := make(map[string]time.Duration, len(rs))
+	for _, name := range slices.Sorted(maps.Keys(rs)) {
+		out[name] = rs[name].Duration
+		log.Info("source retention", "source", name, "retention", rs[name].Duration.String(), "reason", rs[name].Reason)
+	}
+	return out
 }

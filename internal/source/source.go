@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -26,8 +27,18 @@ type Source struct {
 	// window (one extra conditional write per delivery). Meant for
 	// providers whose signature covers neither the event id nor a
 	// timestamp (docs/providers.md, "What the signature covers").
-	ReplayGuard bool              `json:"replay_guard,omitempty"`
-	Tenants     map[string]Tenant `json:"tenants"`
+	ReplayGuard bool `json:"replay_guard,omitempty"`
+	// Retention is how long this source's records, payloads and replay-guard
+	// digests live (a Go duration such as "240h"). Empty: the default,
+	// HOOKLEDGER_RETENTION raised where needed to the provider's retry
+	// horizon plus RetentionMargin (see Registry.Retentions). A value
+	// shorter than the horizon is refused unless RetentionForce is set.
+	Retention string `json:"retention,omitempty"`
+	// RetentionForce accepts a Retention shorter than the provider's retry
+	// horizon: a delivery the provider retries after it is recorded as a
+	// new event and its effects run again.
+	RetentionForce bool              `json:"retention_force,omitempty"`
+	Tenants        map[string]Tenant `json:"tenants"`
 }
 
 // Tenant lists a tenant's signing secrets; several are accepted at once so
@@ -68,9 +79,11 @@ func Parse(data []byte) (map[string]Source, error) {
 }
 
 type entry struct {
-	verifier *webhook.Verifier
-	guard    bool
-	tenants  map[string][]Ref
+	verifier  *webhook.Verifier
+	guard     bool
+	retention time.Duration // the source's own; 0: the default
+	horizon   webhook.Horizon
+	tenants   map[string][]Ref
 }
 
 // Registry resolves a (source, tenant) pair to its verifier and secrets.
@@ -94,7 +107,11 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if len(src.Tenants) == 0 {
 			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
 		}
-		e := entry{verifier: v, guard: src.ReplayGuard, tenants: map[string][]Ref{}}
+		retention, horizon, err := checkRetention(src)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", name, err)
+		}
+		e := entry{verifier: v, guard: src.ReplayGuard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
 			if !ValidName(tn) {
 				return nil, fmt.Errorf("source %q tenant %q: name must match %s", name, tn, namePattern)
