@@ -18,6 +18,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 SECRET = "whsec_hookledger_sample_only"
 TIMESTAMP = 1767225600  # 2026-01-01T00:00:00Z
 API_ID = "a1b2c3d4e5"
+URL_ID = "abcdefghijklmnopqrstuvwxyz012345"  # a function URL's id: 32 characters
 ACCOUNT = "123456789012"
 
 
@@ -79,6 +80,48 @@ def http_api_event(source, tenant, body, signature, base64_body=False, request_i
     }
 
 
+def function_url_event(source, tenant, body, signature):
+    """What a Lambda function URL (AuthType NONE) hands the receiver: payload format 2.0 with
+    routeKey "$default", no pathParameters, the URL's own host, and accountId "anonymous"."""
+    path = f"/webhooks/{source}/{tenant}"
+    host = f"{URL_ID}.lambda-url.us-east-1.on.aws"
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {
+            "accept": "*/*; q=0.5, application/xml",
+            "content-type": "application/json; charset=utf-8",
+            "content-length": str(len(body)),
+            "host": host,
+            "stripe-signature": signature,
+            "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+            "x-amzn-tls-cipher-suite": "TLS_AES_128_GCM_SHA256",
+            "x-amzn-tls-version": "TLSv1.3",
+            "x-amzn-trace-id": "Root=1-67748000-0123456789abcdef01234567",
+            "x-forwarded-for": "203.0.113.10",
+            "x-forwarded-port": "443",
+            "x-forwarded-proto": "https",
+        },
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": URL_ID,
+            "domainName": host,
+            "domainPrefix": URL_ID,
+            "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "203.0.113.10", "userAgent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)"},
+            "requestId": "6f1d6c1e-0000-4000-8000-000000000001",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:01 +0000",
+            "timeEpoch": TIMESTAMP * 1000 + 1000,
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
 def sqs_message(n, source, tenant, key, event_type, body):
     message = {"v": 1, "source": source, "tenant": tenant, "key": key, "type": event_type,
                "sha256": hashlib.sha256(body.encode()).hexdigest(),
@@ -113,6 +156,7 @@ def main():
     write("receiver-stripe-bad-signature.json",
           http_api_event("stripe", "acme", body, stripe_signature(body, secret="whsec_wrong")))
     write("receiver-unknown-tenant.json", http_api_event("stripe", "nobody", body, sig))
+    write("receiver-function-url-stripe.json", function_url_event("stripe", "acme", body, sig))
 
     second = stripe_body("evt_1HookledgerSample0002", "charge.requested")
     write("processor-sqs-batch.json", {"Records": [
