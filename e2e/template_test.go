@@ -125,11 +125,12 @@ func TestMaxBodyParameterIsCapped(t *testing.T) {
 }
 
 // A 503 for a server-side cause is not a Lambda error: alarms must watch
-// the receiver's Unavailable and SecretUnavailable counts and the API's 5xx.
+// the receiver's Unavailable and SecretUnavailable counts and each front
+// door's 5xx.
 func TestServerSideFailuresAreAlarmed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	want := map[string]bool{"hookledger/Unavailable": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false}
+	want := map[string]bool{"hookledger/Unavailable": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false, "AWS/Lambda/Url5xxCount": false}
 	res := get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
@@ -168,5 +169,78 @@ func TestSecretsManagerGrantCoversTheSuffix(t *testing.T) {
 	}
 	if !found {
 		t.Error("no SecretsManagerSecretArn grant in ReceiverRole")
+	}
+}
+
+// The second front door: a function URL in front of the receiver, chosen by
+// FrontDoor (HttpApi by default, so an existing stack keeps its URL). Each
+// door's resources exist only with it (cfn-lint checks every reference
+// against the conditions); the URL is public (AuthType NONE: the receiver's
+// signature check authenticates) with exactly the two statements Lambda
+// requires; each door has its 5xx alarm and its output; the receiver's
+// reserved concurrency, the function URL's only bound, reserves none by
+// default.
+func TestFrontDoors(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	if d := get(tp.root, "Parameters", "FrontDoor", "Default"); d == nil || d.Value != "HttpApi" {
+		t.Errorf("FrontDoor default %v, want HttpApi", d)
+	}
+	cond := func(name string) string {
+		if c := get(tp.resource(name), "Condition"); c != nil {
+			return c.Value
+		}
+		return ""
+	}
+	for name, want := range map[string]string{
+		"HttpApi": "HasHttpApi", "ReceiverIntegration": "HasHttpApi", "WebhookRoute": "HasHttpApi", "HttpApiStage": "HasHttpApi",
+		"ReceiverInvokePermission": "HasHttpApi", "ApiAccessLogGroup": "HasHttpApi", "Api5xxAlarm": "HasHttpApi",
+		"ReceiverFunctionUrl": "HasFunctionUrl", "ReceiverUrlPublicPermission": "HasFunctionUrl",
+		"ReceiverUrlInvokePermission": "HasFunctionUrl", "FunctionUrl5xxAlarm": "HasFunctionUrl",
+		"ReceiverFunction": "", "LedgerTable": "",
+	} {
+		if got := cond(name); got != want {
+			t.Errorf("%s: condition %q, want %q", name, got, want)
+		}
+	}
+	url := tp.resource("ReceiverFunctionUrl")
+	if v := get(url, "Properties", "AuthType"); v == nil || v.Value != "NONE" {
+		t.Errorf("function URL AuthType %v, want NONE (senders cannot sign AWS requests)", v)
+	}
+	prop := func(res, key string) string {
+		if v := get(tp.resource(res), "Properties", key); v != nil {
+			return v.Value
+		}
+		return ""
+	}
+	if prop("ReceiverUrlPublicPermission", "Action") != "lambda:InvokeFunctionUrl" || prop("ReceiverUrlPublicPermission", "Principal") != "*" ||
+		prop("ReceiverUrlPublicPermission", "FunctionUrlAuthType") != "NONE" {
+		t.Error("ReceiverUrlPublicPermission must grant lambda:InvokeFunctionUrl to * only for FunctionUrlAuthType NONE")
+	}
+	if prop("ReceiverUrlInvokePermission", "Action") != "lambda:InvokeFunction" || prop("ReceiverUrlInvokePermission", "Principal") != "*" ||
+		prop("ReceiverUrlInvokePermission", "InvokedViaFunctionUrl") != "true" {
+		t.Error("ReceiverUrlInvokePermission must grant lambda:InvokeFunction to * only when InvokedViaFunctionUrl")
+	}
+	for _, p := range []string{"ReceiverUrlPublicPermission", "ReceiverUrlInvokePermission"} {
+		if prop(p, "FunctionName") != "ReceiverFunction" {
+			t.Errorf("%s must name the receiver, not another function", p)
+		}
+	}
+	for out, want := range map[string]string{"WebhookUrl": "", "HttpApiWebhookUrl": "HasHttpApi", "FunctionUrlWebhookUrl": "HasFunctionUrl", "ApiEndpoint": "HasHttpApi"} {
+		o := get(tp.root, "Outputs", out)
+		if o == nil {
+			t.Errorf("no output %s", out)
+			continue
+		}
+		if c := get(o, "Condition"); (c == nil && want != "") || (c != nil && c.Value != want) {
+			t.Errorf("output %s condition %v, want %q", out, c, want)
+		}
+	}
+	rce := get(tp.resource("ReceiverFunction"), "Properties", "ReservedConcurrentExecutions")
+	if rce == nil || rce.Tag != "!If" || len(rce.Content) != 3 || rce.Content[0].Value != "HasReceiverReservation" || rce.Content[2].Value != "AWS::NoValue" {
+		t.Error("the receiver's ReservedConcurrentExecutions must be !If [HasReceiverReservation, ReceiverReservedConcurrency, AWS::NoValue]")
+	}
+	if d := get(tp.root, "Parameters", "ReceiverReservedConcurrency", "Default"); d == nil || d.Value != "0" {
+		t.Errorf("ReceiverReservedConcurrency default %v, want 0 (accounts with a quota of 10 cannot reserve)", d)
 	}
 }
