@@ -8,9 +8,11 @@
 #      (CloudFormation with the SAM transform, S3 artifacts); the functions then run with
 #      their roles' credentials and every AWS call they make is checked against the template
 #   4. go test ./e2e: IAM enforcement probed role by role (every granted action allowed, the
-#      rest denied), signed webhooks through the HTTP API with secrets from both stores (new,
-#      duplicate, 20 concurrent, rejections), the SQS event source running the processor, the
-#      schedule running the reclaimer, assertions on the ledger and the DLQ
+#      rest denied), signed webhooks through both front doors (FrontDoor=Both: the HTTP API and
+#      the receiver's function URL) with secrets from both stores (new, duplicate, 20
+#      concurrent, rejections, a URL-signing provider, a throttled receiver), the SQS event
+#      source running the processor, the schedule running the reclaimer, assertions on the
+#      ledger (per-source retention included), the payments stub and the DLQ
 #   5. delete the stack and the retained ledger table; stop the emulator if this script started it
 # Nothing here can reach AWS: every client gets AWS_ENDPOINT_URL and dummy credentials.
 #
@@ -163,7 +165,10 @@ fi
 # shows, under the grants of samconfig.toml's dev section (SecretsParameterPath,
 # SecretsManagerPrefix): stripe/acme in SSM Parameter Store (SecureString), stripe/globex in
 # Secrets Manager under the prefix, github/acme in Secrets Manager outside it, granted by its
-# exact ARN given without the random suffix (SecretsManagerSecretArn).
+# exact ARN given without the random suffix (SecretsManagerSecretArn), square/acme in SSM (a
+# provider that signs the URL, driven through the function URL).
+# Retention is 48h so that the per-source rule shows: stripe's default is raised to its retry
+# horizon (3 days) plus a day, github keeps its own "retention" of 240h.
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
 eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" <<'EOF'
@@ -175,9 +180,11 @@ ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
 acme_ref = f"ssm:{ssm_path}/stripe/acme"
 globex_ref = f"secretsmanager:{sm_prefix}stripe/globex"
 github_name = f"shared/{stack}-github-acme"
-globex_secret, github_secret = secret + "_globex", "gh_" + secret
+globex_secret, github_secret, square_secret = secret + "_globex", "gh_" + secret, "sq_" + secret
+square_ref = f"ssm:{ssm_path}/square/acme"
 ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
 ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
+ssm.put_parameter(Name=square_ref[4:], Value=square_secret, Type="SecureString", Overwrite=True)
 arns = {}
 for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
     try:
@@ -186,12 +193,15 @@ for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secre
         arns[name] = sm.put_secret_value(SecretId=name, SecretString=value)["ARN"]
 exact = arns[github_name].rsplit("-", 1)[0]  # the ARN without the random suffix
 sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]}}},
-           "github": {"provider": "github", "tenants": {"acme": {"secrets": ["secretsmanager:" + github_name]}}}}
+           "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": ["secretsmanager:" + github_name]}}},
+           "square": {"provider": "square", "tenants": {"acme": {"secrets": [square_ref]}}}}
 params = {
     "Stage": "e2e",
     "Architecture": "x86_64",
     "SourcesConfig": json.dumps(sources, separators=(",", ":")),
     "ReclaimAfter": "5s",
+    "Retention": "48h",
+    "FrontDoor": "Both",
     "ReclaimSchedule": "rate(1 minute)",
     "LogLevel": "debug",
     "LogRetentionDays": 1,
@@ -207,7 +217,7 @@ params = {
 params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
-for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "ssm_ref": acme_ref,
+for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "secret_square": square_secret, "ssm_ref": acme_ref,
              "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
@@ -241,9 +251,13 @@ for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"
 res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
        for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
 iam = boto3.client("iam")
-for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
+for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
              "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
              "webhook_url": out["WebhookUrl"],
+             # The function URL's public form (https://<id>.lambda-url.<region>.on.aws/...), when
+             # deployed; the test reaches it on the emulator by its host name.
+             "function_url": out.get("FunctionUrlWebhookUrl", ""),
+             "receiver": out["ReceiverFunctionName"],
              "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
                                for fn in ("receiver", "processor", "reclaimer")),
              "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer")),
@@ -251,7 +265,7 @@ for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": 
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
-log "deployed: webhooks at $webhook_url, ledger $table"
+log "deployed: webhooks at $webhook_url${function_url:+ and $function_url}, ledger $table"
 
 # Enforcement must be on for whatever runs next (the e2e test probes every role in depth; the
 # demo does not): a call the receiver's role is not granted must be denied.
@@ -278,6 +292,7 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint" \
   HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port" HOOKLEDGER_E2E_ENDPOINT="$endpoint" \
   HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
+  HOOKLEDGER_E2E_SECRET_SQUARE="$secret_square" HOOKLEDGER_E2E_FUNCTION_URL="$function_url" HOOKLEDGER_E2E_RECEIVER="$receiver" \
   HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
   HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
