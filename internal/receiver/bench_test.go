@@ -112,3 +112,47 @@ func BenchmarkReceiver(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReceiverRejects is what a delivery the receiver refuses costs it:
+// a forged signature (the cost of a flood against a public function URL,
+// which no API Gateway throttle stands in front of) and a path that names
+// no source and tenant. Neither makes an AWS call; the secret is cached.
+func BenchmarkReceiverRejects(b *testing.B) {
+	v, err := webhook.New(webhook.Config{Provider: "stripe"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := ledger.New(benchDB{}, ledger.Options{Table: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &Handler{
+		Sources: benchSources{v, "whsec_bench_0123456789"}, Ledger: l, Queue: &queue.Sender{API: benchSQS{}, URL: "q"},
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	body := payload.JSON("evt_bench_0001", 1024)
+	hdr, err := v.Sign(webhook.Message{Body: body, Now: time.Now()}, "whsec_forged")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, tenant string
+		want         int
+	}{{"forged-signature/1KB", "acme", http.StatusUnauthorized}, {"no-tenant-in-path/1KB", "", http.StatusNotFound}} {
+		b.Run(c.name, func(b *testing.B) {
+			req := events.APIGatewayV2HTTPRequest{
+				RawPath: "/webhooks/stripe/" + c.tenant, Headers: map[string]string{"stripe-signature": hdr.Get("Stripe-Signature")}, Body: string(body),
+				RequestContext: events.APIGatewayV2HTTPRequestContext{DomainName: "hooks.example.com",
+					HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost}},
+			}
+			ctx := context.Background()
+			if resp, _ := h.Handle(ctx, req); resp.StatusCode != c.want {
+				b.Fatalf("receiver answered %d %s, want %d", resp.StatusCode, resp.Body, c.want)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Handle(ctx, req)
+			}
+		})
+	}
+}
