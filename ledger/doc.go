@@ -92,6 +92,10 @@
 //     which an operator calls explicitly, and none leaves done.
 //   - Expiry is checked in code: a record past expires_at is treated as absent
 //     (Create may replace it) even if DynamoDB's TTL has not deleted it yet.
+//     expires_at is set once, at Create, from the source's retention
+//     (Options.SourceRetention, else Options.Retention); the payload and the
+//     replay guard's digest take the same retention, so the payload never
+//     expires before its record.
 //
 // SDK errors never leave the package: callers branch on the sentinel errors
 // (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a
