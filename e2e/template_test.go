@@ -180,7 +180,7 @@ func TestSecretsManagerGrantCoversTheSuffix(t *testing.T) {
 // requires; each door has its 5xx alarm and its output; the receiver's
 // reserved concurrency, the function URL's only bound, reserves none by
 // default.
-func TestFrontDoors(t *testing.T) {
+func TestFrontDoorResources(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	if d := get(tp.root, "Parameters", "FrontDoor", "Default"); d == nil || d.Value != "HttpApi" {
