@@ -42,6 +42,9 @@
 //     X-Shopify-Webhook-Id.
 //
 // docs/providers.md lists every provider's sources, defaults and handshake.
+// [RetryHorizon] says how long after its first attempt a provider may still
+// deliver an event again under the same id, which a source's records must
+// outlive.
 //
 // Config.KeyHeader and Config.KeyPath override where the key comes from;
 // Config.TypePath overrides where the type comes from. When a scheme yields no
