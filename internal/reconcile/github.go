@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,7 +158,7 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 		if c := a.first.Compare(b.first); c != 0 {
 			return c
 		}
-		return strings.Compare(a.guid, b.guid)
+		return cmp.Compare(a.deliveryID, b.deliveryID)
 	})
 	for _, e := range events {
 		ev := Event{ID: e.guid, Type: e.event, At: e.first, Failed: !e.ok, ref: fmt.Sprint(e.deliveryID)}
