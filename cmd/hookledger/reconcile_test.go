@@ -48,7 +48,9 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := hookledger.NewRouter()
-	if err := effect.Register(routes, func(k string) string { return map[string]string{"PAYMENTS_URL": paySrv.URL, "NOTIFY_URL": paySrv.URL}[k] }); err != nil {
+	if err := effect.Register(routes, func(k string) string {
+		return map[string]string{"PAYMENTS_URL": paySrv.URL, "NOTIFY_URL": paySrv.URL}[k]
+	}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -46,7 +46,9 @@ type recorder struct {
 	url      string
 }
 
-func (r *recorder) URL(source, tenant string) string { return r.url + "/webhooks/" + source + "/" + tenant }
+func (r *recorder) URL(source, tenant string) string {
+	return r.url + "/webhooks/" + source + "/" + tenant
+}
 
 func (r *recorder) Feed(_ context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error) {
 	r.mu.Lock()
