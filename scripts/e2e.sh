@@ -146,9 +146,12 @@ fi
 # ---------------------------------------------------------------- deploy
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" <<'EOF'
+# The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
+"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$providers_port" <<'EOF'
 import json, sys
 path, secret, extra, endpoint, payments_port = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
+providers_port = sys.argv[6]
 sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [secret]}}}}
 params = {
     "Stage": "e2e",
@@ -163,6 +166,9 @@ params = {
     "EndpointUrl": endpoint,
     "PaymentsUrl": f"http://127.0.0.1:{payments_port}",
     "NotifyUrl": f"http://127.0.0.1:{payments_port}",
+    "ReconcileEnabled": "true",
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": "sk_test_stub",
+                                    "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
 }
 params.update(extra)
 with open(path, "w") as f:
@@ -206,7 +212,8 @@ log "deployed: webhooks at $webhook_url, ledger $table"
 export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
   HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
   HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint" \
-  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port"
+  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port" \
+  HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"
