@@ -1,5 +1,5 @@
 # hookledger: the two commands are `make demo` and `make test`.
-.PHONY: all build test lint demo chaos bench fuzz tools emulator emulator-stop fmt clean
+.PHONY: all build test lint demo outage chaos bench fuzz tools emulator emulator-stop fmt clean
 
 GO ?= go
 
@@ -25,6 +25,10 @@ lint: lint-template
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
 	bash scripts/demo.sh $(ARGS)
+
+## outage: deliveries lost in an outage, healed by hookledger reconcile (docs/reconcile.md)
+outage:
+	bash scripts/outage.sh $(ARGS)
 
 ## chaos: the fault-injection harness (crashes, duplicates, AWS faults) with an independent oracle
 chaos:

@@ -203,13 +203,13 @@ func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
 	if rep.DryRun {
 		mode = " (dry run: nothing fed)"
 	}
-	fmt.Fprintf(w, "reconcile %s/%s against the %s API, events since %s (%v)%s\n", rep.Source, rep.Tenant, rep.Provider,
-		rep.Since.Format(time.RFC3339), job.Window, mode)
+	fmt.Fprintf(w, "reconcile %s/%s against the %s API: %s, since %s (%v)%s\n", rep.Source, rep.Tenant, rep.Provider,
+		rep.Scope, rep.Since.Format(time.RFC3339), job.Window, mode)
 	rows := []struct {
 		n    int
 		what string
 	}{
-		{rep.Seen, "seen by the provider in the window"},
+		{rep.Seen, "listed by the provider"},
 		{rep.InLedger, "already in the ledger"},
 		{rep.Missing, "missing from the ledger"},
 		{rep.Fed, "fed through the receiver and accepted (recovered)"},
@@ -228,7 +228,12 @@ func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tTYPE\tAT\tRESULT")
-	for _, f := range rep.Found {
+	const most = 50
+	for i, f := range rep.Found {
+		if i == most {
+			fmt.Fprintf(tw, "(%d more; --json lists every one)\n", len(rep.Found)-most)
+			break
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Key, f.Type, f.At.Format(time.RFC3339), f.Result)
 	}
 	tw.Flush()

@@ -80,6 +80,9 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 // Name implements Provider.
 func (g *GitHub) Name() string { return "github" }
 
+// Scope says what List is asked for.
+func (g *GitHub) Scope() string { return "every delivery of " + g.hook }
+
 // Retention implements Provider: github.com keeps deliveries 3 days.
 func (g *GitHub) Retention() time.Duration { return githubRetention }
 

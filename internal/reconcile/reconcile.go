@@ -68,6 +68,9 @@ type Provider interface {
 	Rebuild(ctx context.Context, ev Event) (Delivery, error)
 }
 
+// scoper is a provider that says what it lists.
+type scoper interface{ Scope() string }
+
 // Redeliverer is a provider that can send an event again itself (GitHub's
 // POST .../deliveries/{id}/attempts): a genuine, byte-identical delivery
 // through the front door.
@@ -178,6 +181,7 @@ type Report struct {
 	Tenant   string    `json:"tenant"`
 	Provider string    `json:"provider"`
 	Since    time.Time `json:"since"`
+	Scope    string    `json:"scope"` // what the provider was asked for
 	DryRun   bool      `json:"dry_run,omitempty"`
 	Counts
 	Found []Found `json:"missing_events"` // the missing events, oldest first
@@ -216,7 +220,10 @@ func (r *Reconciler) log() *slog.Logger {
 // failures are counted, not returned.
 func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	now := r.now()
-	rep := Report{Source: job.Source, Tenant: job.Tenant, Provider: job.Provider.Name(), Since: now.Add(-job.Window).UTC(), DryRun: job.DryRun}
+	rep := Report{Source: job.Source, Tenant: job.Tenant, Provider: job.Provider.Name(), Since: now.Add(-job.Window).UTC(), DryRun: job.DryRun, Scope: "every event"}
+	if s, ok := job.Provider.(scoper); ok {
+		rep.Scope = s.Scope()
+	}
 	if err := job.Validate(); err != nil {
 		return rep, err
 	}

@@ -87,6 +87,18 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 // Name implements Provider.
 func (s *Stripe) Name() string { return "stripe" }
 
+// Scope says which events List is asked for.
+func (s *Stripe) Scope() string {
+	scope := "the events Stripe could not deliver (delivery_success=false)"
+	if s.All {
+		scope = "every event"
+	}
+	if len(s.Types) > 0 {
+		scope += " of types " + strings.Join(s.Types, ", ")
+	}
+	return scope
+}
+
 // Retention implements Provider: List Events covers 30 days.
 func (s *Stripe) Retention() time.Duration { return stripeRetention }
 
