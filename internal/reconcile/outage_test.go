@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -342,8 +343,13 @@ func TestReconcileGitHubRedelivery(t *testing.T) {
 	o.stub.GitHub.SetDown(false)
 	spec := reconcile.Spec{Source: "github", Tenant: "acme", Hook: "repos/acme/shop/hooks/42", Redeliver: true}
 	rep, err := r.Run(ctx, o.job(t, spec, false))
-	if err != nil || rep.Missing != 4 || rep.Requested != 4 || rep.Failed != 0 {
+	if err != nil || rep.Missing != 4 || rep.Requested != 4 || rep.Failed != 0 || len(rep.Found) != len(lost) {
 		t.Fatalf("reconcile: %+v %v", rep.Counts, err)
+	}
+	for _, f := range rep.Found {
+		if !slices.Contains(lost, f.Key) || f.Result != "redelivery_requested" {
+			t.Errorf("found %+v, not one of the lost %v", f, lost)
+		}
 	}
 	o.settle(t, "github", all)
 	o.once(t, "github", all)
