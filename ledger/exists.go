@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,6 +34,3 @@ func (l *Ledger) Exists(ctx context.Context, id ID) (bool, error) {
 	}
 	return out.Item != nil, nil
 }
-
-// Retention is how long this ledger keeps records.
-func (l *Ledger) Retention() time.Duration { return l.opt.Retention }

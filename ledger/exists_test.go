@@ -36,7 +36,4 @@ func TestExists(t *testing.T) {
 	if _, err := f.l.Exists(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme"}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Fatalf("empty key: %v", err)
 	}
-	if f.l.Retention() != time.Hour {
-		t.Fatalf("retention %v", f.l.Retention())
-	}
 }
