@@ -5,10 +5,10 @@ GO ?= go
 
 all: build
 
-## build: the CLI (bin/hookledger) and the three Lambda binaries for linux/arm64
+## build: the CLI (bin/hookledger) and the Lambda binaries for linux/arm64
 build:
 	$(GO) build -trimpath -o bin/hookledger ./cmd/hookledger
-	for f in receiver processor reclaimer; do \
+	for f in receiver processor reclaimer reconciler; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags="-s -w" -o bin/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
