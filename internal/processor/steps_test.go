@@ -37,6 +37,20 @@ func (d *downstream) do(name, key string) string {
 	return name + "-result"
 }
 
+// blocker returns the channel the "slow" step waits on (nil: none).
+func (d *downstream) blocker() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.block
+}
+
+// setBlock sets it.
+func (d *downstream) setBlock(b chan struct{}) {
+	d.mu.Lock()
+	d.block = b
+	d.mu.Unlock()
+}
+
 func (d *downstream) times(name, key string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -113,11 +127,14 @@ func setupSteps(t *testing.T) *stepFixture {
 		return err
 	})
 	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *hookledger.Event) error {
+		// Read before step a: a test that sees step a done may then clear the
+		// block for the next worker without changing what this one does.
+		block := d.blocker()
 		if _, err := ev.Step(ctx, "a", step("a"), hookledger.Check(d.check("a"))); err != nil {
 			return err
 		}
-		if d.block != nil {
-			<-d.block
+		if block != nil {
+			<-block
 		}
 		_, err := ev.Step(ctx, "b", step("b"), hookledger.AtMostOnce(), hookledger.Check(d.check("b")))
 		return err
@@ -249,7 +266,7 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 	t.Parallel()
 	f := setupSteps(t)
 	msg := f.message(t, "evt_takeover", "slow")
-	f.down.block = make(chan struct{})
+	f.down.setBlock(make(chan struct{}))
 	var emf bytes.Buffer
 	f.h.Metrics = metric.New(&emf, "test")
 	aDone := make(chan bool)
@@ -259,8 +276,8 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	f.clock.Advance(2 * time.Minute) // A's lease runs out while it stalls
-	block := f.down.block
-	f.down.block = nil // B does not stall
+	block := f.down.blocker()
+	f.down.setBlock(nil) // B does not stall
 	if !f.deliver(t, msg) {
 		t.Fatalf("worker B failed: %+v", f.record(t, k))
 	}
