@@ -16,11 +16,14 @@ build:
 test:
 	bash scripts/test.sh
 
-## lint: go vet (all build tags) and the template checks (cfn-lint with serverless rules, sam validate --lint)
+## lint: go vet and staticcheck (all build tags), and the template checks (cfn-lint with serverless rules, sam validate --lint, checkov)
 lint: lint-template
 	$(GO) vet ./...
 	$(GO) vet -tags crashpoints ./...
 	$(GO) vet -tags e2e ./e2e/
+	.tools/bin/staticcheck ./...
+	.tools/bin/staticcheck -tags crashpoints ./...
+	.tools/bin/staticcheck -tags e2e ./e2e/
 
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
@@ -42,7 +45,7 @@ bench:
 fuzz:
 	bash scripts/fuzz.sh 60s
 
-## tools: the pinned Python tools (MiniStack, SAM CLI, cfn-lint) in .venv
+## tools: the pinned tools: MiniStack, SAM CLI, cfn-lint, checkov in .venv; staticcheck in .tools/bin
 tools:
 	bash scripts/tools.sh
 

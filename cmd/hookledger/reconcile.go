@@ -34,7 +34,8 @@ Providers: stripe (List Events; by default only the events Stripe could not
 deliver, --all for every event, e.g. after the endpoint was disabled) and
 github (the hook's deliveries, 3 days; --redeliver asks GitHub to send them
 again itself). The source's provider, verifier and tenant secrets come from
-HOOKLEDGER_SOURCES; the API credential, hook and options from the entry for
+HOOKLEDGER_SOURCES (or, without it, from the --receiver-function's own
+configuration); the API credential, hook and options from the entry for
 --source/--tenant in HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
 Secret references (--credential) resolve like the sources' secrets.
 
@@ -57,7 +58,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
 	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
 	cfgFile := fs.String("config", "", "read the reconcile entries (a JSON array, as HOOKLEDGER_RECONCILE) from this file")
-	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME): a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read")
+	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE): a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read")
 	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; GitHub Enterprise Server: https://HOST/api/v3)")
 	fs.StringVar(&sp.MinAge, "min-age", "", "leave events younger than this to the sender's own delivery and retries (default 10m)")
 	fs.BoolVar(&sp.All, "all", false, "stripe: every event in the window, not only those Stripe reports undelivered (after the endpoint was disabled; combine with --types)")
@@ -102,6 +103,13 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 1
+	}
+	if c.SourcesJSON == "" && *fn != "" {
+		// No local sources: use the deployed receiver's own.
+		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn); err != nil {
+			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			return 1
+		}
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {

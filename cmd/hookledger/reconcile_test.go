@@ -37,7 +37,7 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 	paySrv := httptest.NewServer(pay)
 	defer paySrv.Close()
 	const secret = "whsec_reconcile_cmd"
-	sources := `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["` + secret + `"]}}}}`
+	sources := `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + secret + `"]}}}}`
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_SOURCES": sources, "LOG_LEVEL": "warn"}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -85,7 +85,7 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 	if lost != 3 {
 		t.Fatalf("%d lost, want 3", lost)
 	}
-	args := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "sk_test_stub", "--api-url", api.URL, "--min-age", "0s", "--url", webhookURL}
+	args := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_test_stub", "--api-url", api.URL, "--min-age", "0s", "--url", webhookURL}
 
 	var out, errb bytes.Buffer
 	if code := run(t.Context(), append(args, "--dry-run"), &out, &errb); code != 0 {
@@ -123,12 +123,12 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 }
 
 func TestReconcileUsage(t *testing.T) {
-	t.Setenv("HOOKLEDGER_SOURCES", `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["whsec_x"]}}},"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["x"]}}}}`)
+	t.Setenv("HOOKLEDGER_SOURCES", `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]}}},"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:x"]}}}}`)
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9") // nothing is called
 	t.Setenv("HOOKLEDGER_RECONCILE", "")
 	t.Setenv("HOOKLEDGER_WEBHOOK_URL", "")
 	t.Setenv("HOOKLEDGER_RECEIVER_FUNCTION", "")
-	base := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "sk_x"}
+	base := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_x"}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -138,7 +138,7 @@ func TestReconcileUsage(t *testing.T) {
 		{append(base, "--since", "200h"), "beyond the ledger's retention"},
 		{base, "nowhere to feed"},
 		{append(base, "--url", "not a url"), "--url"},
-		{[]string{"reconcile", "--source", "shop", "--tenant", "acme", "--credential", "x", "--dry-run"}, "can ask only stripe and github"},
+		{[]string{"reconcile", "--source", "shop", "--tenant", "acme", "--credential", "literal:x", "--dry-run"}, "can ask only stripe and github"},
 		{append(base, "extra"), "unexpected argument"},
 	} {
 		var errb bytes.Buffer

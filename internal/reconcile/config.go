@@ -72,6 +72,9 @@ type Config struct {
 	Secrets   *source.Secrets // resolves Spec.Credential
 	Retention time.Duration   // the ledger's
 	Client    *http.Client    // for provider APIs (default: 30 s timeout)
+	// CredentialGrants is what the deployed reconciler's role may read for
+	// credentials (HOOKLEDGER_RECONCILE_GRANTS); nil: not checked (the CLI).
+	CredentialGrants *source.Grants
 }
 
 // Check validates a spec against the sources without any network call, so
@@ -92,6 +95,15 @@ func (c *Config) Check(s Spec) error {
 	}
 	if strings.TrimSpace(s.Credential) == "" {
 		return fmt.Errorf("reconcile %s: no credential; set a reference to the %s API credential, e.g. \"ssm:/hookledger/%s/%s-api\"", name, p, s.Tenant, p)
+	}
+	ref, err := source.ParseRef(s.Credential)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: credential: %w", name, err)
+	}
+	if c.CredentialGrants != nil {
+		if err := c.CredentialGrants.Check(ref); err != nil {
+			return fmt.Errorf("reconcile %s: credential: %w (the reconciler's grants are ReconcileCredentialsParameterPath and ReconcileCredentialsSecretArn)", name, err)
+		}
 	}
 	if _, err := baseURL(s.APIURL, "https://api.example.com"); err != nil {
 		return fmt.Errorf("reconcile %s: %w", name, err)
@@ -172,22 +184,27 @@ func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	job.Window, _ = c.window(s, src.Provider)
 	job.MinAge, _ = minAge(s)
 	if !dryRun || keyFromDelivery {
-		if job.Secrets, err = c.Registry.Secrets(ctx, refs); err != nil {
-			return Job{}, fmt.Errorf("reconcile %s/%s: the tenant's signing secrets (to sign rebuilt deliveries): %w", s.Source, s.Tenant, err)
+		// Each reference resolves on its own (a rotation list keeps working
+		// while an old secret is gone); any one the receiver accepts signs.
+		res := c.Registry.Secrets(ctx, refs)
+		if len(res.Values) == 0 {
+			return Job{}, fmt.Errorf("reconcile %s/%s: none of the tenant's signing secrets (to sign rebuilt deliveries) resolved: %w", s.Source, s.Tenant, res.Err())
 		}
+		job.Secrets = res.Values
 	}
 	if c.Secrets == nil {
 		return Job{}, errors.New("reconcile: no secret resolver for the credential")
 	}
-	cred, err := c.Secrets.Resolve(ctx, []string{s.Credential})
+	ref, _ := source.ParseRef(s.Credential) // checked above
+	cred, err := c.Secrets.Value(ctx, ref)
 	if err != nil {
 		return Job{}, fmt.Errorf("reconcile %s/%s: the %s API credential: %w", s.Source, s.Tenant, src.Provider, err)
 	}
 	switch src.Provider {
 	case "stripe":
-		job.Provider, err = NewStripe(StripeOptions{APIKey: cred[0], BaseURL: s.APIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
+		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
 	default:
-		job.Provider, err = NewGitHub(GitHubOptions{Token: cred[0], Hook: s.Hook, BaseURL: s.APIURL, Client: c.Client})
+		job.Provider, err = NewGitHub(GitHubOptions{Token: cred, Hook: s.Hook, BaseURL: s.APIURL, Client: c.Client})
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("reconcile %s/%s: %w", s.Source, s.Tenant, err)

@@ -71,7 +71,7 @@ func setupOutage(t *testing.T) *outage {
 	table := emulator.Table(t, cfg)
 	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 30})
 	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}},
-		"github":{"provider":"github","tenants":{"acme":{"secrets":[%q]}}}}`, stripeSecret, githubSecret)
+		"github":{"provider":"github","tenants":{"acme":{"secrets":[%q]}}}}`, "literal:"+stripeSecret, "literal:"+githubSecret)
 	c, err := config.Load(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func (o *outage) job(t *testing.T, spec reconcile.Spec, dry bool) reconcile.Job 
 	t.Helper()
 	spec.APIURL, spec.MinAge = o.api, "0s"
 	if spec.Credential == "" {
-		spec.Credential = map[string]string{"stripe": "sk_test_stub", "github": "ghp_stub"}[spec.Source]
+		spec.Credential = map[string]string{"stripe": "literal:sk_test_stub", "github": "literal:ghp_stub"}[spec.Source]
 	}
 	j, err := o.rc.Job(t.Context(), spec, dry)
 	if err != nil {

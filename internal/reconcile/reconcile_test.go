@@ -229,9 +229,9 @@ func TestWindowsAndAges(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	t.Parallel()
-	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["whsec_1"]}}},
-		"github":{"provider":"github","tenants":{"acme":{"secrets":["gh"]}}},
-		"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["sh"]}}}}`))
+	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}},
+		"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh"]}}},
+		"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:sh"]}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,18 +243,20 @@ func TestConfigCheck(t *testing.T) {
 		{Spec{Source: "stripe", Tenant: "acme", Credential: "env:STRIPE"}, ""},
 		{Spec{Source: "github", Tenant: "acme", Credential: "env:GH", Hook: "repos/acme/shop/hooks/1", Redeliver: true}, ""},
 		{Spec{Source: "github", Tenant: "acme", Credential: "env:GH", Hook: "orgs/acme/hooks/7"}, ""},
-		{Spec{Source: "nope", Tenant: "acme", Credential: "x"}, "not in the sources"},
-		{Spec{Source: "stripe", Tenant: "globex", Credential: "x"}, "no tenant"},
-		{Spec{Source: "shop", Tenant: "acme", Credential: "x"}, "can ask only stripe and github"},
+		{Spec{Source: "nope", Tenant: "acme", Credential: "literal:x"}, "not in the sources"},
+		{Spec{Source: "stripe", Tenant: "globex", Credential: "literal:x"}, "no tenant"},
+		{Spec{Source: "shop", Tenant: "acme", Credential: "literal:x"}, "can ask only stripe and github"},
 		{Spec{Source: "stripe", Tenant: "acme"}, "no credential"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", Window: "169h"}, "beyond the ledger's retention"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", Window: "soon"}, "positive Go duration"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", MinAge: "-1m"}, "min_age"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", Hook: "repos/a/b/hooks/1"}, "GitHub settings"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", Types: []string{"in*voice"}}, "want an event type"},
-		{Spec{Source: "stripe", Tenant: "acme", Credential: "x", APIURL: "ftp://x"}, "api_url"},
-		{Spec{Source: "github", Tenant: "acme", Credential: "x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
-		{Spec{Source: "github", Tenant: "acme", Credential: "x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "sk_live_unprefixed"}, "no scheme"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"}, "bare ARN"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Window: "169h"}, "beyond the ledger's retention"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Window: "soon"}, "positive Go duration"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", MinAge: "-1m"}, "min_age"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1"}, "GitHub settings"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Types: []string{"in*voice"}}, "want an event type"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "ftp://x"}, "api_url"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
 	} {
 		err := c.Check(tc.spec)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -134,7 +134,7 @@ func (o *outage) run(ctx context.Context, keep bool) error {
 	}
 	defer stopPay()
 	stripeSecret, githubSecret := "whsec_outage_"+cli.RandomHex(16), "gh_outage_"+cli.RandomHex(16)
-	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":[%q]}}}}`, stripeSecret, githubSecret)
+	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}},"github":{"provider":"github","tenants":{"acme":{"secrets":[%q]}}}}`, "literal:"+stripeSecret, "literal:"+githubSecret)
 	env := map[string]string{"HOOKLEDGER_TABLE": name, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_SOURCES": sources,
 		"HOOKLEDGER_RECLAIM_AFTER": "10s", "LOG_LEVEL": "warn"}
 	c, err := config.Load(func(k string) string { return env[k] })
@@ -226,8 +226,8 @@ func (o *outage) run(ctx context.Context, keep bool) error {
 
 	o.env = append(os.Environ(), "HOOKLEDGER_TABLE="+name, "HOOKLEDGER_SOURCES="+sources, "LOG_LEVEL=warn")
 	common := []string{"--api-url", api, "--min-age", "0s"}
-	stripeArgs := append([]string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "sk_test_stub"}, common...)
-	githubArgs := append([]string{"reconcile", "--source", "github", "--tenant", "acme", "--credential", "ghp_stub", "--hook", "repos/acme/shop/hooks/42"}, common...)
+	stripeArgs := append([]string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_test_stub"}, common...)
+	githubArgs := append([]string{"reconcile", "--source", "github", "--tenant", "acme", "--credential", "literal:ghp_stub", "--hook", "repos/acme/shop/hooks/42"}, common...)
 	feed := []string{"--url", hooks + "/webhooks/{source}/{tenant}"}
 	if _, err := o.cli(ctx, append(stripeArgs, "--dry-run"), true); err != nil {
 		return err
