@@ -33,16 +33,19 @@
 // it sets a fresh owner token, lease_until and attempts+1. Complete, Fail,
 // Bury and ExtendLease succeed only while the caller's token still owns an
 // unexpired lease; otherwise they return ErrLeaseLost. The reclaimer's
-// transitions (Requeue, Reset, Resolve, Kill) are conditioned on the version
-// it read, so two reclaimers, or a reclaimer and a worker, never both act on
-// one record.
+// transitions (Requeue, Reset, Postpone, Unsent, BuryStale) are conditioned
+// on the version it read, so two reclaimers, or a reclaimer and a worker,
+// never both act on one record.
 //
 // # Due index
 //
 // A sparse global secondary index (DueIndex) on due_shard (number, hash of pk
 // modulo Shards) and due_at (milliseconds since the epoch). Only non-terminal
 // records carry the two attributes; done and dead remove them. The reclaimer
-// queries each shard for due_at <= now.
+// walks each shard for due_at <= now (DueFrom), then reads the records and
+// payloads it found in batches (GetMany, Payloads) with consistent reads:
+// the index projects keys only, so a record is always judged as the table
+// holds it, never as the lagging index saw it.
 //
 // # Guarantees
 //
