@@ -176,8 +176,8 @@ func (c Config) ValidateReclaimer() error {
 	if c.ReclaimBatch > 1000 {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_BATCH=%d: at most 1000 records per shard query", c.ReclaimBatch))
 	}
-	if c.ReclaimChain > 100 {
-		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_CHAIN=%d: at most 100 continuations per scheduled run", c.ReclaimChain))
+	if c.ReclaimChain > 15 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_CHAIN=%d: at most 15 continuations per scheduled run (Lambda's recursive loop detection stops longer chains; the schedule starts a new chain every tick anyway)", c.ReclaimChain))
 	}
 	return errors.Join(errs...)
 }
