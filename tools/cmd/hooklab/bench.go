@@ -48,10 +48,10 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "cost", "compare", "coldstart", "throughput"}
+var benchSections = []string{"accounting", "cost", "compare", "coldstart", "throughput", "recovery"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,compare,coldstart,throughput] [--endpoint URL]", stderr)
+	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,compare,coldstart,throughput,recovery] [--endpoint URL]", stderr)
 	endpoint := fs.String("endpoint", "", "AWS emulator endpoint (default $AWS_ENDPOINT_URL, else http://localhost:4599); must be a loopback address")
 	only := fs.String("only", strings.Join(benchSections, ","), "sections to run, comma-separated: "+strings.Join(benchSections, ", "))
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
@@ -64,6 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	runs := fs.Int("coldstart-runs", 15, "cold starts per function")
 	tpEvents := fs.Int("throughput-events", 400, "events sent in the throughput run")
 	conc := fs.Int("concurrency", 8, "concurrent senders in the throughput run")
+	rec := addRecoveryFlags(fs)
 	goBench := fs.String("go-bench", "", "print the medians of this `go test -bench -benchmem -count N` output first (scripts/bench.sh passes it)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	b := &benchRun{ep: ep, out: stdout, log: stderr, timing: *timing, compareN: *compareEvents, dupRate: *dupRate,
-		memory: *memory, batch: *batch, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc}
+		memory: *memory, batch: *batch, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc, rec: rec}
 	fmt.Fprintf(stdout, "# hookledger bench\n\nemulator %s · %s/%s · %d CPUs · %s · %s\n", ep, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	failed := false
 	if *goBench != "" {
@@ -131,6 +132,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	step("compare", b.compare)
 	step("coldstart", b.coldstart)
 	step("throughput", b.throughput)
+	step("recovery", b.recovery)
 	if failed {
 		return 1
 	}
@@ -190,6 +192,7 @@ type benchRun struct {
 	python, ptScript  string
 	runs              int
 	tpEvents, conc    int
+	rec               *recoveryFlags
 	accountingPrinted bool
 
 	// accounting results, per payload size, for the cost model
