@@ -235,6 +235,63 @@ func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record
 		"reclaims > :zero")
 }
 
+// The reclaimer's run lock is one item beside the records (never in the due
+// index, never listed: its sort key is not a record's).
+const (
+	runLockPK  = "reclaimer#run"
+	runLockSK  = "lock"
+	attrLockBy = "lock_owner"
+	attrLockTo = "lock_until"
+)
+
+// LockRun takes the reclaimer's run lock for owner until until, with one
+// conditional write: it succeeds when nobody holds the lock, when its
+// holder's time has passed (by the ledger's clock), or when owner holds it
+// already (a run handing over to its continuation). Otherwise it returns
+// ErrLeased. The lock only saves work — every reclaim is a conditional
+// write of its own — so that overlapping schedule ticks, continuations and
+// manual runs do not walk the same shards side by side.
+func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) error {
+	if owner == "" {
+		return fmt.Errorf("%w: empty run lock owner", ErrInvalid)
+	}
+	now := l.now()
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &l.opt.Table,
+		Key:                 map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression:    aws.String("SET " + attrLockBy + " = :me, " + attrLockTo + " = :until, " + attrExpires + " = :exp"),
+		ConditionExpression: aws.String("attribute_not_exists(" + attrLockBy + ") OR " + attrLockTo + " <= :now OR " + attrLockBy + " = :me"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":me": s(owner), ":until": ms(until), ":now": ms(now), ":exp": n(until.Add(24 * time.Hour).Unix()),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("reclaimer run lock: %w", ErrLeased)
+	}
+	if err != nil {
+		return fmt.Errorf("reclaimer run lock: %w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// UnlockRun releases the run lock if owner still holds it; otherwise it
+// does nothing.
+func (l *Ledger) UnlockRun(ctx context.Context, owner string) error {
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &l.opt.Table,
+		Key:                       map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression:          aws.String("REMOVE " + attrLockBy + ", " + attrLockTo),
+		ConditionExpression:       aws.String(attrLockBy + " = :me"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":me": s(owner)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("reclaimer run unlock: %w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
 // Postpone moves due_at of a record that is not yet overdue in fact (a live
 // lease) to next, without counting a reclaim.
 func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Record, error) {

@@ -151,3 +151,44 @@ func TestUnsentTakesBackTheReclaim(t *testing.T) {
 		t.Errorf("record after the refused unsent: %+v", r)
 	}
 }
+
+func TestRunLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	until := f.clock.Now().Add(time.Minute)
+	if err := f.l.LockRun(ctx, "run-a", until); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("a second run took a held lock: %v", err)
+	}
+	if err := f.l.LockRun(ctx, "run-a", until.Add(time.Minute)); err != nil {
+		t.Fatalf("the holder (handing over to its continuation) could not take it again: %v", err)
+	}
+	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("someone else's unlock released the lock: %v", err)
+	}
+	f.clock.Advance(2 * time.Minute) // the holder died; its time passed
+	if err := f.l.LockRun(ctx, "run-b", f.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("an expired lock was not taken over: %v", err)
+	}
+	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-c", f.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("a released lock: %v", err)
+	}
+	// The lock is no record: not listed, never due.
+	if recs, err := f.l.List(ctx, "", 0); err != nil || len(recs) != 0 {
+		t.Fatalf("listed %v, %v", recs, err)
+	}
+	for shard := range f.l.Shards() {
+		if ids, _ := f.l.Due(ctx, shard, f.clock.Now().Add(48*time.Hour), 10); len(ids) != 0 {
+			t.Fatalf("due: %v", ids)
+		}
+	}
+}

@@ -19,6 +19,8 @@ package reclaimer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +54,12 @@ type sender interface {
 	Depth(ctx context.Context) (int, error)
 }
 
+// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun).
+type locker interface {
+	LockRun(ctx context.Context, owner string, until time.Time) error
+	UnlockRun(ctx context.Context, owner string) error
+}
+
 // continuer starts the next run asynchronously (the function invoking
 // itself with InvocationType Event).
 type continuer interface {
@@ -60,6 +68,7 @@ type continuer interface {
 
 var (
 	_ store  = (*ledger.Ledger)(nil)
+	_ locker = (*ledger.Ledger)(nil)
 	_ sender = (*queue.BatchSender)(nil)
 )
 
@@ -89,6 +98,11 @@ type Handler struct {
 	// Continue starts the next run when a run's budget ran out with a
 	// backlog left; nil: the next schedule tick picks the backlog up.
 	Continue continuer
+	// Lock makes runs take turns (a run that finds another holding it
+	// ends at once, Stopped "locked"); nil: runs may overlap, which is
+	// safe — every reclaim is a conditional write — but walks the same
+	// shards twice.
+	Lock locker
 	// PerShard is the page size: due records read per shard query.
 	PerShard int
 	// Workers is how many shards are worked on at once (default the
@@ -124,6 +138,8 @@ type Input struct {
 	// Chain is how many runs came before this one in an unbroken chain of
 	// continuations; 0 for a scheduled or manual run.
 	Chain int `json:"hookledger_reclaim_chain,omitempty"`
+	// Lock is the run lock's owner token a continuation takes over.
+	Lock string `json:"hookledger_reclaim_lock,omitempty"`
 }
 
 // How a run ended (Report.Stopped).
@@ -134,6 +150,7 @@ const (
 	StopQueueDown   = "queue_down"   // the queue's depth could not be read: nothing re-driven into it
 	StopCanceled    = "canceled"     // the context ended
 	StopShardErrors = "shard_errors" // shards stopped on errors
+	StopLocked      = "locked"       // another run holds the run lock
 )
 
 // Report counts what one run did.
@@ -181,12 +198,22 @@ func (r *Report) add(o Report) {
 // alarms while a single throttled shard does not.
 func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	in := inputOf(ev)
+	log := h.logger()
+	token, ok := h.lock(ctx, in)
+	if !ok {
+		log.InfoContext(ctx, "reclaim run skipped: another run holds the run lock", "chain", in.Chain)
+		return Report{Chain: in.Chain, Stopped: StopLocked}, nil
+	}
 	r := h.newRun(ctx, in)
 	r.work()
 	rep := r.report()
-	log := h.logger()
 	if rep.Stopped == StopBudget || rep.Stopped == StopPaced {
-		rep.Continued = h.continueRun(ctx, in, rep)
+		rep.Continued = h.continueRun(ctx, in, token, rep)
+	}
+	if token != "" && !rep.Continued { // a continuation takes the lock over
+		if err := h.Lock.UnlockRun(context.WithoutCancel(ctx), token); err != nil {
+			log.WarnContext(ctx, "reclaim run lock not released; it expires at the run's deadline", "error", err.Error())
+		}
 	}
 	log.InfoContext(ctx, "reclaim run", "chain", rep.Chain, "stopped", rep.Stopped, "backlog", rep.Backlog, "continued", rep.Continued,
 		"pages", rep.Pages, "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
@@ -218,10 +245,38 @@ func inputOf(ev any) Input {
 	return Input{}
 }
 
+// lock takes the run lock (a continuation takes over its predecessor's).
+// ok is false when another run holds it; token is "" when the run goes on
+// without the lock (none configured, or it could not be written: running
+// unlocked is safe).
+func (h *Handler) lock(ctx context.Context, in Input) (token string, ok bool) {
+	if h.Lock == nil {
+		return "", true
+	}
+	token = in.Lock
+	if token == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		token = hex.EncodeToString(b[:])
+	}
+	until := h.now().Add(15 * time.Minute) // no deadline: a local run
+	if dl, has := ctx.Deadline(); has {
+		until = h.now().Add(time.Until(dl))
+	}
+	switch err := h.Lock.LockRun(ctx, token, until); {
+	case errors.Is(err, ledger.ErrLeased):
+		return "", false
+	case err != nil:
+		h.logger().WarnContext(ctx, "reclaim run lock not taken; running without it", "error", err.Error())
+		return "", true
+	}
+	return token, true
+}
+
 // continueRun starts the next run when this one left a backlog, re-drove
 // something (a run that could not put anything on the queue would only
 // wait again) and the chain is not at its bound.
-func (h *Handler) continueRun(ctx context.Context, in Input, rep Report) bool {
+func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report) bool {
 	max := h.MaxChain
 	if max == 0 {
 		max = DefaultMaxChain
@@ -229,7 +284,7 @@ func (h *Handler) continueRun(ctx context.Context, in Input, rep Report) bool {
 	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= max {
 		return false
 	}
-	if err := h.Continue.Continue(context.WithoutCancel(ctx), Input{Chain: in.Chain + 1}); err != nil {
+	if err := h.Continue.Continue(context.WithoutCancel(ctx), Input{Chain: in.Chain + 1, Lock: token}); err != nil {
 		h.logger().WarnContext(ctx, "reclaim continuation not started; the next schedule tick picks the backlog up", "error", err.Error())
 		return false
 	}

@@ -2,6 +2,7 @@ package reclaimer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -256,6 +257,7 @@ func TestRunStopsAtItsBudgetAndContinues(t *testing.T) {
 	l := f.h.Ledger.(*ledger.Ledger)
 	f.h.Ledger = slowLedger{Ledger: l, advance: func() { f.clock.Advance(time.Second) }}
 	f.h.PerShard, f.h.Workers, f.h.Margin = 5, 2, 10*time.Second
+	f.h.Lock = l
 	cont := &continuations{}
 	f.h.Continue = cont
 
@@ -275,12 +277,17 @@ func TestRunStopsAtItsBudgetAndContinues(t *testing.T) {
 	if rep.Pages < 30 || rep.Pages > 32 {
 		t.Errorf("%d pages in a 30-page budget", rep.Pages)
 	}
-	if len(cont.ins) != 1 || cont.ins[0].Chain != 1 {
-		t.Fatalf("continuations %+v, want one with chain 1", cont.ins)
+	if len(cont.ins) != 1 || cont.ins[0].Chain != 1 || cont.ins[0].Lock == "" {
+		t.Fatalf("continuations %+v, want one with chain 1 and the run lock", cont.ins)
 	}
-	// The continuation (as Lambda would deliver it: JSON) finishes the job
-	// and, drained, starts no other.
-	rest, err := f.h.Handle(context.Background(), []byte(`{"hookledger_reclaim_chain":1}`))
+	// A schedule tick meanwhile finds the lock held by the chain.
+	if tick, err := f.h.Handle(context.Background(), nil); err != nil || tick.Stopped != reclaimer.StopLocked || tick.Scanned != 0 {
+		t.Fatalf("a tick during the chain: %+v %v", tick, err)
+	}
+	// The continuation (as Lambda delivers it: JSON) takes the lock over,
+	// finishes the job and, drained, starts no other and lets the lock go.
+	payload, _ := json.Marshal(cont.ins[0])
+	rest, err := f.h.Handle(context.Background(), json.RawMessage(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +302,40 @@ func TestRunStopsAtItsBudgetAndContinues(t *testing.T) {
 	}
 	if len(cont.ins) != 1 {
 		t.Fatalf("a drained run continued: %+v", cont.ins)
+	}
+	if next, err := f.h.Handle(context.Background(), nil); err != nil || next.Stopped != reclaimer.StopDrained {
+		t.Fatalf("the run after the chain: %+v %v (lock not released?)", next, err)
+	}
+}
+
+func TestRunLockMakesOverlappingRunsTakeTurns(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.h.Lock = f.h.Ledger.(*ledger.Ledger)
+	f.h.PerShard = 7
+	ids := f.backlog(t, "evt_turns", 150)
+	var wg sync.WaitGroup
+	reps := make([]reclaimer.Report, 5)
+	for i := range reps {
+		wg.Go(func() { reps[i], _ = f.h.Handle(context.Background(), nil) })
+	}
+	wg.Wait()
+	locked, redriven, conflicts := 0, 0, 0
+	for _, r := range reps {
+		if r.Stopped == reclaimer.StopLocked {
+			locked++
+		}
+		redriven += r.Redriven()
+		conflicts += r.Conflicts
+	}
+	if locked == 0 || redriven != len(ids) || conflicts != 0 {
+		t.Fatalf("5 overlapping runs with the lock: %d locked out, %d re-driven, %d conflicts (%+v)", locked, redriven, conflicts, reps)
+	}
+	got := f.drainAll(t)
+	for _, id := range ids {
+		if got.count[id.Key] != 1 {
+			t.Errorf("%s enqueued %d times", id.Key, got.count[id.Key])
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 		return nil, err
 	}
 	h := &Handler{
-		Ledger: l, Queue: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
+		Ledger: l, Lock: l, Queue: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
 		Log: log, Metrics: c.Metrics(),
 	}
