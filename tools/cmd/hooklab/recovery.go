@@ -13,11 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
@@ -39,7 +42,7 @@ func addRecoveryFlags(fs *flag.FlagSet) *recoveryFlags {
 	fs.IntVar(&r.target, "recovery-target", 60000, "the backlog the recovery section extrapolates to")
 	fs.DurationVar(&r.timeout, "recovery-timeout", 60*time.Second, "time budget (Lambda timeout) of one reclaimer invocation; the template's is 60s")
 	fs.DurationVar(&r.every, "recovery-schedule", time.Minute, "the reclaimer's schedule; the template's is rate(1 minute)")
-	fs.IntVar(&r.consumers, "recovery-consumers", 4, "concurrent receivers taking the re-driven messages off the queue, standing in for the processor's event source")
+	fs.IntVar(&r.consumers, "recovery-consumers", 10, "concurrent processor batches taking the re-driven messages off the queue (the template's ProcessorMaxConcurrency is 10)")
 	fs.IntVar(&r.tenants, "recovery-tenants", 20, "tenants the overdue records are spread over")
 	return r
 }
@@ -111,18 +114,23 @@ func seedBacklog(ctx context.Context, db ledger.API, table, prefix string, n, te
 	return ctx.Err()
 }
 
-// drainConsumer takes messages off the queue as the event source mapping
-// would (receive 10, delete them in one batch), counts each key and
-// watches the queue's depth.
+// drainConsumer is the processor's side of the drain: workers receive
+// batches of 10 as the event source mapping does, hand them to the real
+// processor handler (claim, no route so no effect, complete as unrouted:
+// done) and delete what it did not report as failed; it counts the
+// messages per key and the outcomes, and watches the queue's depth.
 type drainConsumer struct {
-	sq  *sqs.Client
-	url string
+	sq   *sqs.Client
+	url  string
+	proc *processor.Handler
 
 	mu       sync.Mutex
 	count    map[string]int
 	last     time.Time
 	maxDepth int
-	calls    atomic.Int64
+	failed   int
+	receives int // ReceiveMessage calls that returned messages
+	deletes  int // DeleteMessageBatch calls
 }
 
 func (c *drainConsumer) run(ctx context.Context, workers int) func() {
@@ -131,23 +139,44 @@ func (c *drainConsumer) run(ctx context.Context, workers int) func() {
 	for range workers {
 		wg.Go(func() {
 			for cctx.Err() == nil {
-				out, err := c.sq.ReceiveMessage(cctx, &sqs.ReceiveMessageInput{QueueUrl: &c.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 300})
-				c.calls.Add(1)
+				out, err := c.sq.ReceiveMessage(cctx, &sqs.ReceiveMessageInput{QueueUrl: &c.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 180,
+					MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
 				if err != nil || len(out.Messages) == 0 {
 					continue
 				}
-				del := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(out.Messages))
+				batch := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
+				for i, m := range out.Messages {
+					batch.Records[i] = events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body),
+						ReceiptHandle: aws.ToString(m.ReceiptHandle), Attributes: m.Attributes}
+				}
+				bctx, bcancel := context.WithTimeout(cctx, 30*time.Second) // the template's processor timeout
+				resp, _ := c.proc.Handle(bctx, batch)
+				bcancel()
+				failed := map[string]bool{}
+				for _, f := range resp.BatchItemFailures {
+					failed[f.ItemIdentifier] = true
+				}
+				var del []sqstypes.DeleteMessageBatchRequestEntry
 				c.mu.Lock()
 				for i, m := range out.Messages {
 					if msg, err := queue.Decode(aws.ToString(m.Body)); err == nil {
 						c.count[msg.Key]++
 					}
+					if failed[aws.ToString(m.MessageId)] {
+						c.failed++
+						continue
+					}
 					del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 				}
 				c.last = time.Now()
+				c.receives++
+				if len(del) > 0 {
+					c.deletes++
+				}
 				c.mu.Unlock()
-				c.sq.DeleteMessageBatch(cctx, &sqs.DeleteMessageBatchInput{QueueUrl: &c.url, Entries: del})
-				c.calls.Add(1)
+				if len(del) > 0 {
+					c.sq.DeleteMessageBatch(cctx, &sqs.DeleteMessageBatchInput{QueueUrl: &c.url, Entries: del})
+				}
 			}
 		})
 	}
@@ -223,7 +252,11 @@ func (b *benchRun) recovery(ctx context.Context) error {
 	}
 	cont := &benchContinuer{}
 	h.Continue = cont
-	cons := &drainConsumer{sq: sqs.NewFromConfig(env.raw), url: env.queueURL, count: map[string]int{}}
+	proc, err := processor.FromConfig(env.conf, env.raw, hookledger.NewRouter(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	cons := &drainConsumer{sq: sqs.NewFromConfig(env.raw), url: env.queueURL, proc: proc, count: map[string]int{}}
 	stopConsumer := cons.run(ctx, o.consumers)
 	defer stopConsumer()
 
@@ -275,14 +308,24 @@ func (b *benchRun) recovery(ctx context.Context) error {
 	}
 	stopConsumer()
 	unique, dups, last, maxDepth := cons.tally()
-	consumedAt := last.Sub(start)
+	cons.mu.Lock()
+	procFailed, receives, deletes := cons.failed, cons.receives, cons.deletes
+	cons.mu.Unlock()
+	processedAt := last.Sub(start)
 	calls := m.Snapshot()
+	l, err := ledger.New(dynamodb.NewFromConfig(env.raw), ledger.Options{Table: env.table})
+	if err != nil {
+		return err
+	}
+	counts, err := l.Counts(ctx)
+	if err != nil {
+		return err
+	}
 
 	var tot reclaimer.Report
 	for _, iv := range invs {
 		r := iv.rep
 		tot.Pages += r.Pages
-		tot.Scanned += r.Scanned
 		tot.Requeued += r.Requeued
 		tot.Reset += r.Reset
 		tot.Conflicts += r.Conflicts
@@ -291,9 +334,9 @@ func (b *benchRun) recovery(ctx context.Context) error {
 		tot.PacedMS += r.PacedMS
 	}
 	perMin := float64(redriven) / redrivenAt.Minutes()
+	per := func(n int) string { return fmt.Sprintf("%.3f", float64(n)/float64(max(redriven, 1))) }
 
-	// The drain.
-	t := &bench.MD{Title: fmt.Sprintf("Recovery: %d overdue records re-driven by the reclaimer with default settings (in-process against the emulator; %v per invocation; %d consumers standing in for the processor)",
+	t := &bench.MD{Title: fmt.Sprintf("Recovery: %d overdue records re-driven with default settings (in-process against the emulator: the reclaimer in %v invocations, the processor in %d concurrent batches of 10)",
 		o.records, o.timeout, o.consumers),
 		Header: []string{"what", "value"}}
 	t.Add("overdue records (1 KB payloads, 16 due shards, "+strconv.Itoa(o.tenants)+" tenants)", o.records)
@@ -302,16 +345,17 @@ func (b *benchRun) recovery(ctx context.Context) error {
 	t.Add("re-driven", fmt.Sprintf("%d (requeued %d, reset %d)", redriven, tot.Requeued, tot.Reset))
 	t.Add("drain time (first invocation → last record re-driven)", fmt.Sprintf("%.1f s", redrivenAt.Seconds()))
 	t.Add("**records re-driven per minute**", fmt.Sprintf("**%.0f**", perMin))
-	t.Add("all consumed by", fmt.Sprintf("%.1f s", consumedAt.Seconds()))
-	t.Add("consumed: unique keys / duplicate messages", fmt.Sprintf("%d / %d", unique, dups))
+	t.Add("last message processed", fmt.Sprintf("%.1f s", processedAt.Seconds()))
+	t.Add("records done afterwards / still received", fmt.Sprintf("%d / %d", counts[ledger.Done], counts[ledger.Received]))
+	t.Add("messages: keys / more than one per key / processor failures", fmt.Sprintf("%d / %d / %d", unique, dups, procFailed))
 	t.Add("deepest queue seen (cap HOOKLEDGER_RECLAIM_MAX_QUEUE)", fmt.Sprintf("%d (%d)", maxDepth, conf.ReclaimMaxQueue))
-	t.Add("time workers waited for room on the queue", fmt.Sprintf("%.1f s", float64(tot.PacedMS)/1000))
+	t.Add("time reclaimer workers waited for room on the queue (summed)", fmt.Sprintf("%.1f s", float64(tot.PacedMS)/1000))
 	t.Add("pages / conflicts / unsent / errors", fmt.Sprintf("%d / %d / %d / %d", tot.Pages, tot.Conflicts, tot.Unsent, tot.Errors))
 	for _, op := range recoveryOps {
-		t.Add(op+" requests (per re-driven record)", fmt.Sprintf("%d (%.3f)", calls[op], float64(calls[op])/float64(max(redriven, 1))))
+		t.Add(op+" requests (per re-driven record)", fmt.Sprintf("%d (%s)", calls[op], per(calls[op])))
 	}
-	t.Add("DynamoDB requests per re-driven record", fmt.Sprintf("%.3f", float64(calls["DynamoDB.Query"]+calls["DynamoDB.BatchGetItem"]+calls["DynamoDB.UpdateItem"])/float64(max(redriven, 1))))
-	t.Add("SQS requests per re-driven record", fmt.Sprintf("%.3f", float64(calls["SQS.SendMessageBatch"]+calls["SQS.GetQueueAttributes"])/float64(max(redriven, 1))))
+	t.Add("reclaimer's DynamoDB requests per re-driven record", per(calls["DynamoDB.Query"]+calls["DynamoDB.BatchGetItem"]+calls["DynamoDB.UpdateItem"]))
+	t.Add("reclaimer's SQS requests per re-driven record", per(calls["SQS.SendMessageBatch"]+calls["SQS.GetQueueAttributes"]))
 	t.Add("write units per re-driven record (table + due index)", fmt.Sprintf("%s + %s", bench.Num(units.WCU), bench.Num(units.IndexWCU)))
 	t.Add("read units per re-driven record", bench.Num(units.RCU))
 	t.Add("SQS billed requests per re-driven record (64 KB chunks)", bench.Num(units.SQS))
@@ -327,12 +371,20 @@ func (b *benchRun) recovery(ctx context.Context) error {
 		"Invocations: " + strings.Join(runs, "; ") + ".",
 		fmt.Sprintf("Every invocation gets a context deadline of %v, as Lambda gives the function; a run stops starting pages 5 s before it. "+
 			"A run that ends with due records left and something re-driven asks for a continuation (the function invoking itself), which the bench starts at once; "+
-			"otherwise the next run waits for the next tick of a %v schedule. Ticks that fall inside a run are not simulated (reserved concurrency 1 throttles them on AWS). "+
-			"The consumers receive 10 and delete them in one batch, as the event source mapping does; they run no effect, so they outpace the reclaimer here.", o.timeout, o.every),
-		fmt.Sprintf("Units come from a separate pass over %d records with the unit accountant (each write's item read before and after); the drain itself runs with only the request meter.", o.accountRecords),
+			"otherwise the next run waits for the next tick of a %v schedule. Ticks that fall inside a run would find the run lock held and end at once. "+
+			"The processor side is the real processor handler (claim, no route, complete: done) fed as the event source mapping feeds it; "+
+			"it shares the emulator with the reclaimer. More than one message per key means a record was re-driven again before it was processed.", o.timeout, o.every),
+		fmt.Sprintf("Units come from a separate pass over %d records with the unit accountant (each write's item read before and after; the run lock's two writes are included); the drain itself runs with only the request meter.", o.accountRecords),
 	}
 	t.Print(b.out)
-	return b.recoveryCeiling(ctx, env, perMin, calls, redriven, units)
+	mix := map[string]float64{}
+	for _, op := range recoveryOps {
+		mix[op] = float64(calls[op]) / float64(max(redriven, 1))
+	}
+	mix["processor: DynamoDB.UpdateItem"] = 2 * float64(unique+dups) / float64(max(redriven, 1)) // claim + complete per message
+	mix["processor: SQS.ReceiveMessage"] = float64(receives) / float64(max(redriven, 1))
+	mix["processor: SQS.DeleteMessageBatch"] = float64(deletes) / float64(max(redriven, 1))
+	return b.recoveryCeiling(ctx, env, perMin, mix, units)
 }
 
 // recoveryUnits re-drives a small backlog with the unit accountant on and
@@ -369,14 +421,12 @@ func (b *benchRun) recoveryUnits(ctx context.Context, n int) (bench.Usage, error
 }
 
 // recoveryCeiling measures what the emulator itself sustains for each
-// request the reclaimer makes, at the reclaimer's concurrency, and sets the
+// request of the drain, at the reclaimer's concurrency, and sets the
 // measured rate against it and against AWS.
-func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured float64, calls map[string]int, redriven int, units bench.Usage) error {
+func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured float64, mix map[string]float64, units bench.Usage) error {
 	fmt.Fprintln(b.log, "bench: recovery: the emulator's own rates…")
-	raw := env.raw
-	db, sq := dynamodb.NewFromConfig(raw), sqs.NewFromConfig(raw)
-	// A fresh set of records to read and write, in the drained table.
-	const n = 600
+	db, sq := dynamodb.NewFromConfig(env.raw), sqs.NewFromConfig(env.raw)
+	const n = 600 // a fresh set of records to read and write, in the drained table
 	if err := seedBacklog(ctx, db, env.table, "evt_ceiling", n, 4); err != nil {
 		return err
 	}
@@ -386,7 +436,6 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 		keys[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}}
 	}
 	const conc = reclaimer.DefaultWorkers
-	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "tenant-00", Key: "evt_ceiling", Body: payload.JSON("evt_ceiling", payload.Sizes[0])})
 	measure := func(ops int, op func(i int) error) (float64, error) {
 		var next atomic.Int64
 		var firstErr atomic.Value
@@ -411,32 +460,11 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 		}
 		return float64(ops) / time.Since(start).Seconds(), nil
 	}
-	rates := map[string]float64{}
-	var err error
-	if rates["DynamoDB.UpdateItem"], err = measure(n, func(i int) error {
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &env.table, Key: keys[i],
+	update := func(i int) error {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &env.table, Key: keys[i%n],
 			UpdateExpression: aws.String("SET ver = ver + :one, written_by = :by"), ConditionExpression: aws.String("attribute_exists(pk)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":by": &types.AttributeValueMemberS{Value: "bench"}},
 			ReturnValues:              types.ReturnValueAllNew})
-		return err
-	}); err != nil {
-		return err
-	}
-	if rates["DynamoDB.BatchGetItem"], err = measure(200, func(i int) error {
-		from := (i * 25) % (n - 25)
-		_, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-			env.table: {Keys: keys[from : from+25], ConsistentRead: aws.Bool(true)}}})
-		return err
-	}); err != nil {
-		return err
-	}
-	if rates["DynamoDB.Query"], err = measure(400, func(i int) error {
-		_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: &env.table, IndexName: aws.String(ledger.DueIndex),
-			KeyConditionExpression:    aws.String("due_shard = :s AND due_at <= :now"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.Itoa(i % 16)}, ":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}},
-			Limit:                     aws.Int32(25)})
-		return err
-	}); err != nil {
 		return err
 	}
 	scratch, _, err := queue.CreateQueues(ctx, sq, queue.QueueSpec{Name: env.table + "-ceiling"})
@@ -445,37 +473,88 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 	}
 	defer sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: &scratch})
 	defer sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(scratch + "-dlq")})
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "tenant-00", Key: "evt_ceiling", Body: payload.JSON("evt_ceiling", payload.Sizes[0])})
 	entries := make([]sqstypes.SendMessageBatchRequestEntry, 10)
 	for i := range entries {
 		entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String("tenant-00")}
 	}
-	if rates["SQS.SendMessageBatch"], err = measure(300, func(int) error {
-		_, err := sq.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &scratch, Entries: entries})
-		return err
-	}); err != nil {
-		return err
+	var handles sync.Map // receipt handles of the received batches, by index
+	ops := []struct {
+		name string
+		n    int
+		op   func(i int) error
+	}{
+		{"DynamoDB.UpdateItem", n, update},
+		{"DynamoDB.BatchGetItem", 200, func(i int) error {
+			from := (i * 25) % (n - 25)
+			_, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				env.table: {Keys: keys[from : from+25], ConsistentRead: aws.Bool(true)}}})
+			return err
+		}},
+		{"DynamoDB.Query", 200, func(i int) error {
+			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: &env.table, IndexName: aws.String(ledger.DueIndex),
+				KeyConditionExpression:    aws.String("due_shard = :s AND due_at <= :now"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: strconv.Itoa(i % 16)}, ":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}},
+				Limit:                     aws.Int32(25)})
+			return err
+		}},
+		{"SQS.SendMessageBatch", 300, func(int) error {
+			_, err := sq.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &scratch, Entries: entries})
+			return err
+		}},
+		{"SQS.GetQueueAttributes", 300, func(int) error {
+			_, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &scratch,
+				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+			return err
+		}},
+		{"processor: SQS.ReceiveMessage", 200, func(i int) error {
+			out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &scratch, MaxNumberOfMessages: 10, VisibilityTimeout: 300})
+			if err == nil {
+				handles.Store(i, out.Messages)
+			}
+			return err
+		}},
+		{"processor: SQS.DeleteMessageBatch", 200, func(i int) error {
+			v, _ := handles.Load(i)
+			msgs, _ := v.([]sqstypes.Message)
+			if len(msgs) == 0 {
+				return nil
+			}
+			del := make([]sqstypes.DeleteMessageBatchRequestEntry, len(msgs))
+			for j, m := range msgs {
+				del[j] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: m.ReceiptHandle}
+			}
+			_, err := sq.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &scratch, Entries: del})
+			return err
+		}},
 	}
-	if rates["SQS.GetQueueAttributes"], err = measure(400, func(int) error {
-		_, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &scratch,
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		return err
-	}); err != nil {
-		return err
+	rates := map[string]float64{}
+	for _, o := range ops {
+		r, err := measure(o.n, o.op)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.name, err)
+		}
+		rates[o.name] = r
 	}
+	rates["processor: DynamoDB.UpdateItem"] = rates["DynamoDB.UpdateItem"]
 
 	// Seconds of emulator capacity per re-driven record, from the drain's
 	// own request mix.
 	perRecord := 0.0
-	t := &bench.MD{Title: fmt.Sprintf("Recovery: the emulator's ceiling (each request alone, %d concurrent, as the reclaimer's workers) and the extrapolation to AWS", conc),
+	t := &bench.MD{Title: fmt.Sprintf("Recovery: the emulator's ceiling (each request alone, %d concurrent) and the extrapolation to AWS", conc),
 		Header: []string{"request", "per re-driven record (drain)", "emulator requests/s", "emulator ms per record", "assumed AWS latency ms"}}
-	for _, op := range recoveryOps {
-		per := float64(calls[op]) / float64(max(redriven, 1))
+	names := append(append([]string{}, recoveryOps...), "processor: DynamoDB.UpdateItem", "processor: SQS.ReceiveMessage", "processor: SQS.DeleteMessageBatch")
+	for _, op := range names {
 		ms := 0.0
 		if rates[op] > 0 {
-			ms = 1000 * per / rates[op]
+			ms = 1000 * mix[op] / rates[op]
 		}
 		perRecord += ms / 1000
-		t.Add(op, fmt.Sprintf("%.3f", per), rates[op], fmt.Sprintf("%.2f", ms), float64(awsLatency[op].Milliseconds()))
+		lat := "–"
+		if d, ok := awsLatency[op]; ok {
+			lat = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+		t.Add(op, fmt.Sprintf("%.3f", mix[op]), rates[op], fmt.Sprintf("%.2f", ms), lat)
 	}
 	ceiling := 60 / perRecord
 	// On AWS each worker waits for its requests in turn: one page of
@@ -486,18 +565,18 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 		time.Duration((page+9)/10)*awsLatency["SQS.SendMessageBatch"]
 	workers := min(reclaimer.DefaultWorkers, ledger.DefaultShards)
 	awsPerMin := float64(workers*page) / pageTime.Seconds() * 60
-	budget := 55.0 / 60 // of every minute a run works (5 s margin of a 60 s timeout), if no continuation closes the gap
+	busy := 55.0 / 60 // of every minute a run works (5 s margin of a 60 s timeout), if no continuation closes the gap
 	target := float64(b.rec.target)
 	t.Notes = []string{
-		fmt.Sprintf("Emulator ceiling: the drain's request mix costs %.2f ms of emulator time per re-driven record, so the emulator sustains at most ~%.0f re-driven records per minute; the drain measured %.0f (%.0f%% of it): the reclaimer is bound by the emulator here, not by its own work.",
+		fmt.Sprintf("Emulator ceiling: the drain's request mix, reclaimer and processor together, costs %.2f ms of emulator time per re-driven record, so the emulator sustains at most ~%.0f re-driven and processed records per minute; the drain measured %.0f (%.0f%% of it): on this machine the emulator, not the reclaimer, sets the pace.",
 			perRecord*1000, ceiling, measured, 100*measured/ceiling),
 		fmt.Sprintf("AWS, reclaimer alone: %d workers × %d records per page / %.0f ms per page (the assumed latencies above, each request awaited in turn) ≈ %.0f records per minute; "+
 			"%.0f overdue records ≈ %.1f min of reclaimer time, %.1f min counting only 55 s of every minute (no continuations), plus up to 1 min for the first schedule tick.",
-			workers, page, float64(pageTime.Milliseconds()), awsPerMin, target, target/awsPerMin, target/(awsPerMin*budget)),
+			workers, page, float64(pageTime.Milliseconds()), awsPerMin, target, target/awsPerMin, target/(awsPerMin*busy)),
 		"AWS, with the processor: pacing holds the queue at HOOKLEDGER_RECLAIM_MAX_QUEUE (1,000), so the drain runs at the processor's pace when that is slower: " +
-			"the template's MaximumConcurrency 10 × BatchSize 10 with a 200 ms effect takes ~450 events/s (docs/performance.md, scale table), 60,000 in ~2.2 min; with 1 s effects ~100/s, 10 min. " +
-			"New events then wait behind at most 1,000 re-driven messages: ~2 s at 450/s.",
-		fmt.Sprintf("Units per re-driven record (1 KB): %s table WCU (the conditional write) + %s due-index WCU (due_at moves: delete + put) + %s RCU (record and payload, consistent) + %s SQS billed requests; at list prices ≈ $%.2f per million re-driven records.",
+			"the template's MaximumConcurrency 10 × BatchSize 10 with a 200 ms effect takes ~450 events/s (docs/performance.md, scale table), 60,000 in ~2.2 min; with 1 s effects ~100/s, 10 min — raise ProcessorMaxConcurrency. " +
+			"New events wait behind at most 1,000 re-driven messages: ~2 s at 450/s.",
+		fmt.Sprintf("Units per re-driven record (1 KB): %s table WCU (the conditional write) + %s due-index WCU (due_at moves: delete + put) + %s RCU (record and payload, consistent) + %s SQS billed requests; at list prices ≈ $%.2f per million re-driven records (the processor's own costs come on top, as for any event).",
 			bench.Num(units.WCU), bench.Num(units.IndexWCU), bench.Num(units.RCU), bench.Num(units.SQS),
 			(units.WCU+units.IndexWCU)*0.625+units.RCU*0.125+units.SQS*0.40),
 	}
