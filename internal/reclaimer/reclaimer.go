@@ -226,6 +226,12 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 }
 
 func inputOf(ev any) Input {
+	in := decodeInput(ev)
+	in.Chain = max(in.Chain, 0) // a hand-made payload cannot lengthen the chain
+	return in
+}
+
+func decodeInput(ev any) Input {
 	switch v := ev.(type) {
 	case Input:
 		return v

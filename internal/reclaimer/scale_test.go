@@ -524,3 +524,16 @@ func TestFullQueueHoldsTheRunUntilItsBudget(t *testing.T) {
 		t.Errorf("%d records untouched, want %d", left, len(ids)-10)
 	}
 }
+
+func TestContinuationChainCannotBeLengthenedByHand(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	rep, err := f.h.Handle(t.Context(), json.RawMessage(`{"hookledger_reclaim_chain":-50}`))
+	if err != nil || rep.Chain != 0 {
+		t.Fatalf("chain %d, %v", rep.Chain, err)
+	}
+	rep, err = f.h.Handle(t.Context(), json.RawMessage(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events"}`))
+	if err != nil || rep.Chain != 0 || rep.Stopped != reclaimer.StopDrained {
+		t.Fatalf("the schedule's event: %+v %v", rep, err)
+	}
+}
