@@ -236,3 +236,50 @@ func TestDepthCountsWaitingMessages(t *testing.T) {
 		t.Fatalf("depth %d, %v after 3 were received; want 4", n, err)
 	}
 }
+
+// TestEmulatorHasNoFairQueues pins what docs/recovery.md says about the
+// emulator: it keeps each message's group but delivers a standard queue in
+// send order. With 40 of a noisy tenant's messages in flight (over 10% of
+// the in-flight messages and at least 30 of its own), AWS fair queues would
+// hand the quiet tenant's waiting message out next; MiniStack hands out the
+// noisy tenant's next ten. If this fails, the emulator has learnt fair
+// queues: update the doc.
+func TestEmulatorHasNoFairQueues(t *testing.T) {
+	t.Parallel()
+	f := setupSQS(t)
+	var msgs []queue.Message
+	for i := range 60 {
+		msgs = append(msgs, queue.Message{Source: "s", Tenant: "noisy", Key: fmt.Sprintf("noisy_%02d", i)})
+	}
+	msgs = append(msgs, queue.Message{Source: "s", Tenant: "quiet", Key: "quiet_0"})
+	for i, err := range f.snd.SendBatch(t.Context(), msgs) {
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	receive := func() []types.Message {
+		out, err := f.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &f.url, MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Messages
+	}
+	for range 4 { // 40 of the noisy tenant's messages in flight
+		for _, m := range receive() {
+			if g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]; g != "noisy" {
+				t.Fatalf("group %q among the first 40", g)
+			}
+		}
+	}
+	var groups []string
+	for _, m := range receive() {
+		groups = append(groups, m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)])
+	}
+	for _, g := range groups {
+		if g != "noisy" {
+			t.Fatalf("the emulator handed out %v next: it prioritises quiet tenants now (fair queues); update docs/recovery.md", groups)
+		}
+	}
+	t.Logf("with 40 noisy messages in flight the emulator hands out %v next; AWS fair queues would prefer the quiet tenant", groups)
+}
