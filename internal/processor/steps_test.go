@@ -30,6 +30,19 @@ type downstream struct {
 	block   chan struct{}  // when set, the "slow" step waits on it
 }
 
+// stall is the channel the "slow" step waits on, if any.
+func (d *downstream) stall() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.block
+}
+
+func (d *downstream) setStall(c chan struct{}) {
+	d.mu.Lock()
+	d.block = c
+	d.mu.Unlock()
+}
+
 func (d *downstream) do(name, key string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -116,8 +129,8 @@ func setupSteps(t *testing.T) *stepFixture {
 		if _, err := ev.Step(ctx, "a", step("a"), hookledger.Check(d.check("a"))); err != nil {
 			return err
 		}
-		if d.block != nil {
-			<-d.block
+		if block := d.stall(); block != nil {
+			<-block
 		}
 		_, err := ev.Step(ctx, "b", step("b"), hookledger.AtMostOnce(), hookledger.Check(d.check("b")))
 		return err
@@ -249,7 +262,7 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 	t.Parallel()
 	f := setupSteps(t)
 	msg := f.message(t, "evt_takeover", "slow")
-	f.down.block = make(chan struct{})
+	f.down.setStall(make(chan struct{}))
 	var emf bytes.Buffer
 	f.h.Metrics = metric.New(&emf, "test")
 	aDone := make(chan bool)
@@ -259,8 +272,8 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	f.clock.Advance(2 * time.Minute) // A's lease runs out while it stalls
-	block := f.down.block
-	f.down.block = nil // B does not stall
+	block := f.down.stall()
+	f.down.setStall(nil) // B does not stall
 	if !f.deliver(t, msg) {
 		t.Fatalf("worker B failed: %+v", f.record(t, k))
 	}
