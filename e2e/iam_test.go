@@ -23,8 +23,10 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
@@ -196,6 +198,31 @@ func TestIAMIsEnforced(t *testing.T) {
 		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-processor")})
 		return err
 	}
+	// The reclaimer reads due records and their payloads in batches.
+	batchGet := func(c clients) error {
+		_, err := c.ddb.BatchGetItem(t.Context(), &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{
+			table: {Keys: []map[string]ddbtypes.AttributeValue{probeKey}, ConsistentRead: aws.Bool(true)}}})
+		return err
+	}
+	// It re-drives in batches; an empty body is refused after the call is
+	// authorized, so nothing reaches the processor.
+	sendBatch := func(c clients) error {
+		out, err := c.sqs.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: &queueURL,
+			Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("probe"), MessageBody: aws.String("")}}})
+		if err == nil && len(out.Failed) == 0 {
+			return errors.New("an empty message was accepted")
+		}
+		return err
+	}
+	// And continues itself while a backlog remains: a dry run checks the
+	// permission without running a pass.
+	invokeSelf := func(fn string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.lam.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-" + fn),
+				InvocationType: lambdatypes.InvocationTypeDryRun})
+			return err
+		}
+	}
 	credential := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF"), "ssm:")
 	probes := map[string][]probe{
 		"receiver": {
@@ -235,8 +262,13 @@ func TestIAMIsEnforced(t *testing.T) {
 		"reclaimer": {
 			{"dynamodb:Query", true, queryDue},
 			{"dynamodb:GetItem", true, getItem},
+			{"dynamodb:BatchGetItem", true, batchGet},
 			{"dynamodb:UpdateItem", true, updateItem},
 			{"sqs:SendMessage", true, sendMessage},
+			{"sqs:SendMessageBatch", true, sendBatch},
+			{"sqs:GetQueueAttributes", true, queueAttributes},
+			{"lambda:InvokeFunction", true, invokeSelf("reclaimer")},
+			{"lambda:InvokeFunction", false, invokeSelf("receiver")},
 			{"logs:CreateLogStream", true, createStream("reclaimer")},
 			{"logs:PutLogEvents", true, putEvents("reclaimer")},
 			{"dynamodb:Query", false, queryTable},

@@ -21,6 +21,7 @@ type API interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
@@ -278,11 +279,16 @@ func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
 	if out.Item == nil {
 		return nil, fmt.Errorf("payload %s: %w", id, ErrNotFound)
 	}
-	b, _ := out.Item[attrBody].(*types.AttributeValueMemberB)
+	return decodePayload(id, out.Item)
+}
+
+// decodePayload returns the body a payload item holds, decompressed.
+func decodePayload(id ID, item map[string]types.AttributeValue) ([]byte, error) {
+	b, _ := item[attrBody].(*types.AttributeValueMemberB)
 	if b == nil {
 		return nil, fmt.Errorf("payload %s: %w (no body attribute)", id, ErrNotFound)
 	}
-	if getS(out.Item, attrEncoding) != "gzip" {
+	if getS(item, attrEncoding) != "gzip" {
 		return b.Value, nil
 	}
 	body, err := zip.Decompress(b.Value, maxPayloadBytes)

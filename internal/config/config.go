@@ -35,7 +35,17 @@ type Config struct {
 	Mismatch     string        // HOOKLEDGER_MISMATCH: flag (default) or reject
 	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS (default 5)
 	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
-	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH per shard per run (default 25)
+	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (default 25)
+	// ReclaimMaxQueue: HOOKLEDGER_RECLAIM_MAX_QUEUE, the queue depth at
+	// which the reclaimer pauses re-driving (default 1000; 0: never pause).
+	ReclaimMaxQueue int
+	// ReclaimChain: HOOKLEDGER_RECLAIM_CHAIN, how many continuations a
+	// scheduled reclaimer run may start while a backlog remains (default
+	// 10; 0: none, the schedule alone drives the reclaimer).
+	ReclaimChain int
+	// FunctionName: AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer
+	// invokes itself by it to continue.
+	FunctionName string
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
 	Unrouted     string        // HOOKLEDGER_UNROUTED: done (default) or fail, for events no route matches
 	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
@@ -52,7 +62,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
-		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
+		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
 	var errs []error
@@ -66,6 +76,16 @@ func Load(getenv func(string) string) (Config, error) {
 			i, err := strconv.Atoi(v)
 			if err != nil || i <= 0 {
 				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+				return
+			}
+			*dst = i
+		}
+	}
+	count := func(name string, dst *int) { // like num, but 0 is allowed (it turns the feature off)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a whole number, 0 or more (0 turns it off)", name, v))
 				return
 			}
 			*dst = i
@@ -100,6 +120,9 @@ func Load(getenv func(string) string) (Config, error) {
 	num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
 	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
 	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
+	count("HOOKLEDGER_RECLAIM_MAX_QUEUE", &c.ReclaimMaxQueue)
+	count("HOOKLEDGER_RECLAIM_CHAIN", &c.ReclaimChain)
+	str("AWS_LAMBDA_FUNCTION_NAME", &c.FunctionName)
 	dur("HOOKLEDGER_LEASE", &c.Lease)
 	str("HOOKLEDGER_UNROUTED", &c.Unrouted)
 	str("LOG_LEVEL", &c.LogLevel)
@@ -159,6 +182,12 @@ func (c Config) ValidateReclaimer() error {
 	errs := c.validateCommon()
 	if c.QueueURL == "" {
 		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	if c.ReclaimBatch > 1000 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_BATCH=%d: at most 1000 records per shard query", c.ReclaimBatch))
+	}
+	if c.ReclaimChain > 15 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_CHAIN=%d: at most 15 continuations per scheduled run (Lambda's recursive loop detection stops longer chains; the schedule starts a new chain every tick anyway)", c.ReclaimChain))
 	}
 	return errors.Join(errs...)
 }

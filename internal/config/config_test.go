@@ -78,3 +78,30 @@ func TestMaxBodyIsCappedToWhatTheLedgerCanHold(t *testing.T) {
 		}
 	}
 }
+
+func TestReclaimerSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q"}))
+	if err != nil || c.ReclaimMaxQueue != 1000 || c.ReclaimChain != 10 || c.ReclaimBatch != 25 || c.FunctionName != "" {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	if err := c.ValidateReclaimer(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_RECLAIM_MAX_QUEUE": "0", "HOOKLEDGER_RECLAIM_CHAIN": "0",
+		"AWS_LAMBDA_FUNCTION_NAME": "stack-reclaimer"}))
+	if err != nil || c.ReclaimMaxQueue != 0 || c.ReclaimChain != 0 || c.FunctionName != "stack-reclaimer" {
+		t.Fatalf("zeros turn pacing and continuations off: %+v %v", c, err)
+	}
+	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_MAX_QUEUE": "-1", "HOOKLEDGER_RECLAIM_CHAIN": "many"} {
+		if _, err := Load(env(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_CHAIN": "16", "HOOKLEDGER_RECLAIM_BATCH": "1001"} {
+		c, _ := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", k: v}))
+		if err := c.ValidateReclaimer(); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+}

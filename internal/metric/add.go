@@ -1,13 +1,11 @@
 package metric
 
-import (
-	"encoding/json"
-	"sort"
-)
+import "sort"
 
-// Add writes one line adding each count to its metric, zeros included (a
-// zero is data: an alarm on the metric sees a healthy period, not a gap).
-func (e *Emitter) Add(counts map[string]int) {
+// AddAll writes one line adding each count to its metric, zeros included:
+// for a periodic job (the reconciler), a zero is data, so an alarm on the
+// metric sees a healthy period rather than a gap.
+func (e *Emitter) AddAll(counts map[string]int) {
 	if e == nil || len(counts) == 0 {
 		return
 	}
@@ -16,22 +14,5 @@ func (e *Emitter) Add(counts map[string]int) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	defs := make([]definition, len(names))
-	doc := map[string]any{"Stage": e.stage}
-	for i, n := range names {
-		defs[i] = definition{Name: n, Unit: "Count"}
-		doc[n] = counts[n]
-	}
-	doc["_aws"] = map[string]any{
-		"Timestamp":         e.now().UnixMilli(),
-		"CloudWatchMetrics": []directive{{Namespace: Namespace, Dimensions: [][]string{{"Stage"}}, Metrics: defs}},
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
-	e.mu.Lock()
-	e.w.Write(b)
-	e.mu.Unlock()
+	e.write(names, counts)
 }

@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-func TestAddWritesCountsIncludingZeros(t *testing.T) {
+func TestAddAllWritesCountsIncludingZeros(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	e := New(&buf, "prod")
 	e.now = func() time.Time { return time.UnixMilli(1700000000123) }
-	e.Add(map[string]int{"ReconcileMissing": 3, "ReconcileFailed": 0})
+	e.AddAll(map[string]int{"ReconcileMissing": 3, "ReconcileFailed": 0})
 	var doc struct {
 		AWS struct {
 			CloudWatchMetrics []struct {
@@ -34,5 +34,5 @@ func TestAddWritesCountsIncludingZeros(t *testing.T) {
 		t.Fatalf("members %+v", doc)
 	}
 	var nilEmitter *Emitter
-	nilEmitter.Add(map[string]int{"X": 1}) // must not panic
+	nilEmitter.AddAll(map[string]int{"X": 1}) // must not panic
 }

@@ -228,7 +228,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error
 			rep, err = h.Reconciler.Run(ctx, job)
 			sum.Reports = append(sum.Reports, rep)
 		}
-		h.Metrics.Add(map[string]int{"ReconcileSeen": rep.Seen, "ReconcileMissing": rep.Missing,
+		h.Metrics.AddAll(map[string]int{"ReconcileSeen": rep.Seen, "ReconcileMissing": rep.Missing,
 			"ReconcileRecovered": rep.Recovered(), "ReconcileFailed": rep.Failed + boolInt(err != nil)})
 		attrs := []any{"provider", rep.Provider, "since", rep.Since, "seen", rep.Seen, "in_ledger", rep.InLedger,
 			"missing", rep.Missing, "fed", rep.Fed, "duplicate", rep.Duplicate, "requested", rep.Requested,
