@@ -75,8 +75,8 @@ type Config struct {
 	// receiver refuses a store that forgets bodies before the ledger
 	// forgets their records. 0: not checked.
 	PayloadStoreDays int
-	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
-	Stage        string        // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
+	LogLevel         string // LOG_LEVEL: debug, info (default), warn, error
+	Stage            string // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
 	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
 	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
 	EmitMetrics bool
