@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -65,6 +66,8 @@ type Handler struct {
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
+	// Store reads the bodies kept in the S3 payload store (nil: none).
+	Store *blob.Store
 }
 
 // Report counts what one run did.
@@ -195,8 +198,14 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 		return nil
 	}
 	next := now.Add(h.backoff(rec.Reclaims))
-	body, err := h.Ledger.Payload(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
+	body, err := blob.Body(ctx, h.Ledger, h.Store, rec)
+	if errors.Is(err, blob.ErrMissing) {
+		if waiting, err := h.awaitMessage(ctx, rec, now, log); waiting || err != nil {
+			if err == nil {
+				rep.Postponed++
+			}
+			return err
+		}
 		// The receiver died between the record and the payload and the sender
 		// has not retried yet. Count a reclaim and wait for that retry (it
 		// re-stores the payload); the record dies when reclaims run out.
@@ -227,6 +236,37 @@ func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
 	// if the send fails, due_at has moved on and the next run tries again.
 	return h.Queue.Send(ctx, queue.Message{
 		Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
-		ReceivedAt: rec.CreatedAt.UnixMilli(),
+		ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
 	})
+}
+
+// MessageLifetime is the longest a message can stay on an SQS queue: 14
+// days, SQS's longest retention (the template's queues keep messages that
+// long).
+const MessageLifetime = 14 * 24 * time.Hour
+
+// awaitMessage decides what to do with a record whose body is stored
+// nowhere the reclaimer can read. The body of an event whose message is
+// still on the queue may live only in that message: with
+// HOOKLEDGER_PAYLOAD=on-trouble, or when the receiver's payload write
+// failed beside a successful enqueue, and the processor keeps it in the
+// ledger only once the event runs into trouble (a redelivery, a failure,
+// a burial). Such a record cannot be re-driven, and counting reclaims
+// would bury an event that a backlogged or redelivered message would still
+// complete. So while the message may still be on the queue (younger than
+// MessageLifetime) the record is postponed without counting a reclaim,
+// looking again after its age (1 minute to 1 hour). Past that, it reports
+// false and the caller counts reclaims and buries as before.
+func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
+	age := now.Sub(rec.CreatedAt)
+	if rec.CreatedAt.IsZero() || age >= MessageLifetime {
+		return false, nil
+	}
+	if _, err := h.Ledger.Postpone(ctx, rec, now.Add(min(max(age, time.Minute), time.Hour))); err != nil {
+		return false, err
+	}
+	h.Metrics.Count("AwaitingMessage")
+	log.InfoContext(ctx, "payload not stored; waiting for the event's message, which may still be on the queue",
+		"age_s", int(age.Seconds()), "attempts", rec.Attempts)
+	return true, nil
 }

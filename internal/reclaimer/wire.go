@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -20,8 +21,12 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, Log: log, Metrics: c.Metrics(),
-	}, nil
+	}
+	if c.PayloadBucket != "" {
+		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
+	}
+	return h, nil
 }
