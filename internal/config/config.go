@@ -109,6 +109,16 @@ func Load(getenv func(string) string) (Config, error) {
 			*dst = i
 		}
 	}
+	count := func(name string, dst *int) { // like num, 0 allowed
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", name, v))
+				return
+			}
+			*dst = i
+		}
+	}
 	dur := func(name string, dst *time.Duration) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			d, err := time.ParseDuration(v)
@@ -143,7 +153,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("HOOKLEDGER_PAYLOAD", &c.Payload)
 	str("HOOKLEDGER_PAYLOAD_BUCKET", &c.PayloadBucket)
 	str("HOOKLEDGER_PAYLOAD_PREFIX", &c.PayloadPrefix)
-	num("HOOKLEDGER_PAYLOAD_STORE_ABOVE", &c.PayloadStoreAbove)
+	count("HOOKLEDGER_PAYLOAD_STORE_ABOVE", &c.PayloadStoreAbove)
 	num("HOOKLEDGER_PAYLOAD_STORE_DAYS", &c.PayloadStoreDays)
 	str("LOG_LEVEL", &c.LogLevel)
 	str("HOOKLEDGER_STAGE", &c.Stage)
