@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -37,6 +39,7 @@ type clients struct {
 	ssm  *ssm.Client
 	sm   *secretsmanager.Client
 	logs *cloudwatchlogs.Client
+	s3   *s3.Client
 }
 
 // probe is one AWS call a function makes (or must not be able to make),
@@ -179,6 +182,32 @@ func TestIAMIsEnforced(t *testing.T) {
 			return err
 		}
 	}
+	// The payload store: the receiver writes bodies under payloads/, the
+	// processor and the reclaimer read them; nothing else, nowhere else.
+	bucket := must(t, "HOOKLEDGER_E2E_PAYLOAD_BUCKET")
+	probeObject := "payloads/iam-probe-" + e.runID
+	if _, err := blob.NewClient(root).PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &probeObject, Body: strings.NewReader("probe")}); err != nil {
+		t.Fatal(err)
+	}
+	putObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader("probe")})
+			return err
+		}
+	}
+	getObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			out, err := c.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+			if err == nil {
+				out.Body.Close()
+			}
+			return err
+		}
+	}
+	deleteObject := func(c clients) error {
+		_, err := c.s3.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &probeObject})
+		return err
+	}
 	probes := map[string][]probe{
 		"receiver": {
 			{"dynamodb:PutItem", true, putItem},
@@ -197,6 +226,10 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"ssm:GetParameter", false, getParameter("/" + outside)},
 			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
 			{"logs:CreateLogStream", false, createStream("processor")},
+			{"s3:PutObject", true, putObject(probeObject)},
+			{"s3:PutObject", false, putObject("elsewhere/iam-probe-" + e.runID)},
+			{"s3:GetObject", false, getObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"processor": {
 			{"dynamodb:UpdateItem", true, updateItem},
@@ -213,6 +246,9 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"sqs:SendMessage", false, sendMessage},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
 			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"reclaimer": {
 			{"dynamodb:Query", true, queryDue},
@@ -226,6 +262,8 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:DeleteItem", false, deleteItem},
 			{"sqs:ReceiveMessage", false, receive},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
 		},
 	}
 	// The probe item must exist for GetItem and UpdateItem to be meaningful.
@@ -294,7 +332,7 @@ func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
 		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
 	cfg.RetryMaxAttempts = 1
 	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
-		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg)}
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg)}
 }
 
 // grantedActions lists the Allow actions of a role's inline policies, as
