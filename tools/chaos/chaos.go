@@ -244,21 +244,21 @@ func awsConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 type Result struct {
 	Kind        Kind
 	Payload     string // HOOKLEDGER_PAYLOAD of the phase
-	Deliveries  int // valid deliveries sent, copies included (each counted once however often the sender retried)
-	Requests    int // HTTP requests, sender retries included
-	Answered5xx int // attempts the receiver answered 5xx (the sender retried)
-	NoAnswer    int // attempts that got no answer: process crashed or restarting (the sender retried)
-	Rejected    int // invalid requests sent (each must be refused)
-	Unique      int // distinct valid events
-	Accepted    int // events answered 2xx at least once
-	Poison      int // events whose handler fails permanently (they must end dead)
-	Effects     int // charges and notifications the stub made
-	Replays     int // charge requests the payments API answered from an earlier charge (Idempotency-Key)
-	DupEffects  int // extra effects: events charged or notified more than once, counted per extra one
-	Lost        int // events answered 2xx that did not end done (or dead), or ended done without their charge or notification
-	Dead        int // events dead when the pipeline first settled (poison included)
-	Replayed    int // dead events replayed by `hookledger replay` (each must then finish)
-	Late        int // redeliveries of finished events (each must be answered duplicate and charge nothing)
+	Deliveries  int    // valid deliveries sent, copies included (each counted once however often the sender retried)
+	Requests    int    // HTTP requests, sender retries included
+	Answered5xx int    // attempts the receiver answered 5xx (the sender retried)
+	NoAnswer    int    // attempts that got no answer: process crashed or restarting (the sender retried)
+	Rejected    int    // invalid requests sent (each must be refused)
+	Unique      int    // distinct valid events
+	Accepted    int    // events answered 2xx at least once
+	Poison      int    // events whose handler fails permanently (they must end dead)
+	Effects     int    // charges and notifications the stub made
+	Replays     int    // charge requests the payments API answered from an earlier charge (Idempotency-Key)
+	DupEffects  int    // extra effects: events charged or notified more than once, counted per extra one
+	Lost        int    // events answered 2xx that did not end done (or dead), or ended done without their charge or notification
+	Dead        int    // events dead when the pipeline first settled (poison included)
+	Replayed    int    // dead events replayed by `hookledger replay` (each must then finish)
+	Late        int    // redeliveries of finished events (each must be answered duplicate and charge nothing)
 	Crashes     map[string]int
 	Kills       int
 	Faults      map[string]int
