@@ -23,6 +23,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -40,6 +41,7 @@ type clients struct {
 	sm   *secretsmanager.Client
 	logs *cloudwatchlogs.Client
 	s3   *s3.Client
+	lam  *lambda.Client
 }
 
 // probe is one AWS call a function makes (or must not be able to make),
@@ -208,6 +210,22 @@ func TestIAMIsEnforced(t *testing.T) {
 		_, err := c.s3.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &probeObject})
 		return err
 	}
+	// The reconciler feeds missing events by invoking the receiver function;
+	// an empty event is answered 404 (no source in the path), touching nothing.
+	invokeReceiver := func(c clients) error {
+		_, err := c.lam.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver"), Payload: []byte(`{}`)})
+		return err
+	}
+	// And reads the receiver's sources from its configuration at cold start.
+	receiverConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver")})
+		return err
+	}
+	otherConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-processor")})
+		return err
+	}
+	credential := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF"), "ssm:")
 	probes := map[string][]probe{
 		"receiver": {
 			{"dynamodb:PutItem", true, putItem},
@@ -265,14 +283,35 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"s3:GetObject", true, getObject(probeObject)},
 			{"s3:PutObject", false, putObject(probeObject)},
 		},
+		"reconciler": {
+			{"dynamodb:GetItem", true, getItem},
+			{"lambda:InvokeFunction", true, invokeReceiver},
+			{"lambda:GetFunctionConfiguration", true, receiverConfig},
+			{"lambda:GetFunctionConfiguration", false, otherConfig},
+			{"ssm:GetParameter", true, getParameter(ssmName)},
+			{"ssm:GetParameter", true, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"logs:CreateLogStream", true, createStream("reconciler")},
+			{"logs:PutLogEvents", true, putEvents("reconciler")},
+			{"dynamodb:PutItem", false, putItem},
+			{"dynamodb:UpdateItem", false, updateItem},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:SendMessage", false, sendMessage},
+			{"ssm:GetParameter", false, getParameter("/" + outside)},
+			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
+		},
 	}
 	// The probe item must exist for GetItem and UpdateItem to be meaningful.
 	if err := putItem(clients{ddb: dynamodb.NewFromConfig(root)}); err != nil {
 		t.Fatal(err)
 	}
 	iamc := iam.NewFromConfig(root)
-	for _, fn := range []string{"receiver", "processor", "reclaimer"} {
+	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
 		t.Run(fn, func(t *testing.T) {
+			if roles[fn] == "" {
+				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
+			}
 			c := roleClients(t, root, roles[fn])
 			probed := map[string]bool{}
 			for _, p := range probes[fn] {
@@ -332,7 +371,7 @@ func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
 		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
 	cfg.RetryMaxAttempts = 1
 	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
-		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg)}
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg), lam: lambda.NewFromConfig(cfg)}
 }
 
 // grantedActions lists the Allow actions of a role's inline policies, as

@@ -181,9 +181,12 @@ fi
 # exact ARN given without the random suffix (SecretsManagerSecretArn).
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" <<'EOF'
+# The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
+eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
 import json, shlex, sys, tomllib, boto3
 path, secret, extra, endpoint, payments_port, samconfig, stack = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+providers_port = sys.argv[8]
 with open(samconfig, "rb") as f:
     dev = dict(o.split("=", 1) for o in tomllib.load(f)["dev"]["deploy"]["parameters"]["parameter_overrides"])
 ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
@@ -193,6 +196,9 @@ github_name = f"shared/{stack}-github-acme"
 globex_secret, github_secret = secret + "_globex", "gh_" + secret
 ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
 ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
+# The reconciler's API credential (for the Stripe stand-in), under its own path: only its role reads it.
+reconcile_path = f"/hookledger-reconcile/{stack}"
+ssm.put_parameter(Name=f"{reconcile_path}/stripe-api", Value="sk_test_stub", Type="SecureString", Overwrite=True)
 arns = {}
 for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
     try:
@@ -221,12 +227,17 @@ params = {
     # The S3 payload store, so that the 2 MB body of the pipeline test is accepted.
     "PayloadStore": "s3",
     "MaxBodyBytes": 6291456,
+    "ReconcileEnabled": "true",
+    "ReconcileCredentialsParameterPath": reconcile_path,
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
+                                    "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
 }
 params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
 for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "ssm_ref": acme_ref,
-             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name}.items():
+             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name,
+             "reconcile_credential_ref": f"ssm:{reconcile_path}/stripe-api"}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
@@ -264,8 +275,9 @@ for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": 
              "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
              "webhook_url": out["WebhookUrl"],
              "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
-                               for fn in ("receiver", "processor", "reclaimer")),
-             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer")),
+                               for fn in ("receiver", "processor", "reclaimer", "reconciler") if fn.capitalize() + "Role" in res),
+             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler")
+                                    if fn.capitalize() + "LogGroup" in res),
              }.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
@@ -299,7 +311,9 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
   HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
   HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
-  HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket"
+  HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
+  HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
+  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"
