@@ -38,7 +38,11 @@ started and nobody could prove whether its effect happened) is replayed only
 once you resolve that step: check downstream by hand, then --mark-done (it
 happened; --result gives what later steps read back) or --rerun (it did not;
 the step runs again). Bulk replays (--status) skip such events and list them.
-Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL.
+Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL, and HOOKLEDGER_PAYLOAD_BUCKET
+when bodies too large for the ledger are kept in the S3 payload store (the
+stack output PayloadBucketName). An event with no stored payload (with
+HOOKLEDGER_PAYLOAD=on-trouble, one done on its first delivery) cannot be
+replayed from the ledger.
 
   hookledger replay --source stripe --tenant acme --key evt_123
   hookledger replay --source stripe --tenant acme --key evt_123 --step notify --mark-done --result ntf_42
