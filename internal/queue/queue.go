@@ -154,8 +154,9 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 	if spec.MaxReceiveCount <= 0 {
 		spec.MaxReceiveCount = 5
 	}
+	size := strconv.Itoa(MaxMessageBytes) // SQS's default is 256 KiB on AWS
 	dlq, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name + "-dlq"),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": size}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s-dlq: %w", spec.Name, err)
 	}
@@ -172,6 +173,7 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 		"VisibilityTimeout":      strconv.Itoa(spec.VisibilityTimeout),
 		"RedrivePolicy":          string(redrive),
 		"MessageRetentionPeriod": "1209600",
+		"MaximumMessageSize":     size,
 	}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s: %w", spec.Name, err)
