@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -30,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 )
 
@@ -40,6 +42,7 @@ type clients struct {
 	ssm  *ssm.Client
 	sm   *secretsmanager.Client
 	logs *cloudwatchlogs.Client
+	s3   *s3.Client
 	lam  *lambda.Client
 }
 
@@ -183,6 +186,32 @@ func TestIAMIsEnforced(t *testing.T) {
 			return err
 		}
 	}
+	// The payload store: the receiver writes bodies under payloads/, the
+	// processor and the reclaimer read them; nothing else, nowhere else.
+	bucket := must(t, "HOOKLEDGER_E2E_PAYLOAD_BUCKET")
+	probeObject := "payloads/iam-probe-" + e.runID
+	if _, err := blob.NewClient(root).PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &probeObject, Body: strings.NewReader("probe")}); err != nil {
+		t.Fatal(err)
+	}
+	putObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader("probe")})
+			return err
+		}
+	}
+	getObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			out, err := c.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+			if err == nil {
+				out.Body.Close()
+			}
+			return err
+		}
+	}
+	deleteObject := func(c clients) error {
+		_, err := c.s3.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &probeObject})
+		return err
+	}
 	// The reconciler feeds missing events by invoking the receiver function;
 	// an empty event is answered 404 (no source in the path), touching nothing.
 	invokeReceiver := func(c clients) error {
@@ -242,6 +271,10 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"ssm:GetParameter", false, getParameter("/" + outside)},
 			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
 			{"logs:CreateLogStream", false, createStream("processor")},
+			{"s3:PutObject", true, putObject(probeObject)},
+			{"s3:PutObject", false, putObject("elsewhere/iam-probe-" + e.runID)},
+			{"s3:GetObject", false, getObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"processor": {
 			{"dynamodb:UpdateItem", true, updateItem},
@@ -258,6 +291,9 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"sqs:SendMessage", false, sendMessage},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
 			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"reclaimer": {
 			{"dynamodb:Query", true, queryDue},
@@ -276,6 +312,8 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:DeleteItem", false, deleteItem},
 			{"sqs:ReceiveMessage", false, receive},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
 		},
 		"reconciler": {
 			{"dynamodb:GetItem", true, getItem},
@@ -365,7 +403,7 @@ func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
 		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
 	cfg.RetryMaxAttempts = 1
 	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
-		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), lam: lambda.NewFromConfig(cfg)}
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg), lam: lambda.NewFromConfig(cfg)}
 }
 
 // grantedActions lists the Allow actions of a role's inline policies, as

@@ -107,6 +107,9 @@ type NewEvent struct {
 	ID
 	Type       string
 	BodySHA256 string
+	// PayloadRef, when set, records that the body is kept outside the
+	// ledger (see Record.PayloadRef); no payload item is written for it.
+	PayloadRef string
 }
 
 // Create claims ev's identity with one conditional put. It reports
@@ -121,7 +124,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	rec := Record{
 		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
 		ExpiresAt: now.Add(l.opt.Retention).Truncate(time.Second), BodySHA256: ev.BodySHA256,
-		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1,
+		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
 	}
 	token := newToken()
 	item := map[string]types.AttributeValue{
@@ -136,6 +139,12 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	}
 	if ev.BodySHA256 != "" {
 		item[attrSHA] = s(ev.BodySHA256)
+	}
+	if ev.PayloadRef != "" {
+		if len(ev.PayloadRef) > MaxPayloadRef {
+			return Record{}, false, fmt.Errorf("%w: payload reference is %d bytes, over %d", ErrInvalid, len(ev.PayloadRef), MaxPayloadRef)
+		}
+		item[attrPayloadRef] = s(ev.PayloadRef)
 	}
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &l.opt.Table,

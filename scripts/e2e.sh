@@ -85,7 +85,22 @@ cleanup() {
     log "deleting stack $stack"
     "$sam" delete --stack-name "$stack" --no-prompts --region us-east-1 >"$build_dir/delete.log" 2>&1 \
       || { cat "$build_dir/delete.log" >&2; rc=1; }
-    # The ledger table is DeletionPolicy: Retain; it outlives its stack by design.
+    # The ledger table and the payload bucket are DeletionPolicy: Retain; they outlive their stack by design.
+    if [[ -n "${payload_bucket:-}" ]]; then
+      "$py" - "$payload_bucket" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+s3 = boto3.client("s3")
+try:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
+        for o in page.get("Contents", []):
+            s3.delete_object(Bucket=sys.argv[1], Key=o["Key"])
+    s3.delete_bucket(Bucket=sys.argv[1])
+except ClientError as e:
+    if e.response["Error"]["Code"] != "NoSuchBucket":
+        raise
+EOF
+    fi
     if [[ -n "${table:-}" ]]; then
       "$py" - "$table" <<'EOF' || rc=1
 import sys, boto3
@@ -209,6 +224,9 @@ params = {
     "SecretsParameterPath": ssm_path,
     "SecretsManagerPrefix": sm_prefix,
     "SecretsManagerSecretArn": exact,
+    # The S3 payload store, so that the 2 MB body of the pipeline test is accepted.
+    "PayloadStore": "s3",
+    "MaxBodyBytes": 6291456,
     "ReconcileEnabled": "true",
     "ReconcileCredentialsParameterPath": reconcile_path,
     "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
@@ -253,6 +271,7 @@ res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
        for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
 iam = boto3.client("iam")
 for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
+             "payload_bucket": out.get("PayloadBucketName", ""),
              "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
              "webhook_url": out["WebhookUrl"],
              "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
@@ -292,6 +311,7 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
   HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
   HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
+  HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
   HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
   HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then

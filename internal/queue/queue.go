@@ -19,10 +19,13 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxMessageBytes is the largest message the sender puts on the queue. A
-// message whose body would not fit, even compressed, goes without it and the
-// processor reads the payload from the ledger (one extra read).
-const MaxMessageBytes = 256 * 1024
+// MaxMessageBytes is the largest message the sender puts on the queue: SQS's
+// 1 MiB (the template sets the queue's MaximumMessageSize to it). A message
+// whose body would not fit, even compressed, goes without it and the
+// processor reads the body from the payload store (Ref) or the ledger. With
+// 1 MiB every body a ledger item can hold (400 KB after compression) rides
+// in the message, so the processor reads nothing on the happy path.
+const MaxMessageBytes = 1 << 20
 
 // compressAbove is the body size from which the message carries the body
 // gzip-compressed (when that is smaller): JSON compresses 3-4x, which more
@@ -44,6 +47,9 @@ type Message struct {
 	Body       []byte `json:"body,omitempty"`
 	BodyGzip   []byte `json:"body_gz,omitempty"`     // the body, gzip-compressed; Decode restores Body
 	ReceivedAt int64  `json:"received_at,omitempty"` // unix milliseconds
+	// Ref is the body's key in the payload store (an S3 object) when it is
+	// kept there; the message then carries the body only if it fits.
+	Ref string `json:"ref,omitempty"`
 }
 
 // ID is the ledger identity the message is about.
@@ -314,8 +320,9 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 	if spec.MaxReceiveCount <= 0 {
 		spec.MaxReceiveCount = 5
 	}
+	size := strconv.Itoa(MaxMessageBytes) // SQS's default is 256 KiB on AWS
 	dlq, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name + "-dlq"),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": size}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s-dlq: %w", spec.Name, err)
 	}
@@ -332,6 +339,7 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 		"VisibilityTimeout":      strconv.Itoa(spec.VisibilityTimeout),
 		"RedrivePolicy":          string(redrive),
 		"MessageRetentionPeriod": "1209600",
+		"MaximumMessageSize":     size,
 	}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s: %w", spec.Name, err)

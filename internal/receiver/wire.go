@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
@@ -57,10 +58,14 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		Sources: reg, Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Log: log, Metrics: c.Metrics(),
-	}, nil
+		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Payload: c.Payload, Log: log, Metrics: c.Metrics(),
+	}
+	if c.PayloadBucket != "" {
+		h.Store, h.StoreAbove = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}, c.PayloadStoreAbove
+	}
+	return h, nil
 }
 
 // sourcesJSON returns the sources JSON: HOOKLEDGER_SOURCES itself, or, when

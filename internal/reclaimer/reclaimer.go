@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -40,6 +41,7 @@ type store interface {
 	DueFrom(ctx context.Context, shard int, now time.Time, limit int, from ledger.DueCursor) ([]ledger.ID, ledger.DueCursor, error)
 	GetMany(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
 	Payloads(ctx context.Context, ids []ledger.ID) (map[ledger.ID][]byte, error)
+	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
 	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Unsent(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
@@ -130,6 +132,8 @@ type Handler struct {
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
+	// Store reads the bodies kept in the S3 payload store (nil: none).
+	Store *blob.Store
 }
 
 // Input is what a run is invoked with: the schedule's event (whose fields
@@ -601,7 +605,13 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	for i, rec := range recs {
 		ids[i] = rec.ID
 	}
-	bodies, readErr := h.Ledger.Payloads(ctx, ids)
+	var inLedger []ledger.ID // the rest keep their body in the payload store
+	for i, rec := range recs {
+		if rec.PayloadRef == "" {
+			inLedger = append(inLedger, ids[i])
+		}
+	}
+	bodies, readErr := h.Ledger.Payloads(ctx, inLedger)
 	if readErr != nil {
 		h.logger().WarnContext(ctx, "reclaim: some payloads could not be read; their records wait for the next run", "error", readErr.Error())
 	}
@@ -611,11 +621,31 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	for _, rec := range recs {
 		next := now.Add(h.backoff(rec.Reclaims))
 		body, ok := bodies[rec.ID]
-		if !ok && readErr != nil {
+		if rec.PayloadRef != "" {
+			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
+			switch {
+			case errors.Is(err, blob.ErrMissing):
+			case err != nil:
+				rep.Errors++ // unknown: look again next run
+				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "error", err.Error())
+				continue
+			default:
+				body, ok = b, true
+			}
+		} else if !ok && readErr != nil {
 			rep.Errors++ // unknown: look again next run
 			continue
 		}
 		if !ok {
+			log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
+			if waiting, err := h.awaitMessage(ctx, rec, now, log); waiting || err != nil {
+				if err != nil {
+					h.count(ctx, rec, err, rep)
+				} else {
+					rep.Postponed++
+				}
+				continue
+			}
 			// The receiver died between the record and the payload and the
 			// sender has not retried yet. Count a reclaim and wait for that
 			// retry (it re-stores the payload); the record dies when reclaims
@@ -647,7 +677,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 		// send this record now.
 		msgs = append(msgs, queue.Message{
 			Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
-			ReceivedAt: rec.CreatedAt.UnixMilli(),
+			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
 		})
 		taken = append(taken, took)
 		reset = append(reset, rec.Status == ledger.Processing)
@@ -686,4 +716,35 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 		}
 	}
 	h.Metrics.Add(map[string]int{"Reclaimed": sent})
+}
+
+// MessageLifetime is the longest a message can stay on an SQS queue: 14
+// days, SQS's longest retention (the template's queues keep messages that
+// long).
+const MessageLifetime = 14 * 24 * time.Hour
+
+// awaitMessage decides what to do with a record whose body is stored
+// nowhere the reclaimer can read. The body of an event whose message is
+// still on the queue may live only in that message: with
+// HOOKLEDGER_PAYLOAD=on-trouble, or when the receiver's payload write
+// failed beside a successful enqueue, and the processor keeps it in the
+// ledger only once the event runs into trouble (a redelivery, a failure,
+// a burial). Such a record cannot be re-driven, and counting reclaims
+// would bury an event that a backlogged or redelivered message would still
+// complete. So while the message may still be on the queue (younger than
+// MessageLifetime) the record is postponed without counting a reclaim,
+// looking again after its age (1 minute to 1 hour). Past that, it reports
+// false and the caller counts reclaims and buries as before.
+func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
+	age := now.Sub(rec.CreatedAt)
+	if rec.CreatedAt.IsZero() || age >= MessageLifetime {
+		return false, nil
+	}
+	if _, err := h.Ledger.Postpone(ctx, rec, now.Add(min(max(age, time.Minute), time.Hour))); err != nil {
+		return false, err
+	}
+	h.Metrics.Count("AwaitingMessage")
+	log.InfoContext(ctx, "payload not stored; waiting for the event's message, which may still be on the queue",
+		"age_s", int(age.Seconds()), "attempts", rec.Attempts)
+	return true, nil
 }

@@ -207,21 +207,6 @@ func TestExhaustedReclaimsMarkDead(t *testing.T) {
 	}
 }
 
-func TestMissingPayloadWaitsForSenderRetry(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_no_payload"}
-	f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x"})
-	f.clock.Advance(time.Minute)
-	f.run(t)
-	if keys := f.drain(t); len(keys) != 0 {
-		t.Fatalf("enqueued without a payload: %v", keys)
-	}
-	if rec := f.get(t, id); rec.Reclaims != 1 {
-		t.Fatalf("reclaim not counted: %+v", rec)
-	}
-}
-
 func TestConcurrentReclaimersActOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
@@ -31,6 +32,9 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 		Ledger: l, Lock: l, Queue: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
 		Log: log, Metrics: c.Metrics(),
+	}
+	if c.PayloadBucket != "" {
+		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 	}
 	if c.ReclaimMaxQueue == 0 {
 		h.MaxQueue = -1 // HOOKLEDGER_RECLAIM_MAX_QUEUE=0: never pause

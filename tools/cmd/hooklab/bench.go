@@ -48,7 +48,7 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "cost", "steps", "guard", "compare", "coldstart", "throughput", "recovery"}
+var benchSections = []string{"accounting", "latency", "cost", "steps", "guard", "compare", "coldstart", "throughput", "recovery"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hooklab", "bench", "bench [--only "+strings.Join(benchSections, ",")+"] [--endpoint URL]", stderr)
@@ -65,6 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tpEvents := fs.Int("throughput-events", 400, "events sent in the throughput run")
 	conc := fs.Int("concurrency", 8, "concurrent senders in the throughput run")
 	rec := addRecoveryFlags(fs)
+	latencyN := fs.Int("latency-events", 100, "events per path timed with AWS latency injected (latency section)")
 	goBench := fs.String("go-bench", "", "print the medians of this `go test -bench -benchmem -count N` output first (scripts/bench.sh passes it)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
@@ -100,7 +101,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	b := &benchRun{ep: ep, out: stdout, log: stderr, timing: *timing, compareN: *compareEvents, dupRate: *dupRate,
-		memory: *memory, batch: *batch, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc, rec: rec}
+		memory: *memory, batch: *batch, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc, rec: rec, latencyN: *latencyN}
 	fmt.Fprintf(stdout, "# hookledger bench\n\nemulator %s · %s/%s · %d CPUs · %s · %s\n", ep, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	failed := false
 	if *goBench != "" {
@@ -110,7 +111,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	step := func(name string, f func(context.Context) error) {
-		if !want[name] || ctx.Err() != nil {
+		if !want[name] && name != "payload policies" || ctx.Err() != nil {
 			return
 		}
 		fmt.Fprintf(stderr, "bench: %s…\n", name)
@@ -124,10 +125,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if !want["accounting"] {
 			b.accountingPrinted = true
 		}
+		step("latency", b.latency)
 		if want["cost"] {
-			want["cost"] = true
+			step("payload policies", b.policyAccounting)
 			step("cost", b.cost)
 		}
+	} else {
+		step("latency", b.latency)
 	}
 	step("steps", b.steps)
 	step("guard", b.guard)
@@ -195,7 +199,11 @@ type benchRun struct {
 	runs              int
 	tpEvents, conc    int
 	rec               *recoveryFlags
+	latencyN          int
 	accountingPrinted bool
+
+	policies  *policyRun         // payload-policy accounting (cost section)
+	latencyMS map[string]float64 // medians of the latency section, by path
 
 	// accounting results, per payload size, for the cost model
 	newProfile, dupProfile map[int]bench.Profile
@@ -682,7 +690,7 @@ func (b *benchRun) cost(ctx context.Context) error {
 	}
 	lv.Notes = []string{"DynamoDB dominates: a new 3 KB event costs 7 write units (record 1 + due-index entry 1 + payload 2 + claim 1 + complete 1 + due-index exit 1); the sparse due index alone is 2 of them."}
 	lv.Print(b.out)
-	return nil
+	return b.costSideBySide()
 }
 
 func usd(f float64) string { return fmt.Sprintf("$%.3f", f) }
