@@ -466,8 +466,19 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	p.vals[":processing"] = s(string(Processing))
 	p.vals[":tok"] = s(lease.Token)
 	p.vals[":now"] = ms(now)
+	// A final write (the record leaves processing and the lease with it)
+	// signs itself with the lease token, so that the SDK's retry of a write
+	// whose answer was lost recognises it instead of finding the lease gone.
+	final := finalStatus[op]
+	if final != "" {
+		p.set = append(p.set, attrWriter+" = :tok")
+	}
+	mine := func(r Record) bool { return final != "" && r.Status == final && r.writer == lease.Token }
 	rec, old, failed, err := l.update(ctx, op, lease.ID, p, ownerCond)
 	if err != nil {
+		if r, ok := l.readBack(ctx, lease.ID, err, mine); ok {
+			return r, nil
+		}
 		return Record{}, err
 	}
 	if !failed {
@@ -476,8 +487,14 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	if old == nil {
 		return Record{}, fmt.Errorf("%s %s: %w", op, lease.ID, ErrNotFound)
 	}
+	if mine(*old) {
+		return *old, nil // our own write, retried after its answer was lost
+	}
 	return Record{}, &StateError{Op: op, Err: ErrLeaseLost, Record: *old}
 }
+
+// finalStatus is the status each final lease-holder write leaves.
+var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "bury": Dead}
 
 // SaveSteps records step changes while the lease is held: one UpdateItem of
 // one write unit. The processor calls it between steps (to record the last
