@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"io"
 	"log/slog"
 	"os"
 )
@@ -12,3 +13,5 @@ func quietLogger() *slog.Logger {
 	}
 	return slog.New(slog.DiscardHandler)
 }
+
+func jsonLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

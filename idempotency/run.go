@@ -370,7 +370,7 @@ func (s *Store) observe(ctx context.Context, sp spec, info Info, err error) {
 		if n, ok := metricName[info.Outcome]; ok {
 			names = append(names, n)
 		}
-		if info.FromCache {
+		if info.FromCache && info.Outcome == Replayed {
 			names = append(names, "IdempotencyCacheHit")
 		}
 		if info.Outcome == Executed && !info.Stored {

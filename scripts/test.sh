@@ -17,8 +17,8 @@ go vet -tags crashpoints ./...
 go vet -tags e2e ./e2e/
 echo "== go test -race (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
 go test -race -count=1 ./...
-echo "== go test -race -tags crashpoints (the injection hooks are live only in proof builds)"
-go test -race -count=1 -tags crashpoints ./internal/inject/
+echo "== go test -race -tags crashpoints (the injection hooks are live only in proof builds; idempotency crash points)"
+go test -race -count=1 -tags crashpoints ./internal/inject/ ./idempotency/
 echo "== brief fuzzing"
 bash scripts/fuzz.sh "${HOOKLEDGER_FUZZTIME:-4000x}"
 echo "== template lint (cfn-lint with serverless rules, sam validate --lint)"
