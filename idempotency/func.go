@@ -128,7 +128,9 @@ func (f *Func[In, Out]) Call(ctx context.Context, in In) (Out, Info, error) {
 // function can change it.
 func (f *Func[In, Out]) prepare(sp *spec, in In) error {
 	var doc []byte
-	if f.needJSON {
+	if raw, ok := any(in).(json.RawMessage); ok && f.needJSON {
+		doc = raw // the event's own bytes: paths read them as they are, and what they select is validated
+	} else if f.needJSON {
 		var err error
 		if doc, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("idempotency %s: the input does not encode as JSON, so paths cannot select from it: %w", f.op, err)

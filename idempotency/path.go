@@ -240,14 +240,16 @@ func (p path) descendString(cur []byte, next string) ([]byte, error) {
 		return nil, err
 	}
 	inner := bytes.TrimSpace([]byte(s))
-	if len(inner) == 0 || (inner[0] != '{' && inner[0] != '[') || !json.Valid(inner) {
+	if len(inner) == 0 || (inner[0] != '{' && inner[0] != '[') {
 		return nil, fmt.Errorf("path %s: the value before %q is a string that is not a JSON object or array", p.text, next)
 	}
 	return inner, nil
 }
 
 // member returns the raw value of the last member called name in the object
-// obj (valid JSON text starting '{'), or nil.
+// obj (text starting '{'), or nil. It never reads past obj and always makes
+// progress, so text that is not JSON yields garbage or nil, never a panic
+// or a hang; the caller validates what it selected.
 func member(obj []byte, name string) []byte {
 	var found []byte
 	i := skipSpace(obj, 1)
@@ -255,7 +257,13 @@ func member(obj []byte, name string) []byte {
 		kEnd := skipString(obj, i)
 		key := obj[i:kEnd]
 		i = skipSpace(obj, kEnd)
-		i = skipSpace(obj, i+1) // ':'
+		if i >= len(obj) || obj[i] != ':' {
+			return nil
+		}
+		i = skipSpace(obj, i+1)
+		if i >= len(obj) {
+			return nil
+		}
 		vEnd := skipValue(obj, i)
 		if keyEquals(key, name) {
 			found = obj[i:vEnd]
@@ -268,7 +276,8 @@ func member(obj []byte, name string) []byte {
 	return found
 }
 
-// element returns the raw n-th element of the array arr, or nil.
+// element returns the raw n-th element of the array arr (text starting
+// '['), or nil; safe on text that is not JSON, as member is.
 func element(arr []byte, n int) []byte {
 	i := skipSpace(arr, 1)
 	for k := 0; i < len(arr) && arr[i] != ']'; k++ {
@@ -337,7 +346,7 @@ func skipValue(b []byte, i int) int {
 		}
 		return len(b)
 	default:
-		j := i
+		j := i + 1 // at least one byte, whatever it is
 		for j < len(b) && !strings.ContainsRune(",}] \n\r\t", rune(b[j])) {
 			j++
 		}

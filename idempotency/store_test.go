@@ -140,7 +140,7 @@ func TestMetricsAndHook(t *testing.T) {
 	f.Call(ctx, order{ID: "o-1"}) // in progress
 	close(c.block)
 	<-done
-	f.Call(ctx, order{ID: "o-1"})             // hit, from the cache
+	f.Call(ctx, order{ID: "o-1"})            // hit, from the cache
 	f.Call(ctx, order{ID: "o-1", Amount: 9}) // mismatch
 	f.Call(ctx, order{})                     // no key
 	want := []idempotency.Outcome{idempotency.InProgress, idempotency.Executed, idempotency.Replayed, idempotency.Mismatch, idempotency.Errored}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: price and time every event. Installs the pinned tools (MiniStack
-# in .venv, Powertools in .venv/bench), starts MiniStack on
+# in .venv, Powertools in .venv/bench or $HOOKLEDGER_BENCH_VENV), starts MiniStack on
 # HOOKLEDGER_EMULATOR_PORT (default 4599) unless something answers there,
 # runs the Go micro-benchmarks (-count BENCH_COUNT, default 5), then
 # `hooklab bench` (accounting, cost, comparison, cold start, throughput),
@@ -24,6 +24,7 @@ trap 'bash scripts/emulator.sh stop' EXIT
 mkdir -p bin/bench
 echo "bench: go micro-benchmarks (-count ${BENCH_COUNT:-5})…" >&2
 go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${BENCH_TIME:-300x}" \
-  ./webhook ./ledger ./internal/receiver ./internal/processor >bin/bench/go-bench.txt
+  ./webhook ./ledger ./internal/receiver ./internal/processor ./idempotency >bin/bench/go-bench.txt
 go build -o bin/bench/hooklab ./tools/cmd/hooklab
-./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" --go-bench bin/bench/go-bench.txt "$@" | tee bin/bench/report.md
+./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" --go-bench bin/bench/go-bench.txt \
+  --python "${HOOKLEDGER_BENCH_VENV:-.venv/bench}/bin/python" "$@" | tee bin/bench/report.md
