@@ -20,7 +20,7 @@ test:
 lint: lint-template
 	$(GO) vet ./...
 	$(GO) vet -tags crashpoints ./...
-	$(GO) vet -tags e2e ./e2e/
+	$(GO) vet -tags e2e ./e2e/ ./examples/idempotency/
 
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:

@@ -21,6 +21,11 @@ var (
 	// ErrNoKey: the input has no key (nothing selected, null, "", [] or {})
 	// and Config.OptionalKey is false. Nothing was stored or run.
 	ErrNoKey = errors.New("idempotency: no idempotency key in the input")
+	// ErrBadInput: the key or validation fields could not be taken from
+	// the input (a path into a string that is not JSON, a Key function's
+	// error, a value that does not encode as JSON). Nothing was stored or
+	// run; answer it as a client error.
+	ErrBadInput = errors.New("idempotency: cannot take the key from the input")
 	// ErrAttemptsExhausted: the call failed Options.MaxAttempts times in its
 	// window and is not run again until the window ends (or Forget).
 	ErrAttemptsExhausted = errors.New("idempotency: attempts exhausted")

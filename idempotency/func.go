@@ -133,24 +133,24 @@ func (f *Func[In, Out]) prepare(sp *spec, in In) error {
 	} else if f.needJSON {
 		var err error
 		if doc, err = json.Marshal(in); err != nil {
-			return fmt.Errorf("idempotency %s: the input does not encode as JSON, so paths cannot select from it: %w", f.op, err)
+			return fmt.Errorf("idempotency %s: %w: the input does not encode as JSON, so paths cannot select from it: %w", f.op, ErrBadInput, err)
 		}
 	}
 	material := func(fn func(In) (any, error), p paths, what string) ([]byte, error) {
 		if fn != nil {
 			v, err := fn(in)
 			if err != nil {
-				return nil, fmt.Errorf("idempotency %s: %s: %w", f.op, what, err)
+				return nil, fmt.Errorf("idempotency %s: %w: %s: %w", f.op, ErrBadInput, what, err)
 			}
 			c, err := canonical(v)
 			if err != nil {
-				return nil, fmt.Errorf("idempotency %s: %s does not encode as JSON: %w", f.op, what, err)
+				return nil, fmt.Errorf("idempotency %s: %w: %s does not encode as JSON: %w", f.op, ErrBadInput, what, err)
 			}
 			return c, nil
 		}
 		c, err := p.selectCanonical(doc)
 		if err != nil {
-			return nil, fmt.Errorf("idempotency %s: %s %s: %w", f.op, what, p, err)
+			return nil, fmt.Errorf("idempotency %s: %w: %s %s: %w", f.op, ErrBadInput, what, p, err)
 		}
 		return c, nil
 	}
@@ -190,7 +190,7 @@ func Do[Out any](ctx context.Context, s *Store, operation string, key any, fn fu
 	if s != nil && !s.opt.Disabled {
 		c, err := canonical(key)
 		if err != nil {
-			err = fmt.Errorf("idempotency %s: key does not encode as JSON: %w", operation, err)
+			err = fmt.Errorf("idempotency %s: %w: key does not encode as JSON: %w", operation, ErrBadInput, err)
 			s.observe(ctx, sp, Info{Outcome: Errored}, err)
 			return zero, Info{Outcome: Errored}, err
 		}

@@ -65,7 +65,9 @@ func SQS(s *Store, operation string, fn func(context.Context, events.SQSMessage)
 
 // Handle processes a batch and reports the messages to redeliver.
 func (h *SQSHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
+	// Always a list, never null: AWS reads null as "no failures", but
+	// MiniStack's poller fails on it and redelivers the whole batch.
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	if len(ev.Records) == 0 {
 		return resp, nil
 	}

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -163,6 +164,19 @@ func TestConformanceSQSConcurrency(t *testing.T) {
 			t.Fatalf("runs %v, failures %v", fx.runs, failedIDs(resp))
 		}
 	})
+}
+
+// TestSQSAnswerIsAList: no failures is "batchItemFailures": [], not null
+// (which MiniStack's poller cannot read).
+func TestSQSAnswerIsAList(t *testing.T) {
+	t.Parallel()
+	h, _ := idempotency.SQS(idempotency.NewDisabled(), "op", func(context.Context, events.SQSMessage) error { return nil }, idempotency.SQSConfig{})
+	for _, ev := range []events.SQSEvent{{}, batch(queueARN, [2]string{"m-1", "{}"})} {
+		resp, _ := h.Handle(t.Context(), ev)
+		if b, _ := json.Marshal(resp); string(b) != `{"batchItemFailures":[]}` {
+			t.Fatalf("answer %s", b)
+		}
+	}
 }
 
 func TestSQSConfigErrors(t *testing.T) {

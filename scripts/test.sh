@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make test: vet, unit and integration tests with -race against MiniStack
 # (started here unless one already answers on :4566, stopped afterwards),
-# brief fuzzing, the SAM template checks (offline), and the deployed-stack
-# end-to-end test (make e2e).
+# brief fuzzing, the SAM template checks (offline), the deployed-stack
+# end-to-end test (make e2e) and the idempotency examples' (scripts/e2e-examples.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -14,7 +14,7 @@ export HOOKLEDGER_REQUIRE_EMULATOR=1
 echo "== go vet"
 go vet ./...
 go vet -tags crashpoints ./...
-go vet -tags e2e ./e2e/
+go vet -tags e2e ./e2e/ ./examples/idempotency/
 echo "== go test -race (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
 go test -race -count=1 ./...
 echo "== go test -race -tags crashpoints (the injection hooks are live only in proof builds; idempotency crash points)"
@@ -25,3 +25,5 @@ echo "== template lint (cfn-lint with serverless rules, sam validate --lint)"
 bash scripts/lint.sh
 echo "== deployed stack end to end (sam build, CloudFormation deploy into MiniStack on :4577, signed webhooks, teardown)"
 bash scripts/e2e.sh
+echo "== idempotency examples end to end (HTTP API and SQS consumer deployed into MiniStack on the same port)"
+bash scripts/e2e-examples.sh
