@@ -252,3 +252,30 @@ func TestUnencodableResult(t *testing.T) {
 }
 
 var zero float64
+
+// TestBadInputIsTyped: an input the paths or the Key function cannot read
+// is ErrBadInput (a client error to answer), and nothing is stored.
+func TestBadInputIsTyped(t *testing.T) {
+	t.Parallel()
+	s := idempotencytest.NewStore(t, idempotency.Options{})
+	ctx := t.Context()
+	type ev struct {
+		Body string `json:"body"`
+	}
+	byPath, _ := idempotency.Wrap(s.Store, "op", func(context.Context, ev) (int, error) { return 1, nil }, idempotency.Config[ev, int]{KeyPath: "body.order_id"})
+	if _, _, err := byPath.Call(ctx, ev{Body: "not json"}); !errors.Is(err, idempotency.ErrBadInput) {
+		t.Errorf("path into plain text: %v", err)
+	}
+	boom := errors.New("no order id")
+	byFunc, _ := idempotency.Wrap(s.Store, "op", func(context.Context, ev) (int, error) { return 1, nil },
+		idempotency.Config[ev, int]{Key: func(ev) (any, error) { return nil, boom }})
+	if _, _, err := byFunc.Call(ctx, ev{}); !errors.Is(err, idempotency.ErrBadInput) || !errors.Is(err, boom) {
+		t.Errorf("Key function error: %v", err)
+	}
+	if _, _, err := idempotency.Do(ctx, s.Store, "op", func() {}, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, idempotency.ErrBadInput) {
+		t.Errorf("unencodable key: %v", err)
+	}
+	if n := len(s.Memory.Records()); n != 0 {
+		t.Errorf("bad input stored %d records", n)
+	}
+}
