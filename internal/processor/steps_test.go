@@ -116,8 +116,11 @@ func setupSteps(t *testing.T) *stepFixture {
 		if _, err := ev.Step(ctx, "a", step("a"), hookledger.Check(d.check("a"))); err != nil {
 			return err
 		}
-		if d.block != nil {
-			<-d.block
+		d.mu.Lock()
+		block := d.block
+		d.mu.Unlock()
+		if block != nil {
+			<-block
 		}
 		_, err := ev.Step(ctx, "b", step("b"), hookledger.AtMostOnce(), hookledger.Check(d.check("b")))
 		return err
@@ -259,8 +262,10 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	f.clock.Advance(2 * time.Minute) // A's lease runs out while it stalls
+	f.down.mu.Lock()
 	block := f.down.block
 	f.down.block = nil // B does not stall
+	f.down.mu.Unlock()
 	if !f.deliver(t, msg) {
 		t.Fatalf("worker B failed: %+v", f.record(t, k))
 	}
