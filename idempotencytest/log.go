@@ -21,6 +21,8 @@ type tbHandler struct {
 func (h *tbHandler) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *tbHandler) Handle(_ context.Context, r slog.Record) error {
+	// A goroutine that logs after its test ended must not panic the run.
+	defer func() { recover() }()
 	var b strings.Builder
 	b.WriteString(r.Level.String() + " " + r.Message)
 	for _, a := range h.attrs {
