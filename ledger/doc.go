@@ -26,16 +26,34 @@
 //	          received ──Claim──▶ processing ──Complete──▶ done (terminal)
 //	             ▲                  │  │
 //	             │                  │  └──Fail──▶ failed ──Claim──▶ processing
-//	             └──Reclaim─────────┘
-//	any non-terminal ──Bury / Fail past MaxAttempts / reclaims exhausted──▶ dead (terminal)
+//	             └──Reset───────────┘
+//	any non-terminal ──Bury (lease holder) / BuryStale (reclaimer)──▶ dead (terminal)
+//	dead, failed ──Replay (operator)──▶ received
 //
-// Claim succeeds from received, failed, or processing whose lease has expired;
-// it sets a fresh owner token, lease_until and attempts+1. Complete, Fail,
-// Bury and ExtendLease succeed only while the caller's token still owns an
-// unexpired lease; otherwise they return ErrLeaseLost. The reclaimer's
-// transitions (Requeue, Reset, Resolve, Kill) are conditioned on the version
-// it read, so two reclaimers, or a reclaimer and a worker, never both act on
-// one record.
+// Claim succeeds from received, failed, or processing whose lease has
+// expired; it sets a fresh owner token, lease_until and attempts+1, and
+// returns a Lease: the ID, the token, the end of the lease and the record as
+// claimed. Every write only the lease holder may make takes the Lease:
+// SaveSteps, Complete, Fail, Bury and Extend succeed only while its token
+// still owns an unexpired lease, and return ErrLeaseLost otherwise. The
+// reclaimer's transitions (Requeue, Reset, Postpone, BuryStale) are
+// conditioned on the version it read, so two reclaimers, or a reclaimer and
+// a worker, never both act on one record. "Bury" is the one name for
+// marking a record dead.
+//
+// # Steps
+//
+// A handler's named steps are recorded in the record itself, one attribute
+// per step ("step#NAME": status started or done, the result, the time), so
+// a retry resumes after the last completed step. The lease holder's writes
+// take StepChange values and fold them into their one UpdateItem: the
+// processor records a step done in the write that starts the next step
+// (SaveSteps) or in Complete, Fail or Bury; an at-most-once step is saved
+// as started before its effect runs. Step names are at most MaxStepName
+// bytes and results at most MaxStepResult bytes, so the record stays well
+// under 1 KB and a status change still costs one write unit. Reset keeps
+// the steps; Replay can change them (an operator marks an indeterminate
+// step done, or clears it to run again).
 //
 // # Due index
 //
@@ -60,8 +78,8 @@
 //     a conflict. When the SDK could not retry at all (its retry quota
 //     spent), these operations read the record back once and recognise
 //     their write the same way instead of reporting ErrUnavailable.
-//   - done and dead are terminal: no transition leaves them except Replay,
-//     which an operator calls explicitly.
+//   - done and dead are terminal: no transition leaves dead except Replay,
+//     which an operator calls explicitly, and none leaves done.
 //   - Expiry is checked in code: a record past expires_at is treated as absent
 //     (Create may replace it) even if DynamoDB's TTL has not deleted it yet.
 //

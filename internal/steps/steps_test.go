@@ -199,9 +199,12 @@ func TestMisuseIsPermanent(t *testing.T) {
 	var n int
 	r.Step(t.Context(), Spec{Name: "a"}, effect(&n, "ra"))
 	for name, step := range map[string]func() error{
-		"bad name":  func() error { _, err := r.Step(t.Context(), Spec{Name: "has space"}, effect(&n, "")); return err },
-		"twice":     func() error { _, err := r.Step(t.Context(), Spec{Name: "a"}, effect(&n, "")); return err },
-		"too large": func() error { _, err := r.Step(t.Context(), Spec{Name: "big"}, effect(&n, strings.Repeat("x", MaxResultBytes+1))); return err },
+		"bad name": func() error { _, err := r.Step(t.Context(), Spec{Name: "has space"}, effect(&n, "")); return err },
+		"twice":    func() error { _, err := r.Step(t.Context(), Spec{Name: "a"}, effect(&n, "")); return err },
+		"too large": func() error {
+			_, err := r.Step(t.Context(), Spec{Name: "big"}, effect(&n, strings.Repeat("x", MaxResultBytes+1)))
+			return err
+		},
 	} {
 		var p PermanentError
 		if err := step(); !errors.As(err, &p) {

@@ -3,23 +3,29 @@
 // Lambdas run, sharing one table and one queue in an AWS emulator — with
 // signed deliveries from a sender that behaves like a real provider, injects
 // one kind of fault per phase, and checks the outcome against an
-// independent oracle: the payments stub's count of charges per event, and
-// what the harness itself sent and saw answered.
+// independent oracle: the stub's count of charges and notifications per
+// event, and what the harness itself sent and saw answered. The handler is
+// the shipped effect: a charge (an at-least-once step against an API that
+// honours Idempotency-Key) and a notification (an at-most-once step against
+// an API with no idempotency at all).
 //
 // The fault kinds:
 //
 //   - crash: every dev process runs with a crash point armed
 //     (HOOKLEDGER_CRASH=name:N) and is restarted after it fires; the armed
-//     point rotates over all eight step boundaries, least fired first. A
+//     point rotates over every boundary of the three functions and of the
+//     handler's steps (after the charge, between the notification's started
+//     mark and its request, after the notification), least fired first. A
 //     process whose point does not fire in time is killed with SIGKILL.
 //   - duplicates: 30% of events delivered again (in sequence, out of order,
 //     and after they are done), 50-way concurrent bursts.
 //   - aws: DynamoDB and SQS throttling, 500s, client timeouts and timeouts
 //     after a write that succeeded, on a share of SDK attempts
 //     (HOOKLEDGER_FAULTS, see package fault).
-//   - slow: a payments API that is slow on a share of charges, and keeps
-//     going after the worker gave up, with a visibility timeout shorter than
-//     the handler, so SQS redelivers while the first worker still runs.
+//   - slow: payments and notification APIs slow on a share of requests,
+//     which keep going after the worker gave up, with a visibility timeout
+//     shorter than the handler, so SQS redelivers while the first worker
+//     still runs and a second worker takes over a half-done event.
 //
 // Every phase also sends invalid requests (bad signatures, another tenant's
 // secret, odd paths, wrong methods, oversized, malformed or non-UTF-8
@@ -29,9 +35,9 @@
 // finished events.
 //
 // The oracle's verdicts: every event answered 2xx is charged exactly once
-// (events meant to die: never) and ends done or dead; no event is charged
-// twice; no rejected request left a record or a message. A run with a
-// duplicate effect or a lost event fails.
+// and notified exactly once (events meant to die: neither) and ends done or
+// dead; no event is charged or notified twice; no rejected request left a
+// record or a message. A run with a duplicate effect or a lost event fails.
 package chaos
 
 import (
@@ -234,10 +240,10 @@ type Result struct {
 	Unique      int // distinct valid events
 	Accepted    int // events answered 2xx at least once
 	Poison      int // events whose handler fails permanently (they must end dead)
-	Effects     int // charges the payments API made
+	Effects     int // charges and notifications the stub made
 	Replays     int // charge requests the payments API answered from an earlier charge (Idempotency-Key)
-	DupEffects  int // extra charges: events charged more than once, counted per extra charge
-	Lost        int // events answered 2xx that did not end done (or dead), or ended done without their charge
+	DupEffects  int // extra effects: events charged or notified more than once, counted per extra one
+	Lost        int // events answered 2xx that did not end done (or dead), or ended done without their charge or notification
 	Dead        int // events dead when the pipeline first settled (poison included)
 	Replayed    int // dead events replayed by `hookledger replay` (each must then finish)
 	Late        int // redeliveries of finished events (each must be answered duplicate and charge nothing)
@@ -381,7 +387,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	if r.OK() {
-		fmt.Fprintf(w, "PASS: every accepted event charged exactly once and finished; no duplicate effect, no lost event, no rejected request left a trace (%.0fs)\n", r.Elapsed.Seconds())
+		fmt.Fprintf(w, "PASS: every accepted event charged and notified exactly once and finished; no duplicate effect, no lost event, no rejected request left a trace (%.0fs)\n", r.Elapsed.Seconds())
 	} else {
 		fmt.Fprintf(w, "FAIL: see the problems above and the logs (%.0fs)\n", r.Elapsed.Seconds())
 	}

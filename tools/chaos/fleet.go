@@ -21,7 +21,9 @@ import (
 	"github.com/hookledger/hookledger/tools/crash"
 )
 
-// crashPoints are every step boundary of every function, with the range of
+// crashPoints are every step boundary of every function, the handler's
+// steps included (inside the at-most-once notify step: after its started
+// mark and after its effect), with the range of
 // N (HOOKLEDGER_CRASH=name:N) to draw from: points hit on every request get
 // a wider range, so crashes land at different moments.
 var crashPoints = []struct {
@@ -33,6 +35,9 @@ var crashPoints = []struct {
 	{inject.ReceiverAfterPayload, 30},
 	{inject.ReceiverAfterEnqueue, 30},
 	{inject.ProcessorAfterClaim, 15},
+	{inject.StepRan("charge"), 15},
+	{inject.StepStarted("notify"), 15},
+	{inject.StepRan("notify"), 15},
 	{inject.ProcessorAfterEffect, 15},
 	{inject.ProcessorAfterDone, 15},
 	{inject.ReclaimerAfterReset, 2},

@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,12 +230,12 @@ func (p *phase) setup(ctx context.Context) error {
 	}
 	for _, e := range os.Environ() {
 		k, _, _ := strings.Cut(e, "=")
-		if !strings.HasPrefix(k, "HOOKLEDGER_") && !strings.HasPrefix(k, "AWS_") && k != "PAYMENTS_URL" && k != "LOG_LEVEL" {
+		if !strings.HasPrefix(k, "HOOKLEDGER_") && !strings.HasPrefix(k, "AWS_") && k != "PAYMENTS_URL" && k != "NOTIFY_URL" && k != "LOG_LEVEL" {
 			p.env = append(p.env, e)
 		}
 	}
 	devEnv := append(append([]string{}, p.env...),
-		"HOOKLEDGER_SOURCES="+string(sources), "PAYMENTS_URL=http://"+payLn.Addr().String(),
+		"HOOKLEDGER_SOURCES="+string(sources), "PAYMENTS_URL=http://"+payLn.Addr().String(), "NOTIFY_URL=http://"+payLn.Addr().String(),
 		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_RECLAIMS=8", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn")
 	if p.t.faults {
 		devEnv = append(devEnv, "HOOKLEDGER_FAULTS="+p.cfg.Faults)
@@ -522,7 +523,7 @@ func lastLine(s string) string {
 func (p *phase) verdict(ctx context.Context, recs map[ledger.ID]ledger.Record) {
 	r := p.res
 	stats := p.stub.Stats()
-	r.Effects, r.Replays = stats.Charges, stats.Replays
+	r.Effects, r.Replays = stats.Charges+stats.Notifications, stats.Replays
 	keys := map[string]*event{}
 	for _, ev := range p.events {
 		keys[ev.id.Key] = ev
@@ -535,12 +536,22 @@ func (p *phase) verdict(ctx context.Context, recs map[ledger.ID]ledger.Record) {
 			r.problem("%d charges for %q, an event nobody sent", n, key)
 		}
 	}
+	for key, n := range stats.NotifiedEvents {
+		if keys[key] == nil {
+			r.problem("%d notifications for %q, an event nobody sent", n, key)
+		}
+	}
 	var lost, wrongEnd []string
 	for _, ev := range p.events {
 		n := stats.PerEvent[ev.id.Key]
 		if n > 1 {
 			r.DupEffects += n - 1
 			r.problem("%s charged %d times", ev.id, n)
+		}
+		notes := stats.NotifiedEvents[ev.id.Key]
+		if notes > 1 {
+			r.DupEffects += notes - 1
+			r.problem("%s notified %d times (the notify step is at-most-once)", ev.id, notes)
 		}
 		rec, ok := recs[ev.id]
 		accepted := ev.accepted.Load()
@@ -559,15 +570,18 @@ func (p *phase) verdict(ctx context.Context, recs map[ledger.ID]ledger.Record) {
 			if rec.Status == ledger.Done && n == 0 {
 				lost = append(lost, fmt.Sprintf("%s (done, never charged)", ev.id))
 			}
+			if rec.Status == ledger.Done && notes == 0 {
+				lost = append(lost, fmt.Sprintf("%s (done, never notified)", ev.id))
+			}
 			if rec.Status == ledger.Dead {
 				wrongEnd = append(wrongEnd, fmt.Sprintf("%s dead after replay: %s", ev.id, rec.LastError))
 			}
 		case poison:
-			if rec.Status != ledger.Dead || n != 0 || rec.LastError == "" {
+			if rec.Status != ledger.Dead || n != 0 || notes != 0 || rec.LastError == "" {
 				wrongEnd = append(wrongEnd, fmt.Sprintf("%s (must die, uncharged, explained) ended %s with %d charges, last error %q", ev.id, rec.Status, n, rec.LastError))
 			}
 		case push:
-			if rec.Status != ledger.Done || n != 0 {
+			if rec.Status != ledger.Done || n != 0 || notes != 0 {
 				wrongEnd = append(wrongEnd, fmt.Sprintf("%s (no effect) ended %s with %d charges", ev.id, rec.Status, n))
 			}
 		}
@@ -659,9 +673,14 @@ func (p *phase) checkQueues(ctx context.Context) {
 	}
 }
 
-// slowPayments makes the payments API slow on a share of new charge
-// requests; it reads the request first and, like a real server, finishes
-// the charge even when the client has given up.
+// slowPayments makes the payments API slow on a share of new charge and
+// notification requests; it reads the request first and, like a real
+// server, finishes it even when the client has given up. A slow charge is
+// made after the delay (Idempotency-Key covers a repeat meanwhile); a slow
+// notification is sent on arrival and only its answer is late, as an API
+// that records what it accepted before answering: that is what lets the
+// notify step's check tell, after the slow worker's lease ran out, whether
+// it was sent.
 type slowPayments struct {
 	next     http.Handler
 	share    float64
@@ -686,6 +705,19 @@ func (s *slowPayments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
 		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	if r.URL.Path == "/v1/notifications" {
+		rec := httptest.NewRecorder()
+		r2 := r.Clone(context.WithoutCancel(r.Context()))
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		s.next.ServeHTTP(rec, r2)
+		time.Sleep(d)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
 		return
 	}
 	time.Sleep(d)

@@ -3,14 +3,15 @@
 // hooks (internal/inject) call Hit only in binaries built with the build tag
 // "crashpoints".
 //
-// Hit reads HOOKLEDGER_CRASH=name[:n] and, at the n-th hit of the named point
-// (default the first), exits at once with status ExitCode, skipping deferred
+// Hit reads HOOKLEDGER_CRASH=name[:n][,name[:n]...] and, at the n-th hit of
+// a named point (default the first), exits at once with status ExitCode, skipping deferred
 // functions and buffered output, as a killed Lambda would. With
-// HOOKLEDGER_CRASH_MARK=FILE only the first process to create FILE crashes,
-// so a respawned Lambda with the same environment goes on.
+// HOOKLEDGER_CRASH_MARK=BASE only the first process to create BASE-POINT
+// crashes at POINT, so a respawned Lambda with the same environment goes on.
 package crash
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -21,40 +22,68 @@ import (
 const ExitCode = 86
 
 var (
-	once   sync.Once
-	target string
-	at     int
-	mu     sync.Mutex
-	hits   int
+	once    sync.Once
+	targets map[string]int // point -> the hit that fires
+	mu      sync.Mutex
+	hits    = map[string]int{}
 )
 
-func load() {
-	spec := os.Getenv("HOOKLEDGER_CRASH")
-	name, n, _ := strings.Cut(spec, ":")
-	target, at = name, 1
-	if v, err := strconv.Atoi(n); err == nil && v > 0 {
-		at = v
+// Parse reads a crash spec: comma-separated NAME[:N] entries, each firing
+// at the N-th hit of its point (default the first).
+func Parse(spec string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, e := range strings.Split(spec, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		name, n, hasN := strings.Cut(e, ":")
+		at := 1
+		if hasN {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("crash point %q: the count after ':' must be a positive integer", e)
+			}
+			at = v
+		}
+		out[name] = at
 	}
+	return out, nil
 }
+
+func load() {
+	t, err := Parse(os.Getenv("HOOKLEDGER_CRASH"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crash: HOOKLEDGER_CRASH: %v\n", err)
+		os.Exit(2)
+	}
+	targets = t
+}
+
+// MarkFile is the mark a crash at point leaves when HOOKLEDGER_CRASH_MARK
+// is base: one file per point.
+func MarkFile(base, point string) string { return base + "-" + point }
 
 // Hit exits the process at the configured hit of the named point.
 func Hit(name string) {
 	once.Do(load)
-	if target == "" || name != target {
+	at, ok := targets[name]
+	if !ok {
 		return
 	}
 	mu.Lock()
-	hits++
-	fire := hits == at
+	hits[name]++
+	fire := hits[name] == at
 	mu.Unlock()
 	if !fire {
 		return
 	}
-	// HOOKLEDGER_CRASH_MARK names a file that makes the crash happen once
-	// across processes (a Lambda respawns with the same environment): the
-	// process that creates it crashes, later ones do not.
+	// HOOKLEDGER_CRASH_MARK names a base for files that make each crash
+	// happen once across processes (a Lambda respawns with the same
+	// environment): the process that creates a point's file crashes, later
+	// ones do not.
 	if mark := os.Getenv("HOOKLEDGER_CRASH_MARK"); mark != "" {
-		f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(MarkFile(mark, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			return
 		}

@@ -33,10 +33,23 @@ func TestCrashOnceAcrossProcesses(t *testing.T) {
 	if code := run(); code != ExitCode {
 		t.Fatalf("first child exited %d, want %d", code, ExitCode)
 	}
-	if b, err := os.ReadFile(mark); err != nil || string(b) != point+"\n" {
+	if b, err := os.ReadFile(MarkFile(mark, point)); err != nil || string(b) != point+"\n" {
 		t.Fatalf("mark %q %v", b, err)
 	}
 	if code := run(); code != 0 {
 		t.Fatalf("second child exited %d, want 0 (the mark stops a second crash)", code)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	got, err := Parse("step.charge.ran:3, step.notify.ran ,")
+	if err != nil || len(got) != 2 || got["step.charge.ran"] != 3 || got["step.notify.ran"] != 1 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"a:0", "a:x", "a:-1"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -48,10 +48,10 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "cost", "compare", "coldstart", "throughput"}
+var benchSections = []string{"accounting", "cost", "steps", "compare", "coldstart", "throughput"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,compare,coldstart,throughput] [--endpoint URL]", stderr)
+	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,steps,compare,coldstart,throughput] [--endpoint URL]", stderr)
 	endpoint := fs.String("endpoint", "", "AWS emulator endpoint (default $AWS_ENDPOINT_URL, else http://localhost:4599); must be a loopback address")
 	only := fs.String("only", strings.Join(benchSections, ","), "sections to run, comma-separated: "+strings.Join(benchSections, ", "))
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
@@ -91,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		want[s] = true
 	}
-	needsEmu := want["accounting"] || want["cost"] || want["compare"] || want["throughput"] || want["coldstart"]
+	needsEmu := want["accounting"] || want["cost"] || want["steps"] || want["compare"] || want["throughput"] || want["coldstart"]
 	if needsEmu {
 		if err := reachable(ep); err != nil {
 			fmt.Fprintf(stderr, "bench: no emulator answers at %s (%v); `make bench` starts one\n", ep, err)
@@ -128,6 +128,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			step("cost", b.cost)
 		}
 	}
+	step("steps", b.steps)
 	step("compare", b.compare)
 	step("coldstart", b.coldstart)
 	step("throughput", b.throughput)

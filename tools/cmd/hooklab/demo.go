@@ -21,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/tools/crash"
 
 	"github.com/hookledger/hookledger/internal/cli"
@@ -39,11 +40,11 @@ import (
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hooklab", "demo", "demo [--events 40] [--dup-rate 0.3] [--burst 50] [--crash processor.after_effect:3]", stderr)
+	fs := cli.NewFlags("hooklab", "demo", "demo [--events 40] [--dup-rate 0.3] [--burst 50] [--crash step.charge.ran:3,step.notify.ran:7]", stderr)
 	nEvents := fs.Int("events", 40, "unique invoice.paid events to send (each charges once)")
 	dupRate := fs.Float64("dup-rate", 0.3, "share of events delivered again in sequence (1-2 extra deliveries)")
 	burst := fs.Int("burst", 50, "concurrent deliveries of one event")
-	crash := fs.String("crash", inject.ProcessorAfterEffect+":3", "crash point NAME[:N] that kills the pipeline process at its N-th hit")
+	crashSpec := fs.String("crash", defaultCrash, "crash points NAME[:N],... each killing the pipeline process once, at its N-th hit (step.NAME.ran: right after a step's effect, before it is recorded)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up if the pipeline has not settled by then")
 	logDir := fs.String("log-dir", ".demo", "directory for the pipeline's logs")
 	binary := fs.String("hookledger", "", "dev: the hookledger binary, built with crash points, run as the pipeline (default: the one next to hooklab)")
@@ -58,6 +59,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
+	if points, err := crash.Parse(*crashSpec); err != nil || len(points) == 0 {
+		fmt.Fprintf(stderr, "demo: --crash %q: want NAME[:N],... (e.g. %s)\n", *crashSpec, defaultCrash)
+		return 2
+	}
 	if *nEvents < 1 || *dupRate < 0 || *dupRate > 1 || *burst < 1 {
 		fmt.Fprintln(stderr, "demo: --events and --burst must be positive, --dup-rate within 0..1")
 		return 2
@@ -69,7 +74,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
 		os.Setenv("AWS_ENDPOINT_URL", "http://localhost:4566")
 	}
-	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crash, logDir: *logDir,
+	d := &demo{stdout: stdout, stderr: stderr, events: *nEvents, dupRate: *dupRate, burst: *burst, crash: *crashSpec, logDir: *logDir,
 		target: *target, table: *table, processorFn: *processorFn, paymentsAddr: *paymentsAddr,
 		stripeSecret: *stripeSecret, githubSecret: *githubSecret, binary: *binary}
 	switch *target {
@@ -112,13 +117,12 @@ type demo struct {
 	stripeSecret   string
 	githubSecret   string
 	base           string // scheme://host[/stage] the webhook paths go under
-	crashMark      string // stack: the file the crashing Lambda process leaves
+	crashMark      string // the base of the mark files the crashing processes leave
 	binary         string // dev: the hookledger binary
 
 	ledger  *ledger.Ledger
 	stub    *paystub.Server
 	addr    string
-	crashes atomic.Int32
 	elapsed time.Duration
 
 	deliveries atomic.Int32 // POSTs answered by the receiver
@@ -128,11 +132,18 @@ type demo struct {
 	report     *demoReport
 }
 
+// defaultCrash kills the pipeline right after the third charge and right
+// after the seventh notification, each before the ledger recorded it.
+const defaultCrash = "step.charge.ran:3,step.notify.ran:7"
+
 type demoReport struct {
-	unique, charged, twice, never int
-	states                        map[ledger.Status]int
-	stats                         paystub.Stats
-	lateOK                        bool
+	unique, charged, twice, never       int
+	notified, notifiedTwice, unnotified int
+	chargeAfterRecord                   int // charge requests made after the charge step was recorded done
+	indeterminate                       int // events dead as "indeterminate step ..."
+	states                              map[ledger.Status]int
+	stats                               paystub.Stats
+	lateOK                              bool
 }
 
 func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error {
@@ -155,6 +166,9 @@ func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error 
 	go paySrv.Serve(payLn)
 	defer paySrv.Close()
 	if err := os.MkdirAll(d.logDir, 0o755); err != nil {
+		return err
+	}
+	if d.crashMark, err = filepath.Abs(filepath.Join(d.logDir, "crash-"+cli.RandomHex(6))); err != nil {
 		return err
 	}
 	if d.target == "stack" {
@@ -290,8 +304,9 @@ func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string,
 	ln.Close()
 	env := append(os.Environ(),
 		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+d.sourcesJSON(),
-		"PAYMENTS_URL="+paymentsURL, "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info")
-	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments stub %s, pipeline on %s (logs in %s)\n",
+		"PAYMENTS_URL="+paymentsURL, "NOTIFY_URL="+paymentsURL, "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info",
+		"HOOKLEDGER_CRASH="+d.crash, "HOOKLEDGER_CRASH_MARK="+d.crashMark)
+	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments and notification stub %s, pipeline on %s (logs in %s)\n",
 		name, qurl, paymentsURL, d.addr, filepath.Join(d.logDir, "pipeline.log"))
 	sup, err := d.supervise(ctx, env)
 	if err != nil {
@@ -324,7 +339,6 @@ func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
 	if d.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: d.table}); err != nil {
 		return nil, err
 	}
-	d.crashMark = filepath.Join(d.logDir, "crash-"+cli.RandomHex(6))
 	lam := lambda.NewFromConfig(cfg)
 	fn, err := lam.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &d.processorFn})
 	if err != nil {
@@ -335,8 +349,7 @@ func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
 		maps.Copy(env, fn.Environment.Variables)
 	}
 	restore := maps.Clone(env)
-	abs, _ := filepath.Abs(d.crashMark)
-	env["HOOKLEDGER_CRASH"], env["HOOKLEDGER_CRASH_MARK"] = d.crash, abs
+	env["HOOKLEDGER_CRASH"], env["HOOKLEDGER_CRASH_MARK"] = d.crash, d.crashMark
 	if _, err := lam.UpdateFunctionConfiguration(ctx, &lambda.UpdateFunctionConfigurationInput{
 		FunctionName: &d.processorFn, Environment: &lambdatypes.Environment{Variables: env},
 	}); err != nil {
@@ -351,15 +364,23 @@ func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
 	}, nil
 }
 
-// crashCount is how many injected crashes happened.
-func (d *demo) crashCount() int32 {
-	if d.target == "stack" {
-		if _, err := os.Stat(d.crashMark); err == nil {
-			return 1
+// crashCount is how many of the armed crashes happened: each leaves its
+// mark file (the dev pipeline and the stack's Lambdas alike).
+func (d *demo) crashCount() int {
+	points, _ := crash.Parse(d.crash)
+	n := 0
+	for p := range points {
+		if _, err := os.Stat(crash.MarkFile(d.crashMark, p)); err == nil {
+			n++
 		}
-		return 0
 	}
-	return d.crashes.Load()
+	return n
+}
+
+// crashesArmed is how many crash points the demo armed.
+func (d *demo) crashesArmed() int {
+	points, _ := crash.Parse(d.crash)
+	return len(points)
 }
 
 // deliver posts like a real sender: on a refused connection (the pipeline
@@ -411,6 +432,9 @@ func (d *demo) fillReport(ctx context.Context) error {
 		return err
 	}
 	for _, rec := range recs {
+		if rec.Status == ledger.Dead && strings.HasPrefix(rec.LastError, "indeterminate step") {
+			r.indeterminate++
+		}
 		if rec.Source != "stripe" {
 			continue
 		}
@@ -421,6 +445,25 @@ func (d *demo) fillReport(ctx context.Context) error {
 			r.charged++
 		default:
 			r.twice++
+		}
+		switch r.stats.NotifiedEvents[rec.Key] {
+		case 0:
+			r.unnotified++
+		case 1:
+			r.notified++
+		default:
+			r.notifiedTwice++
+		}
+		// A charge request after the ledger recorded the charge step done
+		// would mean the step record was ignored.
+		if st, ok := rec.Steps["charge"]; ok && st.Status == ledger.StepDone {
+			for _, at := range d.stub.ChargeRequestTimes(hookledger.IdempotencyKey(rec.Source, rec.Tenant, rec.Key, "charge")) {
+				// The ledger stores times in milliseconds, and the write that
+				// records the step follows its request within the same one.
+				if at.UnixMilli() > st.At.UnixMilli() {
+					r.chargeAfterRecord++
+				}
+			}
 		}
 	}
 	return nil
@@ -449,25 +492,32 @@ func (d *demo) print() int {
 	row("invoices (stripe events that must charge once)", d.events)
 	row("charges made", r.stats.Charges)
 	row("charge requests answered from an earlier charge (Idempotency-Key replay)", r.stats.Replays)
+	row("charge requests made again after the charge step was recorded", r.chargeAfterRecord)
 	row("invoices charged exactly once", r.charged)
 	row("invoices charged twice or more", r.twice)
 	row("invoices never charged", r.never)
+	row("notifications sent (an API without idempotency)", r.stats.Notifications)
+	row("invoices notified exactly once", r.notified)
+	row("invoices notified twice or more", r.notifiedTwice)
+	row("invoices never notified", r.unnotified)
+	row("events parked as indeterminate (dead, for an operator)", r.indeterminate)
 	row("ledger done", r.states[ledger.Done])
 	row("ledger dead", r.states[ledger.Dead])
 	row("ledger not finished", r.states[ledger.Received]+r.states[ledger.Processing]+r.states[ledger.Failed])
-	row("pipeline crashes injected ("+d.crash+")", d.crashCount())
+	row("pipeline crashes injected ("+d.crash+")", fmt.Sprintf("%d of %d", d.crashCount(), d.crashesArmed()))
 	row("seconds", fmt.Sprintf("%.1f", d.elapsed.Seconds()))
 	tw.Flush()
-	ok := r.twice == 0 && r.never == 0 && r.charged == d.events && r.states[ledger.Done] == r.unique &&
-		d.crashCount() >= 1 && r.lateOK
+	ok := r.twice == 0 && r.never == 0 && r.charged == d.events && r.notifiedTwice == 0 && r.unnotified == 0 &&
+		r.notified == d.events && r.chargeAfterRecord == 0 && r.states[ledger.Done] == r.unique &&
+		d.crashCount() == d.crashesArmed() && r.lateOK
 	if !r.lateOK {
 		fmt.Fprintln(d.stdout, "late redeliveries after completion were not all answered duplicate without a charge")
 	}
-	if d.crashCount() < 1 {
-		fmt.Fprintln(d.stdout, "the injected crash did not happen")
+	if d.crashCount() != d.crashesArmed() {
+		fmt.Fprintln(d.stdout, "not every armed crash happened")
 	}
 	if ok {
-		fmt.Fprintln(d.stdout, "PASS: every invoice charged exactly once, every event done, despite duplicates and a crash")
+		fmt.Fprintln(d.stdout, "PASS: every invoice charged and notified exactly once, every event done, despite duplicates and crashes inside its steps")
 		return 0
 	}
 	fmt.Fprintln(d.stdout, "FAIL: see the rows above and the pipeline log")
@@ -493,13 +543,11 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 		return nil, err
 	}
 	s := &supervisor{done: make(chan struct{})}
-	start := func(first bool) error {
-		e := env
-		if first && d.crash != "" {
-			e = append(append([]string{}, env...), "HOOKLEDGER_CRASH="+d.crash)
-		}
+	start := func() error {
+		// Every process gets the same crash points; the mark files make
+		// each fire once across restarts, as on the stack's Lambdas.
 		cmd := exec.Command(exe, "dev", "--addr", d.addr, "--reclaim-every", "2s", "--function-timeout", "3s")
-		cmd.Env, cmd.Stdout, cmd.Stderr = e, logf, logf
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
 		if err := cmd.Start(); err != nil {
 			return err
 		}
@@ -508,7 +556,7 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 		s.mu.Unlock()
 		return nil
 	}
-	if err := start(true); err != nil {
+	if err := start(); err != nil {
 		return nil, err
 	}
 	go func() {
@@ -527,12 +575,11 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 			}
 			var ee *exec.ExitError
 			if errors.As(err, &ee) && ee.ExitCode() == crash.ExitCode {
-				d.crashes.Add(1)
-				fmt.Fprintf(d.stdout, "demo: pipeline crashed at %s (after the charge, before marking done); restarting it\n", d.crash)
+				fmt.Fprintln(d.stdout, "demo: pipeline crashed at an armed crash point; restarting it")
 			} else {
 				fmt.Fprintf(d.stdout, "demo: pipeline exited unexpectedly (%v); restarting it\n", err)
 			}
-			if err := start(false); err != nil {
+			if err := start(); err != nil {
 				fmt.Fprintf(d.stderr, "demo: restart failed: %v\n", err)
 				return
 			}
