@@ -124,7 +124,8 @@ func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
 func stripeEvent(id, typ string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"id": id, "object": "event", "type": typ, "created": time.Now().Unix(), "livemode": false,
-		"data": map[string]any{"object": map[string]any{"id": "in_" + id, "object": "invoice", "amount_paid": 2000, "currency": "eur"}},
+		"data": map[string]any{"object": map[string]any{"id": "in_" + id, "object": "invoice", "amount_paid": 2000, "currency": "eur",
+			"customer": "cus_e2e", "customer_email": "billing@example.com"}}, // the notify step needs a recipient
 	})
 	return b
 }

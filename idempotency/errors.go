@@ -70,6 +70,7 @@ type UnstorableError struct {
 	Replayed  bool   // reported from the record by a repeat
 }
 
+// Error names the call, the sizes and the limit, and what to do.
 func (e *UnstorableError) Error() string {
 	who := "ran; its result"
 	if e.Replayed {
