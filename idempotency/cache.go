@@ -68,9 +68,3 @@ func (c *cache) drop(e *list.Element) {
 	delete(c.m, r.Key)
 	c.bytes -= len(r.Result)
 }
-
-func (c *cache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
