@@ -124,8 +124,7 @@ func durationEnv(t *testing.T, name string, def time.Duration) time.Duration {
 func stripeEvent(id, typ string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"id": id, "object": "event", "type": typ, "created": time.Now().Unix(), "livemode": false,
-		"data": map[string]any{"object": map[string]any{"id": "in_" + id, "object": "invoice", "amount_paid": 2000, "currency": "eur",
-			"customer": "cus_e2e", "customer_email": "billing@example.com"}}, // the notify step needs a recipient
+		"data": map[string]any{"object": map[string]any{"id": "in_" + id, "object": "invoice", "amount_paid": 2000, "currency": "eur", "customer": "cus_e2e"}},
 	})
 	return b
 }
@@ -135,13 +134,22 @@ type answer struct {
 	status string
 }
 
-// post sends body to /webhooks/{source}/{tenant}, signed with secret.
+// post sends body to /webhooks/{source}/{tenant}, signed with secret as
+// Stripe signs.
 func (e *env) post(t *testing.T, source, tenant string, body []byte, secret string) answer {
 	t.Helper()
-	h, err := e.verifier.Sign(webhook.Message{Body: body, Now: time.Now()}, secret)
+	return e.postAs(t, e.verifier, webhook.Message{Body: body}, source, tenant, secret)
+}
+
+// postAs sends m.Body signed by v's scheme.
+func (e *env) postAs(t *testing.T, v *webhook.Verifier, m webhook.Message, source, tenant, secret string) answer {
+	t.Helper()
+	m.Now = time.Now()
+	h, err := v.Sign(m, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
+	body := m.Body
 	u := e.api + "/webhooks/" + url.PathEscape(source) + "/" + url.PathEscape(tenant)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
@@ -239,6 +247,29 @@ func TestPipeline(t *testing.T) {
 		}
 	})
 
+	// The receiver's role reads these from the stores under enforced IAM:
+	// stripe/acme (above) from SSM Parameter Store, stripe/globex from
+	// Secrets Manager under the granted prefix, github/acme from Secrets
+	// Manager through SecretsManagerSecretArn given without its random suffix.
+	globexKey := "evt_e2e_globex_" + e.runID
+	ghDelivery := "gh-e2e-" + e.runID
+	t.Run("secrets from Secrets Manager, by prefix and by exact ARN", func(t *testing.T) {
+		if got := e.post(t, "stripe", "globex", stripeEvent(globexKey, "invoice.paid"), must(t, "HOOKLEDGER_E2E_SECRET_GLOBEX")); got.code/100 != 2 || got.status != "accepted" {
+			t.Errorf("stripe/globex (secretsmanager: under the prefix): got %+v, want 2xx accepted", got)
+		}
+		gv, err := webhook.New(webhook.Config{Provider: "github"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := webhook.Message{ID: ghDelivery, Type: "push", Body: []byte(`{"ref":"refs/heads/main","after":"` + e.runID + `"}`)}
+		if got := e.postAs(t, gv, m, "github", "acme", must(t, "HOOKLEDGER_E2E_SECRET_GITHUB")); got.code/100 != 2 || got.status != "accepted" {
+			t.Errorf("github/acme (secretsmanager: granted by exact ARN without suffix): got %+v, want 2xx accepted", got)
+		}
+		if got := e.postAs(t, gv, m, "github", "acme", "gh_not_the_secret"); got.code != http.StatusUnauthorized {
+			t.Errorf("github/acme with another secret: got %+v, want 401", got)
+		}
+	})
+
 	t.Run("20 concurrent deliveries of one event", func(t *testing.T) {
 		body := stripeEvent(concKey, "invoice.paid")
 		const n = 20
@@ -268,7 +299,8 @@ func TestPipeline(t *testing.T) {
 	})
 
 	t.Run("processor completes each event once", func(t *testing.T) {
-		recs := e.waitStatus(t, e.settle, ledger.Done, e.id(newKey), e.id(concKey))
+		recs := e.waitStatus(t, e.settle, ledger.Done, e.id(newKey), e.id(concKey),
+			ledger.ID{Source: "stripe", Tenant: "globex", Key: globexKey}, ledger.ID{Source: "github", Tenant: "acme", Key: ghDelivery})
 		for id, r := range recs {
 			if r.Attempts != 1 {
 				t.Errorf("%s: %d attempts, want 1", id, r.Attempts)

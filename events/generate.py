@@ -131,7 +131,7 @@ def main():
         "detail": {},
     })
     sources = {"stripe": {"provider": "stripe", "tolerance": "876000h",
-                          "tenants": {"acme": {"secrets": [SECRET]}}}}
+                          "tenants": {"acme": {"secrets": ["literal:" + SECRET]}}}}
     local = {"HOOKLEDGER_TABLE": "hookledger", "HOOKLEDGER_QUEUE_URL": "http://localhost:4566/000000000000/hookledger"}
     write("env.json", {
         "ReceiverFunction": dict(local, HOOKLEDGER_SOURCES=json.dumps(sources, separators=(",", ":"))),

@@ -62,6 +62,16 @@
 // records carry the two attributes; done and dead remove them. The reclaimer
 // queries each shard for due_at <= now.
 //
+// # Limits and other items
+//
+// ID.Validate refuses what DynamoDB would refuse (an encoded partition key
+// over MaxPKBytes, a part that is not UTF-8), and CheckPayloadSize tells,
+// before anything is written, whether a body fits one payload item
+// (MaxItemBytes) after compression, so no record is created whose payload
+// could never be stored. The replay guard (ClaimBody) keeps one small item
+// per source, tenant and body digest ("rg#..." partition keys, sort key
+// "g"), with an expiry and no due-index attributes.
+//
 // # Guarantees
 //
 //   - Exactly one Create for a given identity reports created == true, however

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Status is a record's place in the state machine (see the package doc).
@@ -32,9 +33,13 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// MaxPartLen bounds each of source, tenant and key, so that the stored
-// partition key stays far below DynamoDB's 2048-byte limit.
+// MaxPartLen bounds each of source, tenant and key.
 const MaxPartLen = 512
+
+// MaxPKBytes is DynamoDB's limit on a partition key value. Escaping can
+// triple a part ("#" is stored as "%23"), so three parts within MaxPartLen
+// can still exceed it; Validate checks the encoded key too.
+const MaxPKBytes = 2048
 
 // ID is an event's identity: who sent it (source), for whom (tenant), and the
 // sender's event id or a derived key.
@@ -44,7 +49,9 @@ type ID struct {
 	Key    string `json:"event_key"`
 }
 
-// Validate reports an empty or over-long part.
+// Validate reports an empty or over-long part, a part that is not valid
+// UTF-8 (DynamoDB refuses it), and an encoded partition key over
+// DynamoDB's MaxPKBytes.
 func (id ID) Validate() error {
 	for _, p := range []struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.Key}} {
 		if p.v == "" {
@@ -53,6 +60,12 @@ func (id ID) Validate() error {
 		if len(p.v) > MaxPartLen {
 			return fmt.Errorf("%w: %s is %d bytes, over %d", ErrInvalid, p.name, len(p.v), MaxPartLen)
 		}
+		if !utf8.ValidString(p.v) {
+			return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, p.name)
+		}
+	}
+	if n := len(id.PK()); n > MaxPKBytes {
+		return fmt.Errorf("%w: encoded key is %d bytes, over DynamoDB's %d-byte partition key limit", ErrInvalid, n, MaxPKBytes)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ trap 'bash scripts/emulator.sh stop' EXIT
 mkdir -p bin/bench
 echo "bench: go micro-benchmarks (-count ${BENCH_COUNT:-5})…" >&2
 go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${BENCH_TIME:-300x}" \
-  ./webhook ./ledger ./internal/receiver ./internal/processor ./idempotency >bin/bench/go-bench.txt
+  ./webhook ./ledger ./internal/receiver ./internal/processor ./internal/reconcile ./idempotency >bin/bench/go-bench.txt
 go build -o bin/bench/hooklab ./tools/cmd/hooklab
 ./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" --go-bench bin/bench/go-bench.txt \
   --python "${HOOKLEDGER_BENCH_VENV:-.venv/bench}/bin/python" "$@" | tee bin/bench/report.md

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end run of template.yaml in MiniStack, offline:
 #   1. sam build (x86_64: MiniStack runs provided.al2023 bootstraps as host processes)
-#   2. start MiniStack on 127.0.0.1:$HOOKLEDGER_E2E_PORT (4577) unless one already answers there
-#   3. sam deploy the stack into it (CloudFormation with the SAM transform, S3 artifacts)
-#   4. go test ./e2e: signed webhooks through the HTTP API (new, duplicate, 20 concurrent,
-#      rejections), the SQS event source running the processor, the schedule running the
-#      reclaimer, assertions on the ledger and the DLQ
+#   2. start MiniStack on 127.0.0.1:$HOOKLEDGER_E2E_PORT (4577) with IAM enforced (AUTH=true)
+#      unless one already answers there; a running one is used only if it enforces IAM too
+#   3. store the signing secrets in SSM Parameter Store and Secrets Manager, under the grants
+#      of samconfig.toml's dev section, and sam deploy the stack with those grants
+#      (CloudFormation with the SAM transform, S3 artifacts); the functions then run with
+#      their roles' credentials and every AWS call they make is checked against the template
+#   4. go test ./e2e: IAM enforcement probed role by role (every granted action allowed, the
+#      rest denied), signed webhooks through the HTTP API with secrets from both stores (new,
+#      duplicate, 20 concurrent, rejections), the SQS event source running the processor, the
+#      schedule running the reclaimer, assertions on the ledger and the DLQ
 #   5. delete the stack and the retained ledger table; stop the emulator if this script started it
 # Nothing here can reach AWS: every client gets AWS_ENDPOINT_URL and dummy credentials.
 #
@@ -59,6 +64,8 @@ done
 # ---------------------------------------------------------------- emulator
 started_pid=""
 healthy() { curl -fsS -m 2 "$endpoint/_ministack/health" >/dev/null 2>&1; }
+# The deployed stack is only proven under enforced IAM: without it a missing permission passes.
+enforcing() { curl -fsS -m 2 "$endpoint/_ministack/health" 2>/dev/null | grep -q '"auth": *"enabled"'; }
 
 cleanup() {
   local rc=$?
@@ -114,12 +121,19 @@ EOF
 trap cleanup EXIT
 
 if healthy; then
-  log "reusing the emulator already answering on $endpoint"
+  if ! enforcing; then
+    log "the emulator on $endpoint does not enforce IAM (started without AUTH=true);" \
+      "stop it or pick another HOOKLEDGER_E2E_PORT: the deployed stack is tested only under enforced IAM"
+    exit 1
+  fi
+  log "reusing the emulator already answering on $endpoint (IAM enforced)"
 else
   mkdir -p "$state_dir"
   log "starting MiniStack on 127.0.0.1:$port (log: ${state_dir#"$root"/}/e2e-$port.log)"
   # AWS_ENDPOINT_URL in MiniStack's own environment is what its Lambda processes call back to.
-  GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 MINISTACK_HOST=localhost PERSIST_STATE=0 \
+  # AUTH=true: every request is checked against IAM; the deployed functions run with their
+  # roles' credentials. test/test (below) is the emulator's root, used to deploy and observe.
+  AUTH=true GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 MINISTACK_HOST=localhost PERSIST_STATE=0 \
     IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 LOG_LEVEL=INFO \
     STATE_DIR="$state_dir/state-$port" \
     "$root/.venv/bin/ministack" >"$state_dir/e2e-$port.log" 2>&1 &
@@ -130,6 +144,7 @@ else
     sleep 0.2
   done
   healthy || { log "MiniStack did not answer on $endpoint"; exit 1; }
+  enforcing || { log "MiniStack on $endpoint answers but does not report IAM enforcement"; exit 1; }
 fi
 
 # ---------------------------------------------------------------- payments stub
@@ -143,13 +158,41 @@ if [[ -z "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   payments_pid=$!
 fi
 
-# ---------------------------------------------------------------- deploy
+# ---------------------------------------------------------------- secrets and deploy
+# The signing secrets live where docs/deploy.md tells users to keep them, referenced the way it
+# shows, under the grants of samconfig.toml's dev section (SecretsParameterPath,
+# SecretsManagerPrefix): stripe/acme in SSM Parameter Store (SecureString), stripe/globex in
+# Secrets Manager under the prefix, github/acme in Secrets Manager outside it, granted by its
+# exact ARN given without the random suffix (SecretsManagerSecretArn).
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-"$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" <<'EOF'
-import json, sys
-path, secret, extra, endpoint, payments_port = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
-sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [secret]}}}}
+# The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
+eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
+import json, shlex, sys, tomllib, boto3
+path, secret, extra, endpoint, payments_port, samconfig, stack = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+providers_port = sys.argv[8]
+with open(samconfig, "rb") as f:
+    dev = dict(o.split("=", 1) for o in tomllib.load(f)["dev"]["deploy"]["parameters"]["parameter_overrides"])
+ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
+acme_ref = f"ssm:{ssm_path}/stripe/acme"
+globex_ref = f"secretsmanager:{sm_prefix}stripe/globex"
+github_name = f"shared/{stack}-github-acme"
+globex_secret, github_secret = secret + "_globex", "gh_" + secret
+ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
+ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
+# The reconciler's API credential (for the Stripe stand-in), under its own path: only its role reads it.
+reconcile_path = f"/hookledger-reconcile/{stack}"
+ssm.put_parameter(Name=f"{reconcile_path}/stripe-api", Value="sk_test_stub", Type="SecureString", Overwrite=True)
+arns = {}
+for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
+    try:
+        arns[name] = sm.create_secret(Name=name, SecretString=value)["ARN"]
+    except sm.exceptions.ResourceExistsException:
+        arns[name] = sm.put_secret_value(SecretId=name, SecretString=value)["ARN"]
+exact = arns[github_name].rsplit("-", 1)[0]  # the ARN without the random suffix
+sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]}}},
+           "github": {"provider": "github", "tenants": {"acme": {"secrets": ["secretsmanager:" + github_name]}}}}
 params = {
     "Stage": "e2e",
     "Architecture": "x86_64",
@@ -163,11 +206,23 @@ params = {
     "EndpointUrl": endpoint,
     "PaymentsUrl": f"http://127.0.0.1:{payments_port}",
     "NotifyUrl": f"http://127.0.0.1:{payments_port}",
+    "SecretsParameterPath": ssm_path,
+    "SecretsManagerPrefix": sm_prefix,
+    "SecretsManagerSecretArn": exact,
+    "ReconcileEnabled": "true",
+    "ReconcileCredentialsParameterPath": reconcile_path,
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
+                                    "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
 }
 params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
+for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "ssm_ref": acme_ref,
+             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name,
+             "reconcile_credential_ref": f"ssm:{reconcile_path}/stripe-api"}.items():
+    print(f"{k}={shlex.quote(v)}")
 EOF
+)"
 printf 'version = 0.1\n' >"$build_dir/samconfig.toml" # keep samconfig.toml's AWS settings out
 
 log "sam deploy $stack"
@@ -194,19 +249,51 @@ for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"
     if mc is not None:
         lam.update_event_source_mapping(UUID=m["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
         print(f"e2e: emulator fix-up: event source ScalingConfig.MaximumConcurrency re-set to {int(mc)}", file=sys.stderr)
+res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
+       for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
+iam = boto3.client("iam")
 for k, v in {"api": out["ApiEndpoint"], "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
              "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
-             "webhook_url": out["WebhookUrl"]}.items():
+             "webhook_url": out["WebhookUrl"],
+             "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
+                               for fn in ("receiver", "processor", "reclaimer", "reconciler") if fn.capitalize() + "Role" in res),
+             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler")
+                                    if fn.capitalize() + "LogGroup" in res),
+             }.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
 log "deployed: webhooks at $webhook_url, ledger $table"
 
+# Enforcement must be on for whatever runs next (the e2e test probes every role in depth; the
+# demo does not): a call the receiver's role is not granted must be denied.
+"$py" - "${roles%%,*}" "$table" <<'EOF'
+import sys, boto3
+from botocore.exceptions import ClientError
+role = sys.argv[1].split("=", 1)[1]
+c = boto3.client("sts").assume_role(RoleArn=role, RoleSessionName="e2e-enforcement")["Credentials"]
+ddb = boto3.client("dynamodb", aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
+                   aws_session_token=c["SessionToken"])
+try:
+    ddb.scan(TableName=sys.argv[2], Limit=1)
+except ClientError as e:
+    if e.response["Error"]["Code"] in ("AccessDeniedException", "AccessDenied"):
+        print("e2e: IAM enforced: the receiver's role was denied dynamodb:Scan", file=sys.stderr)
+        sys.exit(0)
+    raise
+sys.exit("e2e: the receiver's role was allowed dynamodb:Scan: IAM is not enforced, or the role grants too much")
+EOF
+
 # ---------------------------------------------------------------- drive and assert
 export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
   HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
   HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint" \
-  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port"
+  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port" HOOKLEDGER_E2E_ENDPOINT="$endpoint" \
+  HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
+  HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
+  HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
+  HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
+  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"

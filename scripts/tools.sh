@@ -6,13 +6,15 @@
 #              exactly, so this environment keeps MiniStack's botocore.
 #   .venv/sam  SAM CLI and cfn-lint. SAM CLI pins a newer boto3/botocore than MiniStack allows,
 #              so the two cannot share one environment.
+#   .venv/checkov  checkov (template security checks); its own pins again.
+#   .tools/bin staticcheck, built from its pinned module version with the project's Go.
 #
 # Idempotent: a stamp file records the pins each environment was built with; a run whose pins
 # match does nothing. Needs python3 (3.9+) with venv, and PyPI.
 #
-#   scripts/tools.sh             both environments
-#   scripts/tools.sh emulator    only .venv (enough for tests against MiniStack; skips SAM CLI)
-#   scripts/tools.sh -v          both, then print the installed versions
+#   scripts/tools.sh             everything
+#   scripts/tools.sh emulator    only .venv (enough for tests against MiniStack; skips the rest)
+#   scripts/tools.sh -v          everything, then print the installed versions
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +35,13 @@ sam_pins=(
   aws-sam-translator==1.115.0
   cfn-lint==1.58.0
   cfn-lint-serverless==0.3.6
+)
+checkov_pins=(
+  checkov==3.3.30
+)
+# Go tools: module@version, installed into .tools/bin by `go install` (the Go module proxy).
+go_tools=(
+  honnef.co/go/tools/cmd/staticcheck@v0.8.2
 )
 
 ensure() { # ensure DIR PIN...
@@ -56,9 +65,24 @@ if [[ "${1:-}" == "emulator" ]]; then
   exit 0
 fi
 ensure "$samvenv" "${sam_pins[@]}"
+ensure "$venv/checkov" "${checkov_pins[@]}"
+
+gobin="$root/.tools/bin"
+stamp="$gobin/.hookledger-tools"
+want="$(printf '%s\n' "${go_tools[@]}")"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  mkdir -p "$gobin"
+  echo "tools: go install into $gobin: ${go_tools[*]}" >&2
+  for t in "${go_tools[@]}"; do
+    GOBIN="$gobin" go install "$t"
+  done
+  printf '%s\n' "$want" > "$stamp"
+fi
 
 if [[ "${1:-}" == "-v" ]]; then
   "$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(ministack|aws-sam-translator|boto3|botocore) '
   "$samvenv/bin/sam" --version
   "$samvenv/bin/cfn-lint" --version
+  "$venv/checkov/bin/checkov" --version
+  "$gobin/staticcheck" -version
 fi

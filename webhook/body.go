@@ -151,3 +151,32 @@ func deriveKey(eventType string, doc any, volatile [][]string) (string, error) {
 	h.Write(canon)
 	return derivedPrefix + hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// deriveRawKey derives the key of an event whose body is not JSON (generic
+// sources without an id header): "derived:" + hex(sha256(type + "\x00" +
+// raw body)). It cannot collide with deriveKey: canonical JSON is valid
+// JSON and these bodies are not, so the hashed inputs always differ.
+func deriveRawKey(eventType string, raw []byte) string {
+	h := sha256.New()
+	h.Write([]byte(eventType))
+	h.Write([]byte{0})
+	h.Write(raw)
+	return derivedPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// BodyDigest is the hex SHA-256 the ledger keeps of a delivery's body to
+// tell a retry from a different body under the same key. When the source
+// has volatile fields (Zoom's event_ts by default) and the body is JSON, it
+// digests the canonical body with them removed, so a retry that differs
+// only in a delivery timestamp digests the same; otherwise it digests the
+// raw bytes.
+func (v *Verifier) BodyDigest(raw []byte) string {
+	if v != nil && len(v.volatile) > 0 {
+		if canon, err := normalize(raw, v.volatile); err == nil {
+			sum := sha256.Sum256(canon)
+			return hex.EncodeToString(sum[:])
+		}
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}

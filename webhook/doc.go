@@ -54,9 +54,11 @@
 // yields [ErrNoKey]: a key is never random and never a hash over bytes that
 // may carry delivery timestamps.
 //
-// Every Verify failure wraps exactly one of the sentinel errors ([ErrMissingHeader],
+// Every Verify failure wraps one of the sentinel errors ([ErrMissingHeader],
 // [ErrMalformedHeader], [ErrBadSignature], [ErrOutsideTolerance],
-// [ErrMalformedBody], [ErrNoKey], [ErrNoSecret]); callers map them to answers
+// [ErrMalformedBody], [ErrNoKey], [ErrNoSecret]); a failure after the
+// signature checked out always wraps [ErrNoKey], sometimes together with
+// [ErrMalformedBody] (a body the scheme needs as JSON). Callers map them to answers
 // with errors.Is and never show the error text to the sender. Signatures are
 // compared in constant time. No input makes the package panic.
 //

@@ -24,8 +24,9 @@ var (
 	ErrOutsideTolerance = errors.New("timestamp outside tolerance")
 	// ErrMalformedBody means the scheme needs a JSON body and the body is not.
 	ErrMalformedBody = errors.New("malformed body")
-	// ErrNoKey means the delivery carries no idempotency key and none can be
-	// derived.
+	// ErrNoKey means the delivery's signature is valid but it carries no
+	// idempotency key and none can be derived. Only failures after the
+	// signature checked out wrap it (some together with ErrMalformedBody).
 	ErrNoKey = errors.New("no idempotency key")
 	// ErrNoSecret means no usable secret was given. It is a configuration
 	// issue, but the delivery is never accepted.
@@ -173,6 +174,7 @@ type Verifier struct {
 	keyHeader string
 	keyPath   []string
 	derive    bool // derive a key when the scheme's own key is absent
+	rawDerive bool // a body that is not JSON derives its key from the raw bytes (generic)
 	typeSrc   typeSource
 	typePath  []string
 	volatile  [][]string
@@ -189,12 +191,13 @@ type providerSpec struct {
 
 // providerSetup is what a providerSpec builds.
 type providerSetup struct {
-	scheme   scheme
-	keySrc   keySource
-	keyPath  []string
-	derive   bool
-	typeSrc  typeSource
-	typePath []string
+	scheme    scheme
+	keySrc    keySource
+	keyPath   []string
+	derive    bool
+	rawDerive bool
+	typeSrc   typeSource
+	typePath  []string
 }
 
 // registry maps Config.Provider to its spec.
@@ -216,7 +219,7 @@ var registry = map[string]providerSpec{
 		if err != nil {
 			return providerSetup{}, err
 		}
-		s := providerSetup{scheme: g, keySrc: keyDerived}
+		s := providerSetup{scheme: g, keySrc: keyDerived, rawDerive: true}
 		if g.idHeader != "" {
 			s.keySrc = keyFromMeta
 		}
@@ -276,7 +279,7 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		provider: cfg.Provider, scheme: s.scheme,
-		keySrc: s.keySrc, keyPath: s.keyPath, derive: s.derive,
+		keySrc: s.keySrc, keyPath: s.keyPath, derive: s.derive, rawDerive: s.rawDerive,
 		typeSrc: s.typeSrc, typePath: s.typePath,
 	}
 	if cfg.KeyHeader != "" && cfg.KeyPath != "" {
@@ -343,7 +346,12 @@ func (v *Verifier) Verify(req *Request, secrets []string, now time.Time) (Event,
 	}
 	ev, err := v.extract(req, m)
 	if err != nil {
-		return Event{}, fmt.Errorf("verify %s: %w", v.provider, err)
+		// The signature checked out: whatever went wrong is about the key,
+		// and callers (hookledger verify) tell the two apart by ErrNoKey.
+		if !errors.Is(err, ErrNoKey) {
+			err = fmt.Errorf("%w: %w", ErrNoKey, err)
+		}
+		return Event{}, fmt.Errorf("verify %s: signature valid, %w", v.provider, err)
 	}
 	return ev, nil
 }
@@ -437,6 +445,12 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 	}
 	if derive {
 		doc, err := b.json()
+		if err != nil && v.rawDerive && len(b.raw) > 0 {
+			// No volatile field can be removed from a body that is not
+			// JSON, so its raw digest is as stable as the sender's bytes.
+			ev.Key, ev.Derived = deriveRawKey(ev.Type, b.raw), true
+			return ev, nil
+		}
 		if err != nil {
 			return Event{}, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
 		}

@@ -94,7 +94,8 @@ func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) 
 	}
 	doc, err := decodeJSON(req.Body)
 	if err != nil {
-		return meta{}, err
+		// Signed, but no key can be derived from a body that is not JSON.
+		return meta{}, fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
 	if stringAt(doc, []string{"event"}) == zoomValidation {
 		h, err := zoomHandshake(key, doc)

@@ -47,7 +47,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
 			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl,
-			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["` + secret + `"]}}}}`,
+			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + secret + `"]}}}}`,
 		}[k]
 	})
 	if err != nil {

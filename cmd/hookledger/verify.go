@@ -22,8 +22,10 @@ import (
 //	    [--signature-header NAME --prefix P --encoding hex|base64 --algorithm sha1|sha256|sha512]
 //
 // exits 0 when the delivery is valid, printing its idempotency key as the
-// only line on stdout (nothing when the delivery yields none, such as a
-// handshake), 1 when it is not (the reason on stderr) and 2 on a usage error.
+// only line on stdout (nothing for a handshake, which has none), 1 when the
+// signature (or its timestamp) is invalid, 3 when the signature is valid but
+// no key can be extracted or derived (the reason on stderr; the receiver
+// would answer 400), and 2 on a usage error.
 //
 //	hookledger sign --provider NAME --secret S [--now UNIX_SECONDS] [--url URL]
 //	    [--id ID] [--type TYPE] (--body-file F | --body STRING)
@@ -35,7 +37,9 @@ const (
 	verifySynopsis = "verify --provider NAME --secret S [--secret S2 ...] [--url URL] [--now UNIX_SECONDS] [--header 'Name: value' ...] (--body-file F | --body STRING)\n" +
 		"       [--signature-header NAME --prefix P --encoding hex|base64 --algorithm sha1|sha256|sha512]   (generic only)\n\n" +
 		"Exit 0: valid; the idempotency key is printed alone on stdout (nothing for a handshake).\n" +
-		"Exit 1: invalid; the reason is on stderr. Exit 2: usage error."
+		"Exit 1: signature invalid (or its timestamp outside the tolerance); the reason is on stderr.\n" +
+		"Exit 3: signature valid, but no idempotency key can be extracted or derived; the reason is on stderr.\n" +
+		"Exit 2: usage error."
 	signSynopsis = "sign --provider NAME --secret S [--now UNIX_SECONDS] [--url URL] [--id ID] [--type TYPE] (--body-file F | --body STRING)\n\n" +
 		"Prints the headers a sender would send, one 'Name: value' per line, sorted.\n" +
 		"Exit 1: the message cannot be signed (the reason is on stderr). Exit 2: usage error."
@@ -198,7 +202,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	req := &webhook.Request{Method: http.MethodPost, URL: d.url, Header: h, Body: del.body}
 	ev, err := del.verifier.Verify(req, d.secrets, del.now)
-	if err != nil {
+	switch {
+	case errors.Is(err, webhook.ErrNoKey):
+		fmt.Fprintf(stderr, "hookledger verify: signature valid, but no key: %v\n", err)
+		return 3
+	case err != nil:
 		fmt.Fprintf(stderr, "hookledger verify: invalid: %v\n", err)
 		return 1
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,4 +280,50 @@ func TestSignOutput(t *testing.T) {
 	if code, out, errs := signCLI("--provider", "github", "--secret", "s", "--body", "{}"); code != 1 || out != "" || !strings.Contains(errs, "ID") {
 		t.Errorf("github without --id: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+}
+
+// hookledger verify tells a bad signature (1) from a valid signature with no
+// key (3); before, both were exit 1. The generic provider without an id
+// header derives the key of a body that is not JSON from its raw digest, so
+// that delivery is valid (0) rather than keyless.
+func TestVerifyExitCodesTellSignatureFromKey(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_verify_exit_codes"
+	now := []string{"--now", "1700000000"}
+	stripe := func(body, signWith string) []string {
+		return slices.Concat([]string{"--provider", "stripe", "--secret", secret}, now,
+			signedHeaders(t, slices.Concat([]string{"--provider", "stripe", "--secret", signWith, "--body", body}, now)...),
+			[]string{"--body", body})
+	}
+	generic := func(body string) []string {
+		return slices.Concat([]string{"--provider", "generic", "--secret", secret},
+			signedHeaders(t, "--provider", "generic", "--secret", secret, "--body", body), []string{"--body", body})
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  string
+		stderrs string
+	}{
+		{"valid", stripe(`{"id":"evt_1","type":"x"}`, secret), 0, "evt_1\n", ""},
+		{"signature invalid", stripe(`{"id":"evt_1","type":"x"}`, "whsec_other"), 1, "", "invalid"},
+		{"signature valid, no id", stripe(`{"type":"invoice.paid"}`, secret), 3, "", "signature valid, but no key"},
+		{"signature valid, body not JSON", stripe(`id=evt_1`, secret), 3, "", "signature valid, but no key"},
+		{"generic, body not JSON: raw digest", generic("plain text event 42"), 0,
+			"derived:" + hexSHA256("\x00plain text event 42") + "\n", ""},
+		{"generic, JSON body", generic(`{"a":1}`), 0, "derived:" + hexSHA256("\x00{\"a\":1}") + "\n", ""},
+		{"usage", []string{"--provider", "stripe"}, 2, "", "--secret is required"},
+	}
+	for _, tt := range tests {
+		code, out, errs := verifyCLI(tt.args...)
+		if code != tt.code || out != tt.stdout || !strings.Contains(errs, tt.stderrs) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %d, %q, stderr with %q", tt.name, code, out, errs, tt.code, tt.stdout, tt.stderrs)
+		}
+	}
+}
+
+func hexSHA256(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

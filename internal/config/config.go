@@ -15,11 +15,19 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
+// MaxBodyLimit is the largest HOOKLEDGER_MAX_BODY: a payload is stored in
+// one DynamoDB item (400 KB) after gzip, and JSON rarely compresses better
+// than 3-4x. Up to about 390 KiB every body can be stored; above that only
+// bodies that compress enough, and the receiver answers 413 to the rest
+// before writing anything.
+const MaxBodyLimit = 1 << 20
+
 // Config is every setting, with its environment variable.
 type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
-	SourcesJSON  string        // HOOKLEDGER_SOURCES, or the file HOOKLEDGER_SOURCES_FILE (receiver)
+	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
+	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (default 262144)
 	Retention    time.Duration // HOOKLEDGER_RETENTION (default 168h)
 	Shards       int           // HOOKLEDGER_SHARDS (default 16)
@@ -76,6 +84,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("HOOKLEDGER_TABLE", &c.Table)
 	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
 	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
+	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
 	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON == "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -129,8 +138,9 @@ func (c Config) ValidateReceiver() error {
 	if c.Mismatch != "flag" && c.Mismatch != "reject" {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_MISMATCH=%q: want flag or reject", c.Mismatch))
 	}
-	if c.MaxBody > 6*1024*1024 {
-		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: Lambda's request limit is 6 MB", c.MaxBody))
+	if c.MaxBody > MaxBodyLimit {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: at most %d (1 MiB): the ledger stores a payload in one DynamoDB item of 400 KB after compression, "+
+			"so larger bodies could be accepted only to fail; lower it (template parameter MaxBodyBytes)", c.MaxBody, MaxBodyLimit))
 	}
 	return errors.Join(errs...)
 }

@@ -56,3 +56,25 @@ func TestDefaultsMatchTheReceiversOwn(t *testing.T) {
 		t.Fatalf("%d %q", c.MaxBody, c.Mismatch)
 	}
 }
+
+// HOOKLEDGER_MAX_BODY above what one ledger item can hold after compression
+// used to be accepted (up to Lambda's 6 MB), so bodies were answered 503
+// after their record was written. It is now capped with a message.
+func TestMaxBodyIsCappedToWhatTheLedgerCanHold(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		v  string
+		ok bool
+	}{{"262144", true}, {"1048576", true}, {"1048577", false}, {"6291456", false}} {
+		c, err := Load(func(k string) string {
+			return map[string]string{"HOOKLEDGER_MAX_BODY": tt.v, "HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_SOURCES": "{}"}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ValidateReceiver()
+		if (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "MaxBodyBytes")) {
+			t.Errorf("HOOKLEDGER_MAX_BODY=%s: %v, want ok=%v", tt.v, err, tt.ok)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/tools/bench/payload"
 	"github.com/hookledger/hookledger/webhook"
@@ -40,13 +41,15 @@ type benchSources struct {
 	secret string
 }
 
-func (s benchSources) Verifier(string, string) (*webhook.Verifier, []string, error) {
-	return s.v, []string{s.secret}, nil
+func (s benchSources) Verifier(string, string) (*webhook.Verifier, []source.Ref, error) {
+	return s.v, []source.Ref{{Scheme: source.SchemeLiteral, Name: s.secret}}, nil
 }
 
-func (s benchSources) Secrets(context.Context, []string) ([]string, error) {
-	return []string{s.secret}, nil
+func (s benchSources) Secrets(context.Context, []source.Ref) source.Resolved {
+	return source.Resolved{Values: []string{s.secret}}
 }
+
+func (benchSources) ReplayGuard(string) bool { return false }
 
 // benchProviders are the schemes benchmarked, with a secret of the form each
 // one expects. generic has no id header: its key is derived from the body.

@@ -40,6 +40,20 @@ func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte) error {
 	return nil
 }
 
+func (f *fuzzLedger) PutPayloadIfAbsent(context.Context, ledger.ID, []byte) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stores++
+	return true, nil
+}
+
+func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.ID, _ string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creates++
+	return id.Key, nil
+}
+
 type fuzzQueue struct {
 	mu    sync.Mutex
 	sends int
@@ -64,9 +78,9 @@ func fuzzHandler(t testing.TB) (*receiver.Handler, *fuzzLedger, *fuzzQueue) {
 	t.Helper()
 	reg, err := source.NewRegistry(map[string]source.Source{
 		"stripe": {Config: webhook.Config{Provider: "stripe"}, Tenants: map[string]source.Tenant{
-			"acme": {Secrets: []string{fuzzStripeAcme}}, "globex": {Secrets: []string{fuzzStripeGlobex}}}},
+			"acme": {Secrets: []string{"literal:" + fuzzStripeAcme}}, "globex": {Secrets: []string{"literal:" + fuzzStripeGlobex}}}},
 		"github": {Config: webhook.Config{Provider: "github"}, Tenants: map[string]source.Tenant{
-			"acme": {Secrets: []string{fuzzGitHub}}}},
+			"acme": {Secrets: []string{"literal:" + fuzzGitHub}}}},
 	}, &source.Secrets{})
 	if err != nil {
 		t.Fatal(err)

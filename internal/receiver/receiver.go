@@ -5,9 +5,7 @@ package receiver
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +28,8 @@ import (
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
 	PutPayload(ctx context.Context, id ledger.ID, body []byte) error
+	PutPayloadIfAbsent(ctx context.Context, id ledger.ID, body []byte) (bool, error)
+	ClaimBody(ctx context.Context, id ledger.ID, digest string) (string, error)
 }
 
 // sender enqueues an event for the processor.
@@ -39,8 +39,9 @@ type sender interface {
 
 // sources resolves a (source, tenant) to its verifier and secrets.
 type sources interface {
-	Verifier(source, tenant string) (*webhook.Verifier, []string, error)
-	Secrets(ctx context.Context, refs []string) ([]string, error)
+	Verifier(source, tenant string) (*webhook.Verifier, []source.Ref, error)
+	Secrets(ctx context.Context, refs []source.Ref) source.Resolved
+	ReplayGuard(source string) bool
 }
 
 var (
@@ -96,7 +97,12 @@ const (
 	BadRequest   Result = "rejected_malformed"
 	NotAllowed   Result = "rejected_method"
 	Conflict     Result = "rejected_conflict"
+	Replayed     Result = "rejected_replay"
 	Unavailable  Result = "unavailable"
+	// NoSecret is a 503 because no signing secret of the tenant could be
+	// read or used (deleted, denied, throttled, a key/value JSON secret):
+	// a server-side cause, never a 401, which senders treat as final.
+	NoSecret Result = "unavailable_secret"
 )
 
 type answer struct {
@@ -115,6 +121,7 @@ var (
 	ansDuplicate    = jsonAnswer(http.StatusOK, Duplicate, `{"status":"duplicate"}`)
 	ansUnavailable  = jsonAnswer(http.StatusServiceUnavailable, Unavailable, `{"error":"temporarily unavailable, retry later"}`)
 	ansUnauthorized = jsonAnswer(http.StatusUnauthorized, Unauthorized, `{"error":"invalid signature"}`)
+	ansNoSecret     = jsonAnswer(http.StatusServiceUnavailable, NoSecret, `{"error":"temporarily unavailable, retry later"}`)
 )
 
 // Handle answers one API Gateway HTTP API (payload v2) request. It never
@@ -159,6 +166,10 @@ func (r Result) metrics() []string {
 		return []string{"Received", "Handshake"}
 	case Unavailable:
 		return []string{"Received", "Unavailable"}
+	case NoSecret:
+		return []string{"Received", "Unavailable", "SecretUnavailable"}
+	case Replayed:
+		return []string{"Received", "Rejected", "Replay"}
 	default:
 		return []string{"Received", "Rejected"}
 	}
@@ -215,22 +226,36 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if bad != nil {
 		return *bad, none
 	}
-	secrets, err := h.Sources.Secrets(ctx, refs)
-	if err != nil {
-		log.ErrorContext(ctx, "secrets unavailable", "error", err.Error())
-		return ansUnavailable, none
+	secrets := h.Sources.Secrets(ctx, refs)
+	if len(secrets.Values) == 0 {
+		log.ErrorContext(ctx, "no signing secret of the tenant could be read", "error", secrets.Err().Error())
+		return ansNoSecret, none
 	}
 	ev, err := verifier.Verify(&webhook.Request{
 		Method: http.MethodPost, URL: requestURL(req), Header: headers(req.Headers), Body: body,
-	}, secrets, h.now())
+	}, secrets.Values, h.now())
 	switch {
 	case errors.Is(err, webhook.ErrMalformedBody):
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"malformed body"}`), none
 	case errors.Is(err, webhook.ErrNoKey):
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"no idempotency key in the delivery"}`), none
+	case errors.Is(err, webhook.ErrNoSecret):
+		// The secrets were read but none can be a key of this scheme (a
+		// Standard Webhooks secret without whsec_, say): configuration.
+		log.ErrorContext(ctx, "no usable signing secret for the provider", "reason", err.Error())
+		return ansNoSecret, none
+	case errors.Is(err, webhook.ErrBadSignature) && !secrets.Only(source.ErrSecretGone):
+		// A secret that could not be read (throttled, denied, unusable) may
+		// be the one the sender signed with: let the sender retry.
+		log.ErrorContext(ctx, "signature matched none of the readable secrets while others could not be read",
+			"error", secrets.Err().Error())
+		return ansNoSecret, none
 	case err != nil:
 		log.WarnContext(ctx, "verification failed", "reason", err.Error())
 		return ansUnauthorized, none
+	}
+	if len(secrets.Errors) > 0 {
+		log.WarnContext(ctx, "some secret references did not resolve; verified with the others", "error", secrets.Err().Error())
 	}
 	// Every scheme's body is JSON or a URL-encoded form, both UTF-8 by
 	// definition. A key read from invalid UTF-8 is lossy (the JSON decoder
@@ -244,12 +269,37 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
 
+	if err := checkText(ev.Key); err != nil {
+		log.WarnContext(ctx, "unusable idempotency key", "reason", err.Error())
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`), none
+	}
+	if err := checkText(ev.Type); err != nil {
+		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`), none
+	}
 	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
 	if err := id.Validate(); err != nil {
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`), ev
 	}
-	sum := sha256.Sum256(body)
-	digest := hex.EncodeToString(sum[:])
+	// Refuse what the ledger could not store before anything is written:
+	// a record whose payload can never be stored would end dead.
+	if err := ledger.CheckPayloadSize(id, body); err != nil {
+		log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
+		return ansTooLarge, ev
+	}
+	digest := verifier.BodyDigest(body)
+	if h.Sources.ReplayGuard(src) {
+		first, err := h.Ledger.ClaimBody(ctx, id, digest)
+		if err != nil {
+			log.ErrorContext(ctx, "replay guard unavailable", "event_key", ev.Key, "error", err.Error())
+			return ansUnavailable, ev
+		}
+		if first != ev.Key {
+			log.WarnContext(ctx, "body already accepted under another event id: replay refused",
+				"event_key", ev.Key, "first_event_key", first, "body_sha256", digest)
+			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered under another event id"}`), ev
+		}
+	}
 	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest})
 	if err != nil {
 		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
@@ -282,6 +332,20 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
 		log.WarnContext(ctx, "idempotency key reused with a different body",
 			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
+		if rec.Status == ledger.Received {
+			// The receiver that created the record may have failed before
+			// storing the payload, and this may be the sender's last try:
+			// store this body unless a payload is there, so the reclaimer
+			// can always re-drive the event.
+			stored, err := h.Ledger.PutPayloadIfAbsent(ctx, msg.ID(), msg.Body)
+			if err != nil {
+				log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
+				return ansUnavailable
+			}
+			if stored {
+				log.WarnContext(ctx, "payload was missing; stored this delivery's body", "event_key", msg.Key, "status", string(rec.Status))
+			}
+		}
 		if h.Mismatch == MismatchReject {
 			return jsonAnswer(http.StatusConflict, Conflict, `{"error":"idempotency key reused with a different body"}`)
 		}
@@ -376,4 +440,27 @@ func requestURL(req events.APIGatewayV2HTTPRequest) string {
 		u += "?" + req.RawQueryString
 	}
 	return u
+}
+
+// checkText refuses a key or type the pipeline cannot carry faithfully:
+// invalid UTF-8 (DynamoDB refuses it); U+FFFE and U+FFFF, which the queue
+// message would carry raw and SQS refuses; U+FFFD, which is what a JSON
+// decoder makes of a lone UTF-16 surrogate escape ("\ud800" and "\udbff"
+// would both become it, so two event ids would share one key); and control
+// characters, which JSON would escape but which no event id or type has.
+func checkText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			return fmt.Errorf("U+FFFD at byte %d: a lone surrogate or a replacement character cannot identify an event", i)
+		case r == 0xFFFE || r == 0xFFFF:
+			return fmt.Errorf("non-character U+%04X at byte %d (SQS refuses it)", r, i)
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r':
+			return fmt.Errorf("control character U+%04X at byte %d", r, i)
+		}
+	}
+	return nil
 }

@@ -47,7 +47,11 @@ type fixture struct {
 
 // setup builds a receiver on a fresh table and queue in the emulator, with a
 // request meter on every AWS client and an injected clock.
-func setup(t *testing.T) fixture {
+func setup(t *testing.T) fixture { return setupWith(t, nil, &source.Secrets{}) }
+
+// setupWith is setup with more sources (added to stripe and github) and the
+// given secret resolver.
+func setupWith(t *testing.T, extra map[string]source.Source, secrets *source.Secrets) fixture {
 	t.Helper()
 	m := meter.New()
 	cfg := emulator.Config(t, m.APIOption)
@@ -59,12 +63,16 @@ func setup(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := source.NewRegistry(map[string]source.Source{
+	srcs := map[string]source.Source{
 		"stripe": {Config: webhook.Config{Provider: "stripe"}, Tenants: map[string]source.Tenant{
-			"acme": {Secrets: []string{stripeSecret}}, "globex": {Secrets: []string{otherSecret}}}},
+			"acme": {Secrets: []string{"literal:" + stripeSecret}}, "globex": {Secrets: []string{"literal:" + otherSecret}}}},
 		"github": {Config: webhook.Config{Provider: "github"}, Tenants: map[string]source.Tenant{
-			"acme": {Secrets: []string{githubSecret}}}},
-	}, &source.Secrets{})
+			"acme": {Secrets: []string{"literal:" + githubSecret}}}},
+	}
+	for k, v := range extra {
+		srcs[k] = v
+	}
+	reg, err := source.NewRegistry(srcs, secrets)
 	if err != nil {
 		t.Fatal(err)
 	}

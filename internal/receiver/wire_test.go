@@ -1,12 +1,17 @@
 package receiver_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/receiver"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -14,7 +19,7 @@ func TestFromConfig(t *testing.T) {
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
 			"HOOKLEDGER_QUEUE_URL": "http://localhost:4566/000000000000/q",
-			"HOOKLEDGER_SOURCES":   `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["whsec_x"]}}}}`,
+			"HOOKLEDGER_SOURCES":   `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]}}}}`,
 		}[k]
 	})
 	if err != nil {
@@ -28,8 +33,74 @@ func TestFromConfig(t *testing.T) {
 	if err != nil || h.MaxBody != receiver.DefaultMaxBody || h.Sources == nil || h.Ledger == nil || h.Queue == nil {
 		t.Fatalf("%+v %v", h, err)
 	}
-	c.SourcesJSON = `{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["x"]}}}}`
+	c.SourcesJSON = `{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["literal:x"]}}}}`
 	if _, err := receiver.FromConfig(c, aws.Config{}, nil, nil); err == nil || !strings.Contains(err.Error(), "stripe") {
 		t.Fatalf("bad provider: %v", err)
 	}
+}
+
+// A reference outside what the template grants fails the cold start with a
+// message naming the fix; before, every delivery of that tenant got 503
+// (AccessDenied) on AWS while the local deploy, without IAM, passed.
+func TestFromConfigRefusesReferencesOutsideTheGrants(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(func(k string) string {
+		return map[string]string{
+			"HOOKLEDGER_QUEUE_URL":     "http://localhost:4566/000000000000/q",
+			"HOOKLEDGER_SOURCES":       `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:/hookledger/acme/stripe"]},"globex":{"secrets":["secretsmanager:hookledger/prod/stripe/globex"]}}}}`,
+			"HOOKLEDGER_SECRET_GRANTS": "ssm=/hookledger/prod;secretsmanager=;secretsmanager_prefix=hookledger/prod/",
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, nil)
+	if err == nil || !strings.Contains(err.Error(), "ssm:/hookledger/acme/stripe") || !strings.Contains(err.Error(), "SecretsParameterPath=/hookledger/acme") ||
+		strings.Contains(err.Error(), "globex") {
+		t.Fatalf("FromConfig: %v; want the acme reference named with the fix, and globex (granted) not", err)
+	}
+}
+
+// Past Lambda's 4 KB environment, HOOKLEDGER_SOURCES names an SSM parameter
+// (or a Secrets Manager secret) that holds the JSON.
+func TestSourcesJSONFromSSM(t *testing.T) {
+	t.Parallel()
+	cfg := emulator.Config(t)
+	name := "/" + emulator.Name("hl-sources") + "/sources"
+	big := `{"stripe":{"provider":"stripe","tenants":{` + tenants(120) + `}}}`
+	if len(big) < 4096 {
+		t.Fatalf("test sources are only %d bytes", len(big))
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(t.Context(), &ssm.PutParameterInput{Name: &name, Value: &big,
+		Type: ssmtypes.ParameterTypeSecureString, Tier: ssmtypes.ParameterTierAdvanced}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(func(k string) string {
+		return map[string]string{"HOOKLEDGER_QUEUE_URL": "http://localhost:4566/000000000000/q", "HOOKLEDGER_SOURCES": "ssm:" + name}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := receiver.FromConfig(c, cfg, func(string) string { return "" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Sources.(*source.Registry).Verifier("stripe", "t119"); err != nil {
+		t.Errorf("tenant from the SSM sources JSON: %v", err)
+	}
+	c.SecretGrants = "ssm=/elsewhere"
+	if _, err := receiver.FromConfig(c, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_SOURCES") {
+		t.Errorf("sources JSON outside the grant: %v", err)
+	}
+}
+
+func tenants(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"t%d":{"secrets":["ssm:/hookledger/prod/stripe/t%d"]}`, i, i)
+	}
+	return b.String()
 }

@@ -2,14 +2,18 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 )
 
 // SSMAPI is the slice of the SSM client the secret cache calls.
@@ -27,114 +31,249 @@ var (
 	_ SecretsManagerAPI = (*secretsmanager.Client)(nil)
 )
 
-// Secrets resolves secret references and caches what it fetched for TTL,
-// so a warm receiver makes no secret calls. When a refresh fails it keeps
-// serving the last value it had (a secret store outage must not reject
-// every webhook) and tries again on the next request.
+// Defaults for Secrets' zero fields.
+const (
+	DefaultTTL         = 5 * time.Minute
+	DefaultMaxStale    = time.Hour
+	DefaultNegativeTTL = 10 * time.Second
+)
+
+// Secrets resolves secret references, each on its own, and caches what it
+// fetched for TTL, so a warm receiver makes no secret calls.
+//
+// When a refresh fails for a transient cause (throttling, a 5xx, a timeout
+// or a broken connection) it keeps serving the last value for up to
+// MaxStale after that value was fetched: a secret store outage must not
+// reject every webhook. Any other failure (the secret was deleted, access
+// was revoked, the value is unusable) drops the cached value at once, so a
+// revoked secret stops working within TTL. Failures are remembered for
+// NegativeTTL, so a missing secret does not cost a call per request.
 type Secrets struct {
 	SSM            SSMAPI            // nil: "ssm:" references fail
 	SecretsManager SecretsManagerAPI // nil: "secretsmanager:" references fail
 	Getenv         func(string) string
-	TTL            time.Duration // default 5 minutes
+	TTL            time.Duration // default DefaultTTL
+	MaxStale       time.Duration // default DefaultMaxStale
+	NegativeTTL    time.Duration // default DefaultNegativeTTL
 	Now            func() time.Time
 
 	mu    sync.Mutex
-	cache map[string]cached
+	cache map[Ref]*cached
 }
 
 type cached struct {
-	value   string
-	fetched time.Time
+	value    string    // last good value ("" when none)
+	fetched  time.Time // when value was fetched
+	err      error     // last failure, when it is newer than value
+	failedAt time.Time
 }
 
-// ErrSecretUnavailable means a referenced secret could not be read.
-var ErrSecretUnavailable = errors.New("secret unavailable")
+// Sentinels for why a reference did not resolve. Every resolution error
+// wraps ErrSecretUnavailable and, where the cause is known, one more of
+// them.
+var (
+	// ErrSecretUnavailable means a referenced secret could not be read.
+	ErrSecretUnavailable = errors.New("secret unavailable")
+	// ErrSecretGone means the secret does not exist (deleted, never
+	// created): a revoked rotation entry.
+	ErrSecretGone = errors.New("secret does not exist")
+	// ErrSecretDenied means the function may not read it (IAM or KMS).
+	ErrSecretDenied = errors.New("access to the secret denied")
+	// ErrSecretUnusable means it was read but cannot be a signing key
+	// (empty, binary, or a JSON key/value secret).
+	ErrSecretUnusable = errors.New("secret value unusable")
+	// ErrSecretTransient means throttling, a 5xx, a timeout or a broken
+	// connection: retrying later may work.
+	ErrSecretTransient = errors.New("secret store transiently unavailable")
+)
 
-// Resolve returns the values of refs in order.
-func (s *Secrets) Resolve(ctx context.Context, refs []string) ([]string, error) {
-	out := make([]string, 0, len(refs))
+// Resolved is the outcome of resolving one tenant's references.
+type Resolved struct {
+	Values []string // the secrets that resolved, in the references' order
+	Errors []error  // one per reference that did not resolve
+}
+
+// Only reports whether every failure wraps target (true when none failed).
+func (r Resolved) Only(target error) bool {
+	for _, err := range r.Errors {
+		if !errors.Is(err, target) {
+			return false
+		}
+	}
+	return true
+}
+
+// Err joins the failures (nil when none).
+func (r Resolved) Err() error { return errors.Join(r.Errors...) }
+
+// Resolve resolves every reference on its own: one that fails does not stop
+// the others, so a rotation list [new, deleted-old] still verifies with new.
+func (s *Secrets) Resolve(ctx context.Context, refs []Ref) Resolved {
+	var out Resolved
 	for _, ref := range refs {
 		v, err := s.resolve(ctx, ref)
 		if err != nil {
-			return nil, err
+			out.Errors = append(out.Errors, err)
+			continue
 		}
-		out = append(out, v)
+		out.Values = append(out.Values, v)
 	}
-	return out, nil
+	return out
 }
 
-func (s *Secrets) resolve(ctx context.Context, ref string) (string, error) {
-	kind, name, ok := strings.Cut(ref, ":")
-	switch {
-	case !ok || (kind != "env" && kind != "ssm" && kind != "secretsmanager"):
-		return ref, nil // a literal secret
-	case kind == "env":
-		getenv := s.Getenv
-		if getenv == nil {
-			return "", fmt.Errorf("%w: env:%s (no environment)", ErrSecretUnavailable, name)
+// Value resolves one secret reference, cached like Resolve.
+func (s *Secrets) Value(ctx context.Context, ref Ref) (string, error) { return s.resolve(ctx, ref) }
+
+// Document reads what an "ssm:" or "secretsmanager:" reference holds, as
+// is and uncached: the sources JSON kept in a store, read at cold start.
+func (s *Secrets) Document(ctx context.Context, ref Ref) (string, error) {
+	if ref.Scheme != SchemeSSM && ref.Scheme != SchemeSecretsManager {
+		return "", fmt.Errorf("%w: %s: want an ssm or secretsmanager reference", ErrBadRef, ref)
+	}
+	return s.fetch(ctx, ref)
+}
+
+func (s *Secrets) resolve(ctx context.Context, ref Ref) (string, error) {
+	switch ref.Scheme {
+	case SchemeLiteral:
+		return ref.Name, nil
+	case SchemeEnv:
+		if s.Getenv == nil {
+			return "", fmt.Errorf("%w: %w: %s (no environment)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		v := getenv(name)
+		v := s.Getenv(ref.Name)
 		if v == "" {
-			return "", fmt.Errorf("%w: environment variable %s is empty", ErrSecretUnavailable, name)
+			return "", fmt.Errorf("%w: %w: environment variable %s is empty or unset", ErrSecretUnavailable, ErrSecretUnusable, ref.Name)
 		}
 		return v, nil
+	case SchemeSSM, SchemeSecretsManager:
+	default:
+		return "", fmt.Errorf("%w: %w: %s", ErrSecretUnavailable, ErrBadRef, ref)
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	ttl := s.TTL
-	if ttl == 0 {
-		ttl = 5 * time.Minute
-	}
+	now := s.now()
 	s.mu.Lock()
-	c, hit := s.cache[ref]
-	s.mu.Unlock()
-	if hit && now().Sub(c.fetched) < ttl {
-		return c.value, nil
-	}
-	v, err := s.fetch(ctx, kind, name)
-	if err != nil {
-		if hit {
-			return c.value, nil // stale beats unavailable
+	c := s.cache[ref]
+	if c == nil {
+		c = &cached{}
+		if s.cache == nil {
+			s.cache = map[Ref]*cached{}
 		}
-		return "", err
+		s.cache[ref] = c
+	}
+	entry := *c
+	s.mu.Unlock()
+
+	fresh := entry.value != "" && now.Sub(entry.fetched) < or(s.TTL, DefaultTTL)
+	recentFailure := entry.err != nil && now.Sub(entry.failedAt) < or(s.NegativeTTL, DefaultNegativeTTL)
+	switch {
+	case fresh:
+		return entry.value, nil
+	case recentFailure:
+		return s.staleOr(entry, now, entry.err)
+	}
+	v, err := s.fetch(ctx, ref)
+	if err == nil && ref.Scheme == SchemeSecretsManager && isJSONObject(v) {
+		err = fmt.Errorf("%w: %w: %s holds a JSON key/value secret; store the signing secret as plaintext (console: Other type of secret, Plaintext; CLI: --secret-string 'whsec_...')", ErrSecretUnavailable, ErrSecretUnusable, ref)
 	}
 	s.mu.Lock()
-	if s.cache == nil {
-		s.cache = map[string]cached{}
+	defer s.mu.Unlock()
+	if err == nil {
+		*c = cached{value: v, fetched: now}
+		return v, nil
 	}
-	s.cache[ref] = cached{value: v, fetched: now()}
-	s.mu.Unlock()
-	return v, nil
+	c.err, c.failedAt = err, now
+	if !errors.Is(err, ErrSecretTransient) {
+		c.value = "" // deleted, revoked or unusable: never serve it again
+	}
+	return s.staleOr(*c, now, err)
 }
 
-func (s *Secrets) fetch(ctx context.Context, kind, name string) (string, error) {
-	switch kind {
-	case "ssm":
+// staleOr serves the last value when err is transient and the value is not
+// older than MaxStale; otherwise it returns err.
+func (s *Secrets) staleOr(c cached, now time.Time, err error) (string, error) {
+	if errors.Is(err, ErrSecretTransient) && c.value != "" && now.Sub(c.fetched) < or(s.MaxStale, DefaultMaxStale) {
+		return c.value, nil
+	}
+	return "", err
+}
+
+func (s *Secrets) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (s *Secrets) fetch(ctx context.Context, ref Ref) (string, error) {
+	switch ref.Scheme {
+	case SchemeSSM:
 		if s.SSM == nil {
-			return "", fmt.Errorf("%w: ssm:%s (no SSM client configured)", ErrSecretUnavailable, name)
+			return "", fmt.Errorf("%w: %w: %s (no SSM client configured)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		decrypt := true
-		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: &decrypt})
+		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.Name), WithDecryption: aws.Bool(true)})
 		if err != nil {
-			return "", fmt.Errorf("%w: ssm:%s: %v", ErrSecretUnavailable, name, err)
+			return "", classify(ref, err)
 		}
 		if out.Parameter == nil || out.Parameter.Value == nil || *out.Parameter.Value == "" {
-			return "", fmt.Errorf("%w: ssm:%s is empty", ErrSecretUnavailable, name)
+			return "", fmt.Errorf("%w: %w: %s is empty", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
 		return *out.Parameter.Value, nil
 	default:
 		if s.SecretsManager == nil {
-			return "", fmt.Errorf("%w: secretsmanager:%s (no Secrets Manager client configured)", ErrSecretUnavailable, name)
+			return "", fmt.Errorf("%w: %w: %s (no Secrets Manager client configured)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		out, err := s.SecretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &name})
+		out, err := s.SecretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
 		if err != nil {
-			return "", fmt.Errorf("%w: secretsmanager:%s: %v", ErrSecretUnavailable, name, err)
+			return "", classify(ref, err)
 		}
 		if out.SecretString == nil || *out.SecretString == "" {
-			return "", fmt.Errorf("%w: secretsmanager:%s has no string value", ErrSecretUnavailable, name)
+			return "", fmt.Errorf("%w: %w: %s has no string value (binary secrets are not signing secrets; store the secret as plaintext)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
 		return *out.SecretString, nil
 	}
+}
+
+// isJSONObject reports whether v is a JSON object, which is how the console
+// stores key/value secrets. No provider's signing secret looks like one.
+func isJSONObject(v string) bool {
+	t := strings.TrimSpace(v)
+	if !strings.HasPrefix(t, "{") {
+		return false
+	}
+	var obj map[string]any
+	return json.Unmarshal([]byte(t), &obj) == nil
+}
+
+var retryables = retry.IsErrorRetryables(append([]retry.IsErrorRetryable{}, retry.DefaultRetryables...))
+var throttles = retry.IsErrorThrottles(append([]retry.IsErrorThrottle{}, retry.DefaultThrottles...))
+
+// classify sorts a secret store error into one of the sentinels.
+func classify(ref Ref, err error) error {
+	var api smithy.APIError
+	code := ""
+	if errors.As(err, &api) {
+		code = api.ErrorCode()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		retryables.IsErrorRetryable(err) == aws.TrueTernary, throttles.IsErrorThrottle(err) == aws.TrueTernary,
+		code == "InternalServiceError", code == "InternalServerError", code == "InternalFailure":
+		return fmt.Errorf("%w: %w: %s: %v", ErrSecretUnavailable, ErrSecretTransient, ref, err)
+	case code == "ParameterNotFound", code == "ParameterVersionNotFound", code == "ResourceNotFoundException":
+		return fmt.Errorf("%w: %w: %s", ErrSecretUnavailable, ErrSecretGone, ref)
+	case code == "InvalidRequestException" && strings.Contains(strings.ToLower(err.Error()), "deletion"):
+		// Secrets Manager answers a secret scheduled for deletion this way.
+		return fmt.Errorf("%w: %w: %s is scheduled for deletion", ErrSecretUnavailable, ErrSecretGone, ref)
+	case code == "AccessDeniedException", code == "AccessDenied", strings.HasPrefix(code, "KMS"),
+		code == "DecryptionFailure", code == "InvalidKeyId", code == "UnrecognizedClientException":
+		return fmt.Errorf("%w: %w: %s: %s (check the receiver role's grants: docs/deploy.md, Senders and their secrets)", ErrSecretUnavailable, ErrSecretDenied, ref, code)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrSecretUnavailable, ref, err)
 }

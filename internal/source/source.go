@@ -18,15 +18,22 @@ import (
 )
 
 // Source is one sender's configuration: the provider scheme (webhook.Config
-// fields inline) and its tenants.
+// fields inline), its tenants, and whether the receiver refuses replays.
 type Source struct {
 	webhook.Config
-	Tenants map[string]Tenant `json:"tenants"`
+	// ReplayGuard refuses a second delivery of a body already accepted
+	// under another event id for the same tenant within the retention
+	// window (one extra conditional write per delivery). Meant for
+	// providers whose signature covers neither the event id nor a
+	// timestamp (docs/providers.md, "What the signature covers").
+	ReplayGuard bool              `json:"replay_guard,omitempty"`
+	Tenants     map[string]Tenant `json:"tenants"`
 }
 
 // Tenant lists a tenant's signing secrets; several are accepted at once so
-// that secrets can rotate. Each entry is a secret reference: a literal
-// value, "env:NAME", "ssm:/parameter/name" or "secretsmanager:secret-id".
+// that secrets can rotate. Each entry is a secret reference with an explicit
+// scheme (see ParseRef): "literal:VALUE", "env:NAME", "ssm:/parameter/name"
+// or "secretsmanager:name-or-ARN".
 type Tenant struct {
 	Secrets []string `json:"secrets"`
 }
@@ -62,7 +69,8 @@ func Parse(data []byte) (map[string]Source, error) {
 
 type entry struct {
 	verifier *webhook.Verifier
-	tenants  map[string][]string
+	guard    bool
+	tenants  map[string][]Ref
 }
 
 // Registry resolves a (source, tenant) pair to its verifier and secrets.
@@ -86,7 +94,7 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if len(src.Tenants) == 0 {
 			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
 		}
-		e := entry{verifier: v, tenants: map[string][]string{}}
+		e := entry{verifier: v, guard: src.ReplayGuard, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
 			if !ValidName(tn) {
 				return nil, fmt.Errorf("source %q tenant %q: name must match %s", name, tn, namePattern)
@@ -94,12 +102,15 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 			if len(t.Secrets) == 0 {
 				return nil, fmt.Errorf("source %q tenant %q: no secrets", name, tn)
 			}
-			for _, ref := range t.Secrets {
-				if err := checkRef(ref); err != nil {
-					return nil, fmt.Errorf("source %q tenant %q: %w", name, tn, err)
+			refs := make([]Ref, 0, len(t.Secrets))
+			for i, s := range t.Secrets {
+				ref, err := ParseRef(s)
+				if err != nil {
+					return nil, fmt.Errorf("source %q tenant %q secrets[%d]: %w", name, tn, i, err)
 				}
+				refs = append(refs, ref)
 			}
-			e.tenants[tn] = t.Secrets
+			e.tenants[tn] = refs
 		}
 		r.entries[name] = e
 	}
@@ -107,7 +118,7 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 }
 
 // Verifier returns the source's verifier and the tenant's secret references.
-func (r *Registry) Verifier(source, tenant string) (*webhook.Verifier, []string, error) {
+func (r *Registry) Verifier(source, tenant string) (*webhook.Verifier, []Ref, error) {
 	e, ok := r.entries[source]
 	if !ok {
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownSource, source)
@@ -119,9 +130,27 @@ func (r *Registry) Verifier(source, tenant string) (*webhook.Verifier, []string,
 	return e.verifier, refs, nil
 }
 
-// Secrets resolves the tenant's secret references (cached).
-func (r *Registry) Secrets(ctx context.Context, refs []string) ([]string, error) {
+// Secrets resolves the tenant's secret references one by one (cached).
+func (r *Registry) Secrets(ctx context.Context, refs []Ref) Resolved {
 	return r.secrets.Resolve(ctx, refs)
+}
+
+// ReplayGuard reports whether the source refuses replayed bodies.
+func (r *Registry) ReplayGuard(source string) bool { return r.entries[source].guard }
+
+// CheckGrants checks every reference against what the deployed role may
+// read, and names each one outside it with the fix.
+func (r *Registry) CheckGrants(g Grants) error {
+	var errs []error
+	for _, name := range r.Names() {
+		src, tenant, _ := strings.Cut(name, "/")
+		for _, ref := range r.entries[src].tenants[tenant] {
+			if err := g.Check(ref); err != nil {
+				errs = append(errs, fmt.Errorf("source %q tenant %q: %w", src, tenant, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Names lists "source/tenant" pairs, sorted.
@@ -134,16 +163,4 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func checkRef(ref string) error {
-	if strings.TrimSpace(ref) == "" {
-		return errors.New("empty secret")
-	}
-	for _, p := range []string{"env:", "ssm:", "secretsmanager:"} {
-		if strings.HasPrefix(ref, p) && len(ref) == len(p) {
-			return fmt.Errorf("secret reference %q names nothing", p)
-		}
-	}
-	return nil
 }

@@ -9,11 +9,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/aws/smithy-go"
 )
 
 func TestParseAndRegistry(t *testing.T) {
 	t.Parallel()
-	cfg, err := Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["whsec_a","env:NEXT"]}}}}`))
+	cfg, err := Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_a","env:NEXT"]}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,9 +26,9 @@ func TestParseAndRegistry(t *testing.T) {
 	if err != nil || v.Provider() != "stripe" || len(refs) != 2 {
 		t.Fatalf("%v %v %v", v, refs, err)
 	}
-	secrets, err := reg.Secrets(t.Context(), refs)
-	if err != nil || strings.Join(secrets, ",") != "whsec_a,whsec_b" {
-		t.Fatalf("%v %v", secrets, err)
+	res := reg.Secrets(t.Context(), refs)
+	if res.Err() != nil || strings.Join(res.Values, ",") != "whsec_a,whsec_b" {
+		t.Fatalf("%v %v", res.Values, res.Err())
 	}
 	if _, _, err := reg.Verifier("stripe", "globex"); !errors.Is(err, ErrUnknownTenant) {
 		t.Errorf("unknown tenant: %v", err)
@@ -41,12 +42,12 @@ func TestBadConfigsAreClearErrors(t *testing.T) {
 	t.Parallel()
 	for cfg, want := range map[string]string{
 		`{}`: "no sources",
-		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["s"]}},"tolerence":"5m"}}`: "unknown field",
-		`{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["s"]}}}}`:                    "stripe",
-		`{"stripe":{"provider":"stripe"}}`:                                                       "no tenants",
-		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[]}}}}`:                     "no secrets",
-		`{"str/ipe":{"provider":"stripe","tenants":{"acme":{"secrets":["s"]}}}}`:                 "name must match",
-		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:"]}}}}`:               "names nothing",
+		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:s"]}},"tolerence":"5m"}}`: "unknown field",
+		`{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["literal:s"]}}}}`:                    "stripe",
+		`{"stripe":{"provider":"stripe"}}`:                                               "no tenants",
+		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[]}}}}`:             "no secrets",
+		`{"str/ipe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:s"]}}}}`: "name must match",
+		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:"]}}}}`:       "names nothing",
 	} {
 		parsed, err := Parse([]byte(cfg))
 		if err == nil {
@@ -58,43 +59,230 @@ func TestBadConfigsAreClearErrors(t *testing.T) {
 	}
 }
 
+// A reference that is not a valid one used to become the HMAC key itself, so
+// a request signed with the reference string (which is in the docs and the
+// samconfig) was accepted. Each is now a startup error that says what to
+// write, and never quotes a value that may be a secret.
+func TestReferenceThatIsNotValidIsAStartupError(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ ref, want string }{
+		{"secretmanager:hookledger/prod/x", `did you mean "secretsmanager:"`},
+		{"SSM:/hookledger/prod/x", `did you mean "ssm:"`},
+		{"Ssm:/hookledger/prod/x", `did you mean "ssm:"`},
+		{"arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/x", `write "secretsmanager:arn:aws:secretsmanager:`},
+		{"arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/x", `write "ssm:arn:aws:ssm:`},
+		{"vault:secret/x", `unknown scheme "vault:"`},
+		{"/hookledger/prod/x", `"ssm:/hookledger/prod/x"`},
+		{"whsec_bare_secret_value", `write an inline secret as "literal:<secret>"`},
+		{"env:not a name", "want an environment variable name"},
+		{"ssm:hookledger/prod/x", "starts with a slash"},
+		{"secretsmanager:arn:aws:s3:::bucket", "not a Secrets Manager secret ARN"},
+		{"literal:", "names nothing"},
+		{"  ", "empty entry"},
+	}
+	for _, tt := range tests {
+		_, err := ParseRef(tt.ref)
+		if !errors.Is(err, ErrBadRef) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseRef(%q) = %v, want ErrBadRef mentioning %q", tt.ref, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "whsec_bare_secret_value") {
+			t.Errorf("ParseRef error quotes the secret: %v", err)
+		}
+		cfg := map[string]Source{"stripe": {Tenants: map[string]Tenant{"acme": {Secrets: []string{tt.ref}}}}}
+		cfg["stripe"] = Source{Config: cfg["stripe"].Config, Tenants: cfg["stripe"].Tenants}
+		src := cfg["stripe"]
+		src.Provider = "stripe"
+		cfg["stripe"] = src
+		if _, err := NewRegistry(cfg, &Secrets{}); !errors.Is(err, ErrBadRef) {
+			t.Errorf("NewRegistry accepted secrets [%q]: %v", tt.ref, err)
+		}
+	}
+	for _, good := range []string{"literal:whsec_x", "literal:a:b:c", "env:STRIPE_SECRET", "ssm:/hookledger/prod/x",
+		"ssm:plainname", "secretsmanager:hookledger/prod/x", "secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:x-AbCdEf",
+		"ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/x"} {
+		if _, err := ParseRef(good); err != nil {
+			t.Errorf("ParseRef(%q): %v", good, err)
+		}
+	}
+	if got := (Ref{Scheme: SchemeLiteral, Name: "whsec_x"}).String(); strings.Contains(got, "whsec") {
+		t.Errorf("a literal renders as %q; it must never show its value", got)
+	}
+}
+
+// fakeSSM answers GetParameter with a scripted error or "secret-of-NAME".
 type fakeSSM struct {
 	calls int
-	fail  bool
+	err   error
 }
 
 func (f *fakeSSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
 	f.calls++
-	if f.fail {
-		return nil, errors.New("throttled")
+	if f.err != nil {
+		return nil, f.err
 	}
 	v := "secret-of-" + *in.Name
 	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: &v}}, nil
 }
 
-func TestSecretsAreCachedAndStaleBeatsUnavailable(t *testing.T) {
+func apiErr(code string) error { return &smithy.GenericAPIError{Code: code, Message: code} }
+
+// A stale value is served only for a transient failure and only up to
+// MaxStale; a deleted or revoked secret stops working at the next refresh.
+// Before, any failure kept serving the cached value forever.
+func TestStaleOnlyOnTransientFailuresAndOnlyUpToMaxStale(t *testing.T) {
 	t.Parallel()
-	now := time.Unix(1000, 0)
+	ref := Ref{Scheme: SchemeSSM, Name: "/a"}
+	tests := []struct {
+		name      string
+		err       error
+		stale     bool // still served right after the TTL
+		sentinel  error
+		afterMax  bool // still served after MaxStale
+		negCached bool // the failure is remembered for NegativeTTL
+	}{
+		{"throttling", apiErr("ThrottlingException"), true, ErrSecretTransient, false, true},
+		{"5xx", apiErr("InternalServerError"), true, ErrSecretTransient, false, true},
+		{"timeout", context.DeadlineExceeded, true, ErrSecretTransient, false, true},
+		{"deleted", apiErr("ParameterNotFound"), false, ErrSecretGone, false, true},
+		{"access revoked", apiErr("AccessDeniedException"), false, ErrSecretDenied, false, true},
+		{"unknown failure", errors.New("something else"), false, ErrSecretUnavailable, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			now := time.Unix(1000, 0)
+			f := &fakeSSM{}
+			s := &Secrets{SSM: f, TTL: time.Minute, MaxStale: 10 * time.Minute, NegativeTTL: 5 * time.Second, Now: func() time.Time { return now }}
+			for range 3 {
+				if v, err := s.Value(t.Context(), ref); err != nil || v != "secret-of-/a" {
+					t.Fatalf("%q %v", v, err)
+				}
+			}
+			if f.calls != 1 {
+				t.Errorf("SSM called %d times within the TTL, want 1", f.calls)
+			}
+			now = now.Add(2 * time.Minute)
+			f.err = tt.err
+			v, err := s.Value(t.Context(), ref)
+			if tt.stale && (err != nil || v != "secret-of-/a") {
+				t.Errorf("after a %s refresh failure: %q %v, want the stale value", tt.name, v, err)
+			}
+			if !tt.stale && (err == nil || !errors.Is(err, tt.sentinel) || !errors.Is(err, ErrSecretUnavailable)) {
+				t.Errorf("after a %s refresh failure: %q %v, want %v and no stale value", tt.name, v, err, tt.sentinel)
+			}
+			calls := f.calls
+			s.Value(t.Context(), ref)
+			if tt.negCached && f.calls != calls {
+				t.Errorf("a failure within NegativeTTL called SSM again")
+			}
+			now = now.Add(10 * time.Minute)
+			if v, err := s.Value(t.Context(), ref); (err == nil) != tt.afterMax {
+				t.Errorf("past MaxStale: %q %v", v, err)
+			}
+			if f.calls == calls {
+				t.Errorf("past NegativeTTL the store was not asked again")
+			}
+			// Once the store answers again, the fresh value is served.
+			f.err = nil
+			now = now.Add(time.Minute)
+			if v, err := s.Value(t.Context(), ref); err != nil || v != "secret-of-/a" {
+				t.Errorf("after recovery: %q %v", v, err)
+			}
+		})
+	}
+}
+
+// A rotation list resolves one reference at a time: [new, deleted-old]
+// yields new and a "gone" error for old; before, one failure failed all.
+func TestResolveEachReferenceOnItsOwn(t *testing.T) {
+	t.Parallel()
 	f := &fakeSSM{}
-	s := &Secrets{SSM: f, TTL: time.Minute, Now: func() time.Time { return now }}
-	for range 3 {
-		v, err := s.Resolve(t.Context(), []string{"ssm:/a"})
-		if err != nil || v[0] != "secret-of-/a" {
-			t.Fatalf("%v %v", v, err)
+	s := &Secrets{SSM: f, Getenv: func(k string) string { return map[string]string{"NEW": "whsec_new"}[k] }}
+	f.err = apiErr("ParameterNotFound")
+	res := s.Resolve(t.Context(), []Ref{{SchemeEnv, "NEW"}, {SchemeSSM, "/old"}})
+	if len(res.Values) != 1 || res.Values[0] != "whsec_new" || len(res.Errors) != 1 || !res.Only(ErrSecretGone) {
+		t.Fatalf("got %v / %v, want [whsec_new] and one ErrSecretGone", res.Values, res.Errors)
+	}
+	f.err = apiErr("ThrottlingException")
+	res = s.Resolve(t.Context(), []Ref{{SchemeEnv, "NEW"}, {SchemeSSM, "/other"}})
+	if len(res.Values) != 1 || res.Only(ErrSecretGone) {
+		t.Fatalf("a throttled reference must not count as gone: %v", res.Errors)
+	}
+}
+
+func TestGrants(t *testing.T) {
+	t.Parallel()
+	g, err := ParseGrants("ssm=/hookledger/prod;secretsmanager=arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact;secretsmanager_prefix=hookledger/prod/sm/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ref string
+		ok  bool
+	}{
+		{"ssm:/hookledger/prod/stripe/acme", true},
+		{"ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/stripe/acme", true},
+		{"ssm:/hookledger/acme/stripe", false},
+		{"ssm:/hookledger/production/x", false},
+		{"ssm:/hookledger/prod", false},
+		{"secretsmanager:hookledger/prod/sm/stripe/globex", true},
+		{"secretsmanager:hookledger/github/acme", false},
+		// The exact ARN, given without the random suffix, and the secret's
+		// name or full ARN with it: all are what the grant covers.
+		{"secretsmanager:hookledger/prod/exact", true},
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact-AbC123", true},
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact", true},
+		{"secretsmanager:hookledger/prod/exactly", false},
+		{"literal:whsec_x", true},
+		{"env:X", true},
+	}
+	for _, tt := range tests {
+		ref, err := ParseRef(tt.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = g.Check(ref)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrNotGranted)) {
+			t.Errorf("Check(%s) = %v, want ok=%v", tt.ref, err, tt.ok)
 		}
 	}
-	if f.calls != 1 {
-		t.Errorf("SSM called %d times within the TTL, want 1", f.calls)
+	none, _ := ParseGrants("ssm=;secretsmanager=;secretsmanager_prefix=")
+	err = none.Check(Ref{SchemeSSM, "/hookledger/prod/stripe/acme"})
+	if err == nil || !strings.Contains(err.Error(), "SecretsParameterPath=/hookledger/prod/stripe") {
+		t.Errorf("no SSM grant: %v, want the parameter to set", err)
 	}
-	now = now.Add(2 * time.Minute)
-	f.fail = true
-	if v, err := s.Resolve(t.Context(), []string{"ssm:/a"}); err != nil || v[0] != "secret-of-/a" {
-		t.Errorf("stale value not served on refresh failure: %v %v", v, err)
+	err = none.Check(Ref{SchemeSecretsManager, "hookledger/prod/stripe/globex"})
+	if err == nil || !strings.Contains(err.Error(), "SecretsManagerPrefix=hookledger/prod/stripe/") {
+		t.Errorf("no Secrets Manager grant: %v, want the parameter to set", err)
 	}
-	if _, err := s.Resolve(t.Context(), []string{"ssm:/never-fetched"}); !errors.Is(err, ErrSecretUnavailable) {
-		t.Errorf("uncached failure: %v", err)
+	if _, err := ParseGrants("ssm=/a;vault=x"); err == nil {
+		t.Error("an unknown grant key was accepted")
 	}
-	if _, err := (&Secrets{}).Resolve(t.Context(), []string{"secretsmanager:x"}); !errors.Is(err, ErrSecretUnavailable) {
-		t.Errorf("no client: %v", err)
+}
+
+func TestCheckGrantsNamesEveryReferenceOutside(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{
+		"acme":{"secrets":["ssm:/hookledger/acme/stripe"]},
+		"globex":{"secrets":["secretsmanager:hookledger/github/acme","ssm:/hookledger/prod/stripe/globex"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := NewRegistry(cfg, &Secrets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = reg.CheckGrants(Grants{SSMPath: "/hookledger/prod"})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	for _, want := range []string{`tenant "acme": secret reference outside what the template grants: ssm:/hookledger/acme/stripe`, `secretsmanager:hookledger/github/acme`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("CheckGrants: %q, want it to mention %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "globex/") || strings.Contains(msg, "ssm:/hookledger/prod/stripe/globex") {
+		t.Errorf("CheckGrants flagged a granted reference: %s", msg)
 	}
 }

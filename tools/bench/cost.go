@@ -74,7 +74,7 @@ func Cost(newEv, dup Profile, dupRate float64, a Assumptions) Breakdown {
 	billedS := func(ms float64) float64 { return math.Ceil(ms) / 1000 } // 1 ms granularity
 	procInv := nNew / math.Max(1, a.ProcessorBatch)
 	var b Breakdown
-	b.APIGateway = million / million * PriceAPIGateway.USD
+	b.APIGateway = PriceAPIGateway.USD // one request per delivery, priced per million
 	requests := million + procInv
 	gbs := nNew*billedS(newEv.ReceiverMS)*gb + nDup*billedS(dup.ReceiverMS)*gb + procInv*billedS(newEv.ProcessorMS*math.Max(1, a.ProcessorBatch))*gb
 	b.Lambda = requests/million*PriceLambdaRequests.USD + gbs*PriceLambdaArm.USD

@@ -221,8 +221,8 @@ func (p *phase) setup(ctx context.Context) error {
 	p.sign.github, _ = webhook.New(webhook.Config{Provider: "github"})
 	sources, _ := json.Marshal(map[string]any{
 		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{
-			"acme": map[string]any{"secrets": []string{p.sign.acme}}, "globex": map[string]any{"secrets": []string{p.sign.globex}}}},
-		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{p.sign.ghAcme}}}},
+			"acme": map[string]any{"secrets": []string{"literal:" + p.sign.acme}}, "globex": map[string]any{"secrets": []string{"literal:" + p.sign.globex}}}},
+		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{"literal:" + p.sign.ghAcme}}}},
 	})
 	p.env = []string{
 		"AWS_ENDPOINT_URL=" + p.cfg.Endpoint, "AWS_REGION=us-east-1",

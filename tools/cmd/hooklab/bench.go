@@ -48,10 +48,10 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "cost", "steps", "compare", "coldstart", "throughput"}
+var benchSections = []string{"accounting", "cost", "steps", "guard", "compare", "coldstart", "throughput"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hooklab", "bench", "bench [--only accounting,cost,steps,compare,coldstart,throughput] [--endpoint URL]", stderr)
+	fs := cli.NewFlags("hooklab", "bench", "bench [--only "+strings.Join(benchSections, ",")+"] [--endpoint URL]", stderr)
 	endpoint := fs.String("endpoint", "", "AWS emulator endpoint (default $AWS_ENDPOINT_URL, else http://localhost:4599); must be a loopback address")
 	only := fs.String("only", strings.Join(benchSections, ","), "sections to run, comma-separated: "+strings.Join(benchSections, ", "))
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
@@ -91,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		want[s] = true
 	}
-	needsEmu := want["accounting"] || want["cost"] || want["steps"] || want["compare"] || want["throughput"] || want["coldstart"]
+	needsEmu := len(want) > 0
 	if needsEmu {
 		if err := reachable(ep); err != nil {
 			fmt.Fprintf(stderr, "bench: no emulator answers at %s (%v); `make bench` starts one\n", ep, err)
@@ -129,6 +129,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	step("steps", b.steps)
+	step("guard", b.guard)
 	step("compare", b.compare)
 	step("coldstart", b.coldstart)
 	step("throughput", b.throughput)
@@ -239,7 +240,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &q})
 		sq.DeleteQueue(bg, &sqs.DeleteQueueInput{QueueUrl: &dlq})
 	}
-	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}}}`, benchSecret)
+	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}}}`, "literal:"+benchSecret)
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": q, "HOOKLEDGER_SOURCES": sources}
 	if reclaimAfter != "" {
 		env["HOOKLEDGER_RECLAIM_AFTER"] = reclaimAfter

@@ -324,8 +324,8 @@ func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string,
 // sourcesJSON is the demo's sources configuration.
 func (d *demo) sourcesJSON() string {
 	b, _ := json.Marshal(map[string]any{
-		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{d.stripeSecret}}}},
-		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{d.githubSecret}}}},
+		"stripe": map[string]any{"provider": "stripe", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{"literal:" + d.stripeSecret}}}},
+		"github": map[string]any{"provider": "github", "tenants": map[string]any{"acme": map[string]any{"secrets": []string{"literal:" + d.githubSecret}}}},
 	})
 	return string(b)
 }

@@ -1,0 +1,390 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
+)
+
+// clients are SDK clients signed with one role's credentials.
+type clients struct {
+	ddb  *dynamodb.Client
+	sqs  *sqs.Client
+	ssm  *ssm.Client
+	sm   *secretsmanager.Client
+	logs *cloudwatchlogs.Client
+	lam  *lambda.Client
+}
+
+// probe is one AWS call a function makes (or must not be able to make),
+// made with its role's credentials against the deployed resources.
+type probe struct {
+	action string
+	allow  bool
+	call   func(c clients) error
+}
+
+// deniedCodes are the error codes of an IAM refusal, per service.
+var deniedCodes = []string{"AccessDeniedException", "AccessDenied", "AuthorizationError"}
+
+func isDenied(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && slices.Contains(deniedCodes, api.ErrorCode())
+}
+
+// TestIAMIsEnforced proves that the deployed stack runs under enforced IAM
+// and that each function's role is exactly what its code needs: every
+// action the template grants a role is made with that role's credentials
+// and must be allowed, every probe outside the grants must be denied, and
+// every granted action must have a probe here. Removing one permission from
+// template.yaml fails an allowed probe (and the pipeline below); adding one
+// fails until a probe here says why the code needs it.
+//
+// Some probes make a call the service then refuses for another reason (a
+// receipt handle that names no message, a message with an empty body):
+// authorization comes first, so "not AccessDenied" is the proof, and
+// nothing is disturbed on the live queue.
+func TestIAMIsEnforced(t *testing.T) {
+	e := setup(t)
+	endpoint := must(t, "HOOKLEDGER_E2E_ENDPOINT")
+	resp, err := e.client.Get(endpoint + "/_ministack/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(strings.ReplaceAll(string(health), " ", ""), `"auth":"enabled"`) {
+		t.Fatalf("the emulator does not enforce IAM (health: %s); scripts/e2e.sh starts it with AUTH=true", health)
+	}
+	roles := pairs(t, "HOOKLEDGER_E2E_ROLES")
+	logGroups := pairs(t, "HOOKLEDGER_E2E_LOG_GROUPS")
+	root, err := sdkconfig.Load(t.Context(), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssmName := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SSM_REF"), "ssm:")
+	smName := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SM_REF"), "secretsmanager:")
+	smExact := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SM_EXACT_REF"), "secretsmanager:")
+	table, queueURL := e.table, e.queueURL
+	probeKey := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "iamprobe#" + e.runID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "probe"}}
+	// A secret and a parameter that exist but are outside every grant.
+	outside := "hookledger-outside/" + e.runID
+	if _, err := secretsmanager.NewFromConfig(root).CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{Name: &outside, SecretString: aws.String("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(root).PutParameter(t.Context(), &ssm.PutParameterInput{Name: aws.String("/" + outside), Value: aws.String("x"), Type: "SecureString"}); err != nil {
+		t.Fatal(err)
+	}
+
+	putItem := func(c clients) error {
+		item := map[string]ddbtypes.AttributeValue{"pk": probeKey["pk"], "sk": probeKey["sk"], "probe": &ddbtypes.AttributeValueMemberS{Value: "iam"}}
+		_, err := c.ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &table, Item: item})
+		return err
+	}
+	getItem := func(c clients) error {
+		_, err := c.ddb.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &table, Key: probeKey, ConsistentRead: aws.Bool(true)})
+		return err
+	}
+	updateItem := func(c clients) error {
+		_, err := c.ddb.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: &table, Key: probeKey,
+			UpdateExpression: aws.String("SET probe = :v"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: "u"}}})
+		return err
+	}
+	deleteItem := func(c clients) error {
+		_, err := c.ddb.DeleteItem(t.Context(), &dynamodb.DeleteItemInput{TableName: &table, Key: probeKey})
+		return err
+	}
+	queryDue := func(c clients) error {
+		_, err := c.ddb.Query(t.Context(), &dynamodb.QueryInput{TableName: &table, IndexName: aws.String("due"),
+			KeyConditionExpression: aws.String("due_shard = :s"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberN{Value: "99999"}}})
+		return err
+	}
+	queryTable := func(c clients) error {
+		_, err := c.ddb.Query(t.Context(), &dynamodb.QueryInput{TableName: &table,
+			KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": probeKey["pk"]}})
+		return err
+	}
+	scan := func(c clients) error {
+		_, err := c.ddb.Scan(t.Context(), &dynamodb.ScanInput{TableName: &table, Limit: aws.Int32(1)})
+		return err
+	}
+	// An empty body: SQS refuses it after authorizing the call, so nothing
+	// reaches the processor.
+	sendMessage := func(c clients) error {
+		_, err := c.sqs.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: &queueURL, MessageBody: aws.String("")})
+		return err
+	}
+	receive := func(c clients) error {
+		_, err := c.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, VisibilityTimeout: 0, WaitTimeSeconds: 0})
+		return err
+	}
+	deleteMessage := func(c clients) error {
+		_, err := c.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: aws.String("iam-probe-names-no-message")})
+		return err
+	}
+	changeVisibility := func(c clients) error {
+		_, err := c.sqs.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: &queueURL, ReceiptHandle: aws.String("iam-probe-names-no-message"), VisibilityTimeout: 0})
+		return err
+	}
+	queueAttributes := func(c clients) error {
+		_, err := c.sqs.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: &queueURL})
+		return err
+	}
+	getParameter := func(name string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.ssm.GetParameter(t.Context(), &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+			return err
+		}
+	}
+	getSecret := func(id string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.sm.GetSecretValue(t.Context(), &secretsmanager.GetSecretValueInput{SecretId: &id})
+			return err
+		}
+	}
+	stream := "iam-probe-" + e.runID
+	createStream := func(fn string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.logs.CreateLogStream(t.Context(), &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(logGroups[fn]), LogStreamName: aws.String(stream + "-" + fn)})
+			return err
+		}
+	}
+	putEvents := func(fn string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.logs.PutLogEvents(t.Context(), &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(logGroups[fn]), LogStreamName: aws.String(stream + "-" + fn),
+				LogEvents: []logtypes.InputLogEvent{{Message: aws.String("iam probe"), Timestamp: aws.Int64(time.Now().UnixMilli())}}})
+			return err
+		}
+	}
+	// The reconciler feeds missing events by invoking the receiver function;
+	// an empty event is answered 404 (no source in the path), touching nothing.
+	invokeReceiver := func(c clients) error {
+		_, err := c.lam.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver"), Payload: []byte(`{}`)})
+		return err
+	}
+	// And reads the receiver's sources from its configuration at cold start.
+	receiverConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver")})
+		return err
+	}
+	otherConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-processor")})
+		return err
+	}
+	credential := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF"), "ssm:")
+	probes := map[string][]probe{
+		"receiver": {
+			{"dynamodb:PutItem", true, putItem},
+			{"dynamodb:GetItem", true, getItem},
+			{"sqs:SendMessage", true, sendMessage},
+			{"ssm:GetParameter", true, getParameter(ssmName)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"logs:CreateLogStream", true, createStream("receiver")},
+			{"logs:PutLogEvents", true, putEvents("receiver")},
+			{"dynamodb:UpdateItem", false, updateItem},
+			{"dynamodb:DeleteItem", false, deleteItem},
+			{"dynamodb:Scan", false, scan},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:ReceiveMessage", false, receive},
+			{"ssm:GetParameter", false, getParameter("/" + outside)},
+			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
+			{"logs:CreateLogStream", false, createStream("processor")},
+		},
+		"processor": {
+			{"dynamodb:UpdateItem", true, updateItem},
+			{"dynamodb:GetItem", true, getItem},
+			{"sqs:ReceiveMessage", true, receive},
+			{"sqs:DeleteMessage", true, deleteMessage},
+			{"sqs:ChangeMessageVisibility", true, changeVisibility},
+			{"sqs:GetQueueAttributes", true, queueAttributes},
+			{"logs:CreateLogStream", true, createStream("processor")},
+			{"logs:PutLogEvents", true, putEvents("processor")},
+			{"dynamodb:PutItem", false, putItem},
+			{"dynamodb:DeleteItem", false, deleteItem},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:SendMessage", false, sendMessage},
+			{"ssm:GetParameter", false, getParameter(ssmName)},
+			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+		},
+		"reclaimer": {
+			{"dynamodb:Query", true, queryDue},
+			{"dynamodb:GetItem", true, getItem},
+			{"dynamodb:UpdateItem", true, updateItem},
+			{"sqs:SendMessage", true, sendMessage},
+			{"logs:CreateLogStream", true, createStream("reclaimer")},
+			{"logs:PutLogEvents", true, putEvents("reclaimer")},
+			{"dynamodb:Query", false, queryTable},
+			{"dynamodb:PutItem", false, putItem},
+			{"dynamodb:DeleteItem", false, deleteItem},
+			{"sqs:ReceiveMessage", false, receive},
+			{"ssm:GetParameter", false, getParameter(ssmName)},
+		},
+		"reconciler": {
+			{"dynamodb:GetItem", true, getItem},
+			{"lambda:InvokeFunction", true, invokeReceiver},
+			{"lambda:GetFunctionConfiguration", true, receiverConfig},
+			{"lambda:GetFunctionConfiguration", false, otherConfig},
+			{"ssm:GetParameter", true, getParameter(ssmName)},
+			{"ssm:GetParameter", true, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"logs:CreateLogStream", true, createStream("reconciler")},
+			{"logs:PutLogEvents", true, putEvents("reconciler")},
+			{"dynamodb:PutItem", false, putItem},
+			{"dynamodb:UpdateItem", false, updateItem},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:SendMessage", false, sendMessage},
+			{"ssm:GetParameter", false, getParameter("/" + outside)},
+			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
+		},
+	}
+	// The probe item must exist for GetItem and UpdateItem to be meaningful.
+	if err := putItem(clients{ddb: dynamodb.NewFromConfig(root)}); err != nil {
+		t.Fatal(err)
+	}
+	iamc := iam.NewFromConfig(root)
+	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
+		t.Run(fn, func(t *testing.T) {
+			if roles[fn] == "" {
+				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
+			}
+			c := roleClients(t, root, roles[fn])
+			probed := map[string]bool{}
+			for _, p := range probes[fn] {
+				err := p.call(c)
+				switch {
+				case p.allow && isDenied(err):
+					t.Errorf("%s role: %s denied; the function needs it: %v", fn, p.action, err)
+				case p.allow && err != nil && !isAPIError(err):
+					t.Errorf("%s role: %s: %v (no answer from the service)", fn, p.action, err)
+				case !p.allow && !isDenied(err):
+					t.Errorf("%s role: %s was not denied (err %v): IAM is not enforced, or the role grants more than it needs", fn, p.action, err)
+				}
+				if p.allow {
+					probed[p.action] = true
+				}
+			}
+			// Every action the deployed role grants is probed above.
+			for _, action := range grantedActions(t, iamc, roles[fn]) {
+				if !probed[action] {
+					t.Errorf("%s role grants %s, which no probe exercises: add one (and say why the code needs it) or remove the grant", fn, action)
+				}
+			}
+		})
+	}
+}
+
+func isAPIError(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api)
+}
+
+// pairs reads "name=value,name=value" from an environment variable.
+func pairs(t *testing.T, name string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range strings.Split(must(t, name), ",") {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			t.Fatalf("%s: %q is not name=value", name, p)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// roleClients assumes roleARN as the emulator's root (MiniStack lets root
+// assume a role trusted only by lambda.amazonaws.com; AWS would not) and
+// returns clients signed with the session's credentials.
+func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
+	t.Helper()
+	out, err := sts.NewFromConfig(root).AssumeRole(t.Context(), &sts.AssumeRoleInput{RoleArn: &roleARN, RoleSessionName: aws.String("iam-probe")})
+	if err != nil {
+		t.Fatalf("assume %s: %v", roleARN, err)
+	}
+	cfg := root.Copy()
+	cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(
+		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
+	cfg.RetryMaxAttempts = 1
+	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), lam: lambda.NewFromConfig(cfg)}
+}
+
+// grantedActions lists the Allow actions of a role's inline policies, as
+// deployed.
+func grantedActions(t *testing.T, c *iam.Client, roleARN string) []string {
+	t.Helper()
+	name := roleARN[strings.LastIndex(roleARN, "/")+1:]
+	list, err := c.ListRolePolicies(t.Context(), &iam.ListRolePoliciesInput{RoleName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for _, pn := range list.PolicyNames {
+		p, err := c.GetRolePolicy(t.Context(), &iam.GetRolePolicyInput{RoleName: &name, PolicyName: aws.String(pn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := *p.PolicyDocument
+		if u, err := url.QueryUnescape(doc); err == nil && !strings.HasPrefix(strings.TrimSpace(doc), "{") {
+			doc = u
+		}
+		var pol struct {
+			Statement []struct {
+				Effect string
+				Action any
+			}
+		}
+		if err := json.Unmarshal([]byte(doc), &pol); err != nil {
+			t.Fatalf("policy %s of %s: %v", pn, name, err)
+		}
+		for _, st := range pol.Statement {
+			if st.Effect != "Allow" {
+				continue
+			}
+			switch a := st.Action.(type) {
+			case string:
+				set[a] = true
+			case []any:
+				for _, x := range a {
+					set[fmt.Sprint(x)] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for a := range set {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		t.Fatalf("role %s has no inline policy actions", name)
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package e2e
+
+// Static checks of template.yaml that no emulator can make: what would fail
+// on AWS (the 4 KB environment, a reserved concurrency the account cannot
+// give) and what an operator must be told (the alarms). They run with the
+// unit tests (no build tag).
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hookledger/hookledger/internal/config"
+	"gopkg.in/yaml.v3"
+)
+
+// tmpl is template.yaml as a YAML node tree (CloudFormation's short-form
+// tags such as !Ref stay on the nodes).
+type tmpl struct{ root *yaml.Node }
+
+func loadTemplate(t *testing.T) tmpl {
+	t.Helper()
+	raw, err := os.ReadFile("../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return tmpl{root: doc.Content[0]}
+}
+
+// get walks mapping keys; nil when a key is missing.
+func get(n *yaml.Node, path ...string) *yaml.Node {
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+func (tp tmpl) resource(name string) *yaml.Node { return get(tp.root, "Resources", name) }
+
+// The receiver's environment must stay within Lambda's 4 KB (names and
+// values together) with every parameter at its longest; AWS refuses the
+// deploy otherwise, with a message that does not say what to do.
+func TestReceiverEnvironmentFitsLambdas4KB(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	ml := get(tp.root, "Parameters", "SourcesConfig", "MaxLength")
+	if ml == nil {
+		t.Fatal("SourcesConfig has no MaxLength: its JSON can push the environment past 4 KB")
+	}
+	maxLen, err := strconv.Atoi(ml.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := get(tp.root, "Parameters", "SourcesConfig", "ConstraintDescription"); d == nil || !strings.Contains(d.Value, "ssm:") {
+		t.Error("SourcesConfig's ConstraintDescription must name the fix (keep the JSON in SSM or Secrets Manager)")
+	}
+	// Longest values: a generated table name and queue URL, the grants with
+	// a 200-character ARN and prefix, an emulator endpoint.
+	longest := map[string]int{
+		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": 8, "HOOKLEDGER_SHARDS": 4, "HOOKLEDGER_RECLAIM_AFTER": 8,
+		"LOG_LEVEL": 5, "HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64, "HOOKLEDGER_QUEUE_URL": 160,
+		"HOOKLEDGER_SOURCES": maxLen, "HOOKLEDGER_MAX_BODY": 7, "HOOKLEDGER_MISMATCH": 6,
+		"HOOKLEDGER_SECRET_GRANTS": len("ssm=;secretsmanager=;secretsmanager_prefix=") + 128 + 200 + 100,
+	}
+	total := 0
+	for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
+		get(tp.resource("ReceiverFunction"), "Properties", "Environment", "Variables")} {
+		for i := 0; i+1 < len(vars.Content); i += 2 {
+			name := vars.Content[i].Value
+			n, ok := longest[name]
+			if !ok {
+				t.Errorf("receiver variable %s has no longest value in this test; add one", name)
+			}
+			total += len(name) + n
+		}
+	}
+	if total > 4096 {
+		t.Errorf("receiver environment can reach %d bytes, over Lambda's 4096: lower SourcesConfig's MaxLength", total)
+	}
+}
+
+// A reserved concurrency of 1 cannot be deployed on an account whose
+// concurrency quota is 10 (Lambda keeps 10 unreserved): the default must
+// reserve nothing.
+func TestReclaimerReservesNoConcurrencyByDefault(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	rce := get(tp.resource("ReclaimerFunction"), "Properties", "ReservedConcurrentExecutions")
+	if rce == nil {
+		return
+	}
+	if rce.Kind == yaml.ScalarNode {
+		t.Fatalf("ReservedConcurrentExecutions is fixed at %s; make it a parameter whose default reserves none", rce.Value)
+	}
+	if p := get(tp.root, "Parameters", "ReclaimerReservedConcurrency", "Default"); p == nil || p.Value != "0" {
+		t.Errorf("ReclaimerReservedConcurrency default %v, want 0", p)
+	}
+	if rce.Tag != "!If" || len(rce.Content) != 3 || rce.Content[2].Value != "AWS::NoValue" {
+		t.Errorf("ReservedConcurrentExecutions must be !If [reserved?, value, AWS::NoValue]")
+	}
+}
+
+// The body limit cannot exceed what the ledger can hold (the receiver's own
+// check agrees).
+func TestMaxBodyParameterIsCapped(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	if v := get(tp.root, "Parameters", "MaxBodyBytes", "MaxValue"); v == nil || v.Value != strconv.Itoa(config.MaxBodyLimit) {
+		t.Errorf("MaxBodyBytes MaxValue %v, want %d (config.MaxBodyLimit)", v, config.MaxBodyLimit)
+	}
+}
+
+// A 503 for a server-side cause is not a Lambda error: alarms must watch
+// the receiver's Unavailable and SecretUnavailable counts and the API's 5xx.
+func TestServerSideFailuresAreAlarmed(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	want := map[string]bool{"hookledger/Unavailable": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false}
+	res := get(tp.root, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		r := res.Content[i+1]
+		if get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		key := get(r, "Properties", "Namespace").Value + "/" + get(r, "Properties", "MetricName").Value
+		if _, ok := want[key]; ok {
+			want[key] = true
+		}
+	}
+	for k, found := range want {
+		if !found {
+			t.Errorf("no alarm on %s", k)
+		}
+	}
+}
+
+// The Secrets Manager grant matches an exact ARN given without the random
+// suffix: the policy lists both the ARN and ARN-??????.
+func TestSecretsManagerGrantCoversTheSuffix(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	policies := get(tp.resource("ReceiverRole"), "Properties", "Policies")
+	found := false
+	for _, p := range policies.Content {
+		if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasSecretsManagerSecret" {
+			continue
+		}
+		res := get(p.Content[1], "PolicyDocument", "Statement").Content[0]
+		list := get(res, "Resource")
+		if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) != 2 || !strings.HasSuffix(list.Content[1].Value, "-??????") {
+			t.Errorf("SecretsManagerSecretArn grant must list the ARN and ARN-??????")
+		}
+		found = true
+	}
+	if !found {
+		t.Error("no SecretsManagerSecretArn grant in ReceiverRole")
+	}
+}

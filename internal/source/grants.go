@@ -1,0 +1,169 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Grants is what the deployed receiver's role may read, as template.yaml
+// grants it from its parameters. The receiver checks every reference against
+// it at cold start, so a reference outside the grant fails the deploy's
+// first request with a message naming the fix, instead of answering every
+// delivery 503 with AccessDenied.
+type Grants struct {
+	// SSMPath is SecretsParameterPath: parameters under it may be read.
+	SSMPath string
+	// SecretsManagerARN is SecretsManagerSecretArn: an ARN or an ARN
+	// pattern with * and ?; the template grants it and, for an exact ARN
+	// without Secrets Manager's random suffix, ARN-?????? too.
+	SecretsManagerARN string
+	// SecretsManagerPrefix is SecretsManagerPrefix: secret names starting
+	// with it, in the stack's own account and region.
+	SecretsManagerPrefix string
+}
+
+// ParseGrants reads HOOKLEDGER_SECRET_GRANTS, which template.yaml sets to
+// "ssm=PATH;secretsmanager=ARN;secretsmanager_prefix=PREFIX" (each may be
+// empty: nothing granted).
+func ParseGrants(s string) (Grants, error) {
+	var g Grants
+	for part := range strings.SplitSeq(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return Grants{}, fmt.Errorf("HOOKLEDGER_SECRET_GRANTS: %q: want key=value", part)
+		}
+		switch strings.TrimSpace(k) {
+		case "ssm":
+			g.SSMPath = strings.TrimSuffix(strings.TrimSpace(v), "/")
+		case "secretsmanager":
+			g.SecretsManagerARN = strings.TrimSpace(v)
+		case "secretsmanager_prefix":
+			g.SecretsManagerPrefix = strings.TrimSpace(v)
+		default:
+			return Grants{}, fmt.Errorf("HOOKLEDGER_SECRET_GRANTS: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix)", k)
+		}
+	}
+	return g, nil
+}
+
+// ErrNotGranted marks a reference the deployed role may not read.
+var ErrNotGranted = errors.New("secret reference outside what the template grants")
+
+// Check reports whether the receiver's role may read ref. Literal and env
+// references need no grant.
+func (g Grants) Check(ref Ref) error {
+	switch ref.Scheme {
+	case SchemeSSM:
+		return g.checkSSM(ref)
+	case SchemeSecretsManager:
+		return g.checkSecretsManager(ref)
+	}
+	return nil
+}
+
+func (g Grants) checkSSM(ref Ref) error {
+	name := ref.Name
+	if strings.HasPrefix(name, "arn:") {
+		_, after, _ := strings.Cut(name, ":parameter")
+		name = after
+	}
+	if g.SSMPath == "" {
+		return fmt.Errorf("%w: %s: the stack grants no SSM parameters; deploy with SecretsParameterPath=%s (samconfig.toml parameter_overrides)",
+			ErrNotGranted, ref, suggestPath(name))
+	}
+	if !strings.HasPrefix(name, g.SSMPath+"/") {
+		return fmt.Errorf("%w: %s: the stack grants ssm:GetParameter only under %s/; move the parameter there (e.g. ssm:%s/%s) or deploy with SecretsParameterPath=%s",
+			ErrNotGranted, ref, g.SSMPath, g.SSMPath, path.Base(name), suggestPath(name))
+	}
+	return nil
+}
+
+// suggestPath is the parent path of an SSM parameter name.
+func suggestPath(name string) string {
+	if d := path.Dir(name); d != "/" && d != "." {
+		return d
+	}
+	return "/hookledger/<stage>"
+}
+
+func (g Grants) checkSecretsManager(ref Ref) error {
+	isARN := strings.HasPrefix(ref.Name, "arn:")
+	name := ref.Name
+	if isARN {
+		_, name, _ = strings.Cut(ref.Name, ":secret:")
+	}
+	// The secret's real ARN ends in "-" and six random characters; the
+	// reference may give the name or ARN with or without them.
+	candidates := []string{name, name + "-AbCdEf"}
+	if g.SecretsManagerPrefix != "" {
+		for _, c := range candidates {
+			if strings.HasPrefix(c, g.SecretsManagerPrefix) {
+				return nil
+			}
+		}
+	}
+	if g.SecretsManagerARN != "" {
+		grant := g.SecretsManagerARN
+		target := []string{ref.Name, ref.Name + "-AbCdEf"}
+		if !isARN {
+			// A name resolves in the function's own account and region:
+			// compare the part after "secret:" only.
+			_, grant, _ = strings.Cut(grant, ":secret:")
+			target = candidates
+		}
+		for _, pat := range []string{grant, grant + "-??????"} {
+			for _, t := range target {
+				if wildcard(pat, t) {
+					return nil
+				}
+			}
+		}
+	}
+	switch {
+	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "":
+		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with SecretsManagerPrefix=%s (or SecretsManagerSecretArn=ARN)",
+			ErrNotGranted, ref, suggestPrefix(name))
+	default:
+		return fmt.Errorf("%w: %s: outside the granted secrets (SecretsManagerPrefix=%q, SecretsManagerSecretArn=%q); rename the secret or widen the grant",
+			ErrNotGranted, ref, g.SecretsManagerPrefix, g.SecretsManagerARN)
+	}
+}
+
+func suggestPrefix(name string) string {
+	if i := strings.LastIndex(name, "/"); i > 0 {
+		return name[:i+1]
+	}
+	return "hookledger/<stage>/"
+}
+
+// wildcard matches s against an IAM resource pattern: * any run of
+// characters, ? exactly one.
+func wildcard(pat, s string) bool {
+	for len(pat) > 0 {
+		switch pat[0] {
+		case '*':
+			for i := len(s); i >= 0; i-- {
+				if wildcard(pat[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			pat, s = pat[1:], s[1:]
+		default:
+			if s == "" || pat[0] != s[0] {
+				return false
+			}
+			pat, s = pat[1:], s[1:]
+		}
+	}
+	return s == ""
+}
