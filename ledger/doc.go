@@ -96,6 +96,16 @@
 //   - Expiry is checked in code: a record past expires_at is treated as absent
 //     (Create may replace it) even if DynamoDB's TTL has not deleted it yet.
 //
+// # Call records
+//
+// The same table also holds call records, the memo of idempotent function
+// calls (package idempotency builds on them; see idem.go): pk "idem#" plus
+// the caller's key, sk "idem", states processing, done and failed. They
+// never carry the due-index attributes and List never returns them.
+// ClaimCall is one conditional put (a repeat gets the stored result back
+// from the failed put), CompleteCall and FailCall one update each,
+// conditioned on the claim token.
+//
 // SDK errors never leave the package: callers branch on the sentinel errors
 // (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a
 // wrapped ErrUnavailable for throttling, 5xx and transport failures.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: price and time every event. Installs the pinned tools (MiniStack
-# in .venv, Powertools in .venv/bench), starts MiniStack on
+# in .venv, Powertools in .venv/bench or $HOOKLEDGER_BENCH_VENV), starts MiniStack on
 # HOOKLEDGER_EMULATOR_PORT (default 4599) unless something answers there,
 # runs the Go micro-benchmarks (-count BENCH_COUNT, default 5), then
 # `hooklab bench` (accounting, cost, comparison, cold start, throughput),
@@ -34,8 +34,9 @@ gobench=()
 if [[ -z "$only" ]]; then
   echo "bench: go micro-benchmarks (-count ${BENCH_COUNT:-5})…" >&2
   go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${BENCH_TIME:-300x}" \
-    ./webhook ./ledger ./internal/receiver ./internal/processor ./internal/reconcile >bin/bench/go-bench.txt
+    ./webhook ./ledger ./internal/receiver ./internal/processor ./internal/reconcile ./idempotency >bin/bench/go-bench.txt
   gobench=(--go-bench bin/bench/go-bench.txt)
 fi
 go build -o bin/bench/hooklab ./tools/cmd/hooklab
-./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" "${gobench[@]}" "$@" | tee bin/bench/report.md
+./bin/bench/hooklab bench --endpoint "http://localhost:$HOOKLEDGER_EMULATOR_PORT" "${gobench[@]}" \
+  --python "${HOOKLEDGER_BENCH_VENV:-.venv/bench}/bin/python" "$@" | tee bin/bench/report.md

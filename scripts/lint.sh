@@ -31,6 +31,6 @@ echo "lint: sam validate --lint"
 # CKV_AWS_26); SQS encryption, which SqsManagedSseEnabled provides (CKV_AWS_27); Lambda DLQs,
 # VPCs and reserved concurrency (CKV_AWS_116, CKV_AWS_117, CKV_AWS_115).
 echo "lint: checkov $("$checkov" --version)"
-"$checkov" --quiet --compact --framework cloudformation -f "$template" \
+"$checkov" --quiet --compact --skip-download --framework cloudformation -f "$template" \
   --skip-check CKV_AWS_119,CKV_AWS_158,CKV_AWS_173,CKV_AWS_26,CKV_AWS_27,CKV_AWS_116,CKV_AWS_117,CKV_AWS_115
 echo "lint: ok"

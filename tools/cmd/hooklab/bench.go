@@ -802,10 +802,6 @@ func (b *benchRun) compare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	type contender struct {
-		name string
-		run  func(ctx context.Context, cfg aws.Config, d benchDelivery) error
-	}
 	hook := func(cfg aws.Config) *ledger.Ledger {
 		l, _ := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table})
 		return l
@@ -842,6 +838,11 @@ func (b *benchRun) compare(ctx context.Context) error {
 			return l.Complete(ctx, id, tok)
 		}},
 	}
+	idem, err := idempotencyContender(table, metered, timed)
+	if err != nil {
+		return err
+	}
+	contenders = append(contenders, idem)
 	results := map[string]*contenderResult{}
 	var names []string
 	for ci, c := range contenders {
@@ -913,11 +914,18 @@ func (b *benchRun) compare(ctx context.Context) error {
 			"Powertools dedupes a synchronous handler (it stores the handler's response, not the payload, and has no queue, lease handover or reclaimer); hookledger and naive store the payload for a queued pipeline. " +
 			"Latency: wall time per delivery from the client (Go SDK for the first two, boto3 in CPython for Powertools — language and SDK overheads included), on a shared 2-core machine.",
 	}
+	t.Notes = append(t.Notes, idemCompareNote)
 	if ptNote != "" {
 		t.Notes = append(t.Notes, ptNote)
 	}
 	t.Print(b.out)
-	return nil
+	return b.idempotencyTable(ctx, table, results, names)
+}
+
+// contender is one implementation in the side-by-side comparison.
+type contender struct {
+	name string
+	run  func(ctx context.Context, cfg aws.Config, d benchDelivery) error
 }
 
 // ptOutput is what scripts/powertools_bench.py writes.
