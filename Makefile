@@ -1,14 +1,14 @@
 # hookledger: the two commands are `make demo` and `make test`.
-.PHONY: all build test lint demo chaos bench fuzz tools emulator emulator-stop fmt clean
+.PHONY: all build test lint demo outage chaos bench fuzz tools emulator emulator-stop fmt clean
 
 GO ?= go
 
 all: build
 
-## build: the CLI (bin/hookledger) and the three Lambda binaries for linux/arm64
+## build: the CLI (bin/hookledger) and the Lambda binaries for linux/arm64
 build:
 	$(GO) build -trimpath -o bin/hookledger ./cmd/hookledger
-	for f in receiver processor reclaimer; do \
+	for f in receiver processor reclaimer reconciler; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags="-s -w" -o bin/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
@@ -20,14 +20,18 @@ test:
 lint: lint-template
 	$(GO) vet ./...
 	$(GO) vet -tags crashpoints ./...
-	$(GO) vet -tags e2e ./e2e/
+	$(GO) vet -tags e2e ./e2e/ ./examples/idempotency/
 	.tools/bin/staticcheck ./...
 	.tools/bin/staticcheck -tags crashpoints ./...
-	.tools/bin/staticcheck -tags e2e ./e2e/
+	.tools/bin/staticcheck -tags e2e ./e2e/ ./examples/idempotency/
 
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
 	bash scripts/demo.sh $(ARGS)
+
+## outage: deliveries lost in an outage, healed by hookledger reconcile (docs/reconcile.md)
+outage:
+	bash scripts/outage.sh $(ARGS)
 
 ## chaos: the fault-injection harness (crashes, duplicates, AWS faults) with an independent oracle
 chaos:

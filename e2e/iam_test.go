@@ -22,11 +22,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 )
 
@@ -37,6 +42,8 @@ type clients struct {
 	ssm  *ssm.Client
 	sm   *secretsmanager.Client
 	logs *cloudwatchlogs.Client
+	s3   *s3.Client
+	lam  *lambda.Client
 }
 
 // probe is one AWS call a function makes (or must not be able to make),
@@ -179,6 +186,73 @@ func TestIAMIsEnforced(t *testing.T) {
 			return err
 		}
 	}
+	// The payload store: the receiver writes bodies under payloads/, the
+	// processor and the reclaimer read them; nothing else, nowhere else.
+	bucket := must(t, "HOOKLEDGER_E2E_PAYLOAD_BUCKET")
+	probeObject := "payloads/iam-probe-" + e.runID
+	if _, err := blob.NewClient(root).PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &probeObject, Body: strings.NewReader("probe")}); err != nil {
+		t.Fatal(err)
+	}
+	putObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader("probe")})
+			return err
+		}
+	}
+	getObject := func(key string) func(c clients) error {
+		return func(c clients) error {
+			out, err := c.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+			if err == nil {
+				out.Body.Close()
+			}
+			return err
+		}
+	}
+	deleteObject := func(c clients) error {
+		_, err := c.s3.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &probeObject})
+		return err
+	}
+	// The reconciler feeds missing events by invoking the receiver function;
+	// an empty event is answered 404 (no source in the path), touching nothing.
+	invokeReceiver := func(c clients) error {
+		_, err := c.lam.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver"), Payload: []byte(`{}`)})
+		return err
+	}
+	// And reads the receiver's sources from its configuration at cold start.
+	receiverConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-receiver")})
+		return err
+	}
+	otherConfig := func(c clients) error {
+		_, err := c.lam.GetFunctionConfiguration(t.Context(), &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-processor")})
+		return err
+	}
+	// The reclaimer reads due records and their payloads in batches.
+	batchGet := func(c clients) error {
+		_, err := c.ddb.BatchGetItem(t.Context(), &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{
+			table: {Keys: []map[string]ddbtypes.AttributeValue{probeKey}, ConsistentRead: aws.Bool(true)}}})
+		return err
+	}
+	// It re-drives in batches; an empty body is refused after the call is
+	// authorized, so nothing reaches the processor.
+	sendBatch := func(c clients) error {
+		out, err := c.sqs.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: &queueURL,
+			Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("probe"), MessageBody: aws.String("")}}})
+		if err == nil && len(out.Failed) == 0 {
+			return errors.New("an empty message was accepted")
+		}
+		return err
+	}
+	// And continues itself while a backlog remains: a dry run checks the
+	// permission without running a pass.
+	invokeSelf := func(fn string) func(c clients) error {
+		return func(c clients) error {
+			_, err := c.lam.Invoke(t.Context(), &lambda.InvokeInput{FunctionName: aws.String(must(t, "HOOKLEDGER_E2E_STACK") + "-" + fn),
+				InvocationType: lambdatypes.InvocationTypeDryRun})
+			return err
+		}
+	}
+	credential := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF"), "ssm:")
 	probes := map[string][]probe{
 		"receiver": {
 			{"dynamodb:PutItem", true, putItem},
@@ -197,6 +271,10 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"ssm:GetParameter", false, getParameter("/" + outside)},
 			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
 			{"logs:CreateLogStream", false, createStream("processor")},
+			{"s3:PutObject", true, putObject(probeObject)},
+			{"s3:PutObject", false, putObject("elsewhere/iam-probe-" + e.runID)},
+			{"s3:GetObject", false, getObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"processor": {
 			{"dynamodb:UpdateItem", true, updateItem},
@@ -213,12 +291,20 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"sqs:SendMessage", false, sendMessage},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
 			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
+			{"s3:DeleteObject", false, deleteObject},
 		},
 		"reclaimer": {
 			{"dynamodb:Query", true, queryDue},
 			{"dynamodb:GetItem", true, getItem},
+			{"dynamodb:BatchGetItem", true, batchGet},
 			{"dynamodb:UpdateItem", true, updateItem},
 			{"sqs:SendMessage", true, sendMessage},
+			{"sqs:SendMessageBatch", true, sendBatch},
+			{"sqs:GetQueueAttributes", true, queueAttributes},
+			{"lambda:InvokeFunction", true, invokeSelf("reclaimer")},
+			{"lambda:InvokeFunction", false, invokeSelf("receiver")},
 			{"logs:CreateLogStream", true, createStream("reclaimer")},
 			{"logs:PutLogEvents", true, putEvents("reclaimer")},
 			{"dynamodb:Query", false, queryTable},
@@ -226,6 +312,26 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:DeleteItem", false, deleteItem},
 			{"sqs:ReceiveMessage", false, receive},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
+			{"s3:GetObject", true, getObject(probeObject)},
+			{"s3:PutObject", false, putObject(probeObject)},
+		},
+		"reconciler": {
+			{"dynamodb:GetItem", true, getItem},
+			{"lambda:InvokeFunction", true, invokeReceiver},
+			{"lambda:GetFunctionConfiguration", true, receiverConfig},
+			{"lambda:GetFunctionConfiguration", false, otherConfig},
+			{"ssm:GetParameter", true, getParameter(ssmName)},
+			{"ssm:GetParameter", true, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"logs:CreateLogStream", true, createStream("reconciler")},
+			{"logs:PutLogEvents", true, putEvents("reconciler")},
+			{"dynamodb:PutItem", false, putItem},
+			{"dynamodb:UpdateItem", false, updateItem},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:SendMessage", false, sendMessage},
+			{"ssm:GetParameter", false, getParameter("/" + outside)},
+			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
 		},
 	}
 	// The probe item must exist for GetItem and UpdateItem to be meaningful.
@@ -233,8 +339,11 @@ func TestIAMIsEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	iamc := iam.NewFromConfig(root)
-	for _, fn := range []string{"receiver", "processor", "reclaimer"} {
+	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
 		t.Run(fn, func(t *testing.T) {
+			if roles[fn] == "" {
+				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
+			}
 			c := roleClients(t, root, roles[fn])
 			probed := map[string]bool{}
 			for _, p := range probes[fn] {
@@ -294,7 +403,7 @@ func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
 		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
 	cfg.RetryMaxAttempts = 1
 	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
-		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg)}
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg), lam: lambda.NewFromConfig(cfg)}
 }
 
 // grantedActions lists the Allow actions of a role's inline policies, as

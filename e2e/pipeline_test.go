@@ -334,22 +334,7 @@ func TestPipeline(t *testing.T) {
 	})
 
 	t.Run("the deployed processor charged and notified each invoice once", func(t *testing.T) {
-		payments := os.Getenv("HOOKLEDGER_E2E_PAYMENTS_URL")
-		if payments == "" {
-			t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run scripts/e2e.sh (make e2e), which starts the payments stub")
-		}
-		resp, err := e.client.Get(payments + "/v1/stats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var st struct {
-			PerEvent map[string]int `json:"per_event"`
-			Notified map[string]int `json:"notified_per_event"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-			t.Fatal(err)
-		}
+		st := e.paymentStats(t)
 		for _, k := range []string{newKey, concKey, lostKey} {
 			if n := st.PerEvent[k]; n != 1 {
 				t.Errorf("%s charged %d times, want exactly once", k, n)
@@ -386,6 +371,27 @@ func TestPipeline(t *testing.T) {
 			t.Errorf("%d visible and %d in-flight messages on the processing queue after every event is done", visible, inFlight)
 		}
 	})
+}
+
+// paymentStats reads the payments stub's counts per event.
+func (e *env) paymentStats(t *testing.T) (st struct {
+	PerEvent map[string]int `json:"per_event"`
+	Notified map[string]int `json:"notified_per_event"`
+}) {
+	t.Helper()
+	payments := os.Getenv("HOOKLEDGER_E2E_PAYMENTS_URL")
+	if payments == "" {
+		t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run scripts/e2e.sh (make e2e), which starts the payments stub")
+	}
+	resp, err := e.client.Get(payments + "/v1/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // depth reads a queue's visible and in-flight message counts.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/queue"
 	"gopkg.in/yaml.v3"
 )
 
@@ -74,6 +75,7 @@ func TestReceiverEnvironmentFitsLambdas4KB(t *testing.T) {
 		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": 8, "HOOKLEDGER_SHARDS": 4, "HOOKLEDGER_RECLAIM_AFTER": 8,
 		"LOG_LEVEL": 5, "HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64, "HOOKLEDGER_QUEUE_URL": 160,
 		"HOOKLEDGER_SOURCES": maxLen, "HOOKLEDGER_MAX_BODY": 7, "HOOKLEDGER_MISMATCH": 6,
+		"HOOKLEDGER_PAYLOAD": 10, "HOOKLEDGER_PAYLOAD_BUCKET": 63, "HOOKLEDGER_PAYLOAD_STORE_ABOVE": 7, "HOOKLEDGER_PAYLOAD_STORE_DAYS": 5,
 		"HOOKLEDGER_SECRET_GRANTS": len("ssm=;secretsmanager=;secretsmanager_prefix=") + 128 + 200 + 100,
 	}
 	total := 0
@@ -114,13 +116,76 @@ func TestReclaimerReservesNoConcurrencyByDefault(t *testing.T) {
 	}
 }
 
-// The body limit cannot exceed what the ledger can hold (the receiver's own
-// check agrees).
+// The body limit cannot exceed what Lambda can receive (the receiver's own
+// check agrees, and refuses more than the ledger can hold when there is no
+// payload store).
 func TestMaxBodyParameterIsCapped(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if v := get(tp.root, "Parameters", "MaxBodyBytes", "MaxValue"); v == nil || v.Value != strconv.Itoa(config.MaxBodyLimit) {
-		t.Errorf("MaxBodyBytes MaxValue %v, want %d (config.MaxBodyLimit)", v, config.MaxBodyLimit)
+	if v := get(tp.root, "Parameters", "MaxBodyBytes", "MaxValue"); v == nil || v.Value != strconv.Itoa(config.MaxBodyWithStore) {
+		t.Errorf("MaxBodyBytes MaxValue %v, want %d (config.MaxBodyWithStore)", v, config.MaxBodyWithStore)
+	}
+}
+
+// The queue takes the 1 MiB messages internal/queue sends.
+func TestQueueTakesTheLargestMessages(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	for _, q := range []string{"Queue", "DeadLetterQueue"} {
+		if v := get(tp.resource(q), "Properties", "MaximumMessageSize"); v == nil || v.Value != strconv.Itoa(queue.MaxMessageBytes) {
+			t.Errorf("%s MaximumMessageSize %v, want %d (queue.MaxMessageBytes)", q, v, queue.MaxMessageBytes)
+		}
+	}
+}
+
+// The payload store's bucket: encrypted, private, owner-enforced, TLS only,
+// and its objects expire; each role reaches only the payloads prefix, with
+// only the action its code makes.
+func TestPayloadStoreBucketIsLockedDown(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	b := tp.resource("PayloadBucket")
+	if v := get(b, "Condition"); v == nil || v.Value != "HasPayloadStore" {
+		t.Error("PayloadBucket must exist only with PayloadStore=s3")
+	}
+	if v := get(b, "Properties", "BucketEncryption", "ServerSideEncryptionConfiguration"); v == nil {
+		t.Error("PayloadBucket has no default encryption")
+	}
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if v := get(b, "Properties", "PublicAccessBlockConfiguration", k); v == nil || v.Value != "true" {
+			t.Errorf("PayloadBucket %s is not true", k)
+		}
+	}
+	if v := get(b, "Properties", "OwnershipControls", "Rules"); v == nil || get(v.Content[0], "ObjectOwnership").Value != "BucketOwnerEnforced" {
+		t.Error("PayloadBucket must enforce bucket-owner ownership")
+	}
+	rules := get(b, "Properties", "LifecycleConfiguration", "Rules")
+	if rules == nil || get(rules.Content[0], "ExpirationInDays") == nil || get(rules.Content[0], "Prefix").Value != config.DefaultPayloadPrefix {
+		t.Error("PayloadBucket objects under the payloads prefix must expire")
+	}
+	pol := get(tp.resource("PayloadBucketPolicy"), "Properties", "PolicyDocument", "Statement")
+	if pol == nil || get(pol.Content[0], "Effect").Value != "Deny" || get(pol.Content[0], "Condition", "Bool", "aws:SecureTransport") == nil {
+		t.Error("PayloadBucketPolicy must deny requests without TLS")
+	}
+	want := map[string]string{"ReceiverRole": "s3:PutObject", "ProcessorRole": "s3:GetObject", "ReclaimerRole": "s3:GetObject"}
+	for role, action := range want {
+		found := false
+		for _, p := range get(tp.resource(role), "Properties", "Policies").Content {
+			if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasPayloadStore" {
+				continue
+			}
+			st := get(p.Content[1], "PolicyDocument", "Statement").Content[0]
+			if a := get(st, "Action"); a == nil || a.Value != action {
+				t.Errorf("%s payload store grant: action %v, want only %s", role, a, action)
+			}
+			if r := get(st, "Resource"); r == nil || !strings.HasSuffix(r.Value, "/"+config.DefaultPayloadPrefix+"*") {
+				t.Errorf("%s payload store grant: resource %v, want the payloads prefix only", role, r)
+			}
+			found = true
+		}
+		if !found {
+			t.Errorf("%s has no payload store grant", role)
+		}
 	}
 }
 

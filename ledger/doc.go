@@ -36,7 +36,7 @@
 // claimed. Every write only the lease holder may make takes the Lease:
 // SaveSteps, Complete, Fail, Bury and Extend succeed only while its token
 // still owns an unexpired lease, and return ErrLeaseLost otherwise. The
-// reclaimer's transitions (Requeue, Reset, Postpone, BuryStale) are
+// reclaimer's transitions (Requeue, Reset, Postpone, Unsent, BuryStale) are
 // conditioned on the version it read, so two reclaimers, or a reclaimer and
 // a worker, never both act on one record. "Bury" is the one name for
 // marking a record dead.
@@ -60,7 +60,10 @@
 // A sparse global secondary index (DueIndex) on due_shard (number, hash of pk
 // modulo Shards) and due_at (milliseconds since the epoch). Only non-terminal
 // records carry the two attributes; done and dead remove them. The reclaimer
-// queries each shard for due_at <= now.
+// walks each shard for due_at <= now (DueFrom), then reads the records and
+// payloads it found in batches (GetMany, Payloads) with consistent reads:
+// the index projects keys only, so a record is always judged as the table
+// holds it, never as the lagging index saw it.
 //
 // # Limits and other items
 //
@@ -96,6 +99,16 @@
 //     (Options.SourceRetention, else Options.Retention); the payload and the
 //     replay guard's digest take the same retention, so the payload never
 //     expires before its record.
+//
+// # Call records
+//
+// The same table also holds call records, the memo of idempotent function
+// calls (package idempotency builds on them; see idem.go): pk "idem#" plus
+// the caller's key, sk "idem", states processing, done and failed. They
+// never carry the due-index attributes and List never returns them.
+// ClaimCall is one conditional put (a repeat gets the stored result back
+// from the failed put), CompleteCall and FailCall one update each,
+// conditioned on the claim token.
 //
 // SDK errors never leave the package: callers branch on the sentinel errors
 // (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a

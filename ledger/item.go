@@ -32,6 +32,7 @@ const (
 	attrEncoding   = "enc"
 	attrCreator    = "created_by"
 	attrWriter     = "written_by"
+	attrPayloadRef = "payload_ref"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -93,6 +94,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		creator:    getS(item, attrCreator),
 		writer:     getS(item, attrWriter),
 		Steps:      decodeSteps(item),
+		PayloadRef: getS(item, attrPayloadRef),
 	}
 	if e := getN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()

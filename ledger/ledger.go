@@ -21,6 +21,7 @@ type API interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
@@ -113,6 +114,9 @@ type NewEvent struct {
 	ID
 	Type       string
 	BodySHA256 string
+	// PayloadRef, when set, records that the body is kept outside the
+	// ledger (see Record.PayloadRef); no payload item is written for it.
+	PayloadRef string
 }
 
 // Create claims ev's identity with one conditional put. It reports
@@ -127,7 +131,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	rec := Record{
 		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
-		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1,
+		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
 	}
 	token := newToken()
 	item := map[string]types.AttributeValue{
@@ -142,6 +146,12 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	}
 	if ev.BodySHA256 != "" {
 		item[attrSHA] = s(ev.BodySHA256)
+	}
+	if ev.PayloadRef != "" {
+		if len(ev.PayloadRef) > MaxPayloadRef {
+			return Record{}, false, fmt.Errorf("%w: payload reference is %d bytes, over %d", ErrInvalid, len(ev.PayloadRef), MaxPayloadRef)
+		}
+		item[attrPayloadRef] = s(ev.PayloadRef)
 	}
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &l.opt.Table,
@@ -285,11 +295,16 @@ func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
 	if out.Item == nil {
 		return nil, fmt.Errorf("payload %s: %w", id, ErrNotFound)
 	}
-	b, _ := out.Item[attrBody].(*types.AttributeValueMemberB)
+	return decodePayload(id, out.Item)
+}
+
+// decodePayload returns the body a payload item holds, decompressed.
+func decodePayload(id ID, item map[string]types.AttributeValue) ([]byte, error) {
+	b, _ := item[attrBody].(*types.AttributeValueMemberB)
 	if b == nil {
 		return nil, fmt.Errorf("payload %s: %w (no body attribute)", id, ErrNotFound)
 	}
-	if getS(out.Item, attrEncoding) != "gzip" {
+	if getS(item, attrEncoding) != "gzip" {
 		return b.Value, nil
 	}
 	body, err := zip.Decompress(b.Value, maxPayloadBytes)
@@ -458,8 +473,19 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	p.vals[":processing"] = s(string(Processing))
 	p.vals[":tok"] = s(lease.Token)
 	p.vals[":now"] = ms(now)
+	// A final write (the record leaves processing and the lease with it)
+	// signs itself with the lease token, so that the SDK's retry of a write
+	// whose answer was lost recognises it instead of finding the lease gone.
+	final := finalStatus[op]
+	if final != "" {
+		p.set = append(p.set, attrWriter+" = :tok")
+	}
+	mine := func(r Record) bool { return final != "" && r.Status == final && r.writer == lease.Token }
 	rec, old, failed, err := l.update(ctx, op, lease.ID, p, ownerCond)
 	if err != nil {
+		if r, ok := l.readBack(ctx, lease.ID, err, mine); ok {
+			return r, nil
+		}
 		return Record{}, err
 	}
 	if !failed {
@@ -468,8 +494,14 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	if old == nil {
 		return Record{}, fmt.Errorf("%s %s: %w", op, lease.ID, ErrNotFound)
 	}
+	if mine(*old) {
+		return *old, nil // our own write, retried after its answer was lost
+	}
 	return Record{}, &StateError{Op: op, Err: ErrLeaseLost, Record: *old}
 }
+
+// finalStatus is the status each final lease-holder write leaves.
+var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "bury": Dead}
 
 // SaveSteps records step changes while the lease is held: one UpdateItem of
 // one write unit. The processor calls it between steps (to record the last

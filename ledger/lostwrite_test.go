@@ -143,3 +143,65 @@ func TestWriteWhoseAnswerWasLostWithoutRetry(t *testing.T) {
 		t.Fatalf("replay whose answer was lost: %+v, %v", got, err)
 	}
 }
+
+// TestFinalWriteWhoseAnswerWasLost is the regression test for a Complete
+// (or Fail, or Bury) whose answer was lost: the SDK's retry found the
+// record done and the lease gone, and reported ErrLeaseLost, so the worker
+// left the message to be redelivered although it had finished the event.
+// Final writes now sign the record with the lease token and recognise
+// their own retried write, by the retry's refusal or by reading it back.
+func TestFinalWriteWhoseAnswerWasLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	retried, err := ledger.New(lostUpdate{f.db}, ledger.Options{Table: f.table, Shards: 4, ReclaimAfter: time.Minute, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unanswered, err := ledger.New(answerLost{Client: f.db}, ledger.Options{Table: f.table, Shards: 4, ReclaimAfter: time.Minute, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		l     *ledger.Ledger
+		write func(l *ledger.Ledger, lease ledger.Lease) (ledger.Record, error)
+		want  ledger.Status
+	}{
+		{"complete retried", retried, func(l *ledger.Ledger, lease ledger.Lease) (ledger.Record, error) {
+			return l.Complete(ctx, lease, ledger.StepChange{Name: "charge", Status: ledger.StepDone, Result: "ch_1"})
+		}, ledger.Done},
+		{"fail retried", retried, func(l *ledger.Ledger, lease ledger.Lease) (ledger.Record, error) {
+			return l.Fail(ctx, lease, "503", time.Minute)
+		}, ledger.Failed},
+		{"bury retried", retried, func(l *ledger.Ledger, lease ledger.Lease) (ledger.Record, error) {
+			return l.Bury(ctx, lease, "permanent")
+		}, ledger.Dead},
+		{"complete unanswered", unanswered, func(l *ledger.Ledger, lease ledger.Lease) (ledger.Record, error) {
+			return l.Complete(ctx, lease)
+		}, ledger.Done},
+	} {
+		id := newID(t)
+		create(t, f, id)
+		lease, err := f.l.Claim(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tc.write(tc.l, lease)
+		if err != nil || got.Status != tc.want {
+			t.Errorf("%s: %+v, %v; want our own write recognised", tc.name, got, err)
+		}
+	}
+	// Another worker's final write is still a lost lease for this one.
+	id := newID(t)
+	create(t, f, id)
+	a, _ := f.l.Claim(ctx, id, time.Second)
+	f.clock.Advance(2 * time.Second)
+	b, _ := f.l.Claim(ctx, id, time.Minute)
+	if _, err := f.l.Complete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retried.Complete(ctx, a); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("the old owner's complete after the new owner's: %v, want ErrLeaseLost", err)
+	}
+}

@@ -12,6 +12,10 @@ import (
 // included).
 const MaxItemBytes = 400 * 1024
 
+// MaxPayloadRef bounds a record's PayloadRef (an S3 object key is at most
+// 1,024 bytes).
+const MaxPayloadRef = 1024
+
 // ErrTooLarge means a payload cannot be stored in one ledger item, even
 // compressed.
 var ErrTooLarge = errors.New("ledger: payload too large to store")

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,13 +13,36 @@ import (
 
 // Due returns up to limit identities in shard whose due_at is at or before
 // now, oldest first. The index is eventually consistent and projects keys
-// only: read each record with Get before acting on it.
+// only: read each record (Get, GetMany) before acting on it.
 func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]ID, error) {
+	ids, _, err := l.DueFrom(ctx, shard, now, limit, DueCursor{})
+	return ids, err
+}
+
+// DueCursor is where a walk through one shard's due records stands. The zero
+// value starts at the oldest; DueFrom returns the one to pass next.
+type DueCursor struct {
+	after map[string]types.AttributeValue
+	done  bool
+}
+
+// Done reports whether the walk reached the end of the shard's due records.
+func (c DueCursor) Done() bool { return c.done }
+
+// DueFrom is Due as a walk: it returns the next page of up to limit due
+// identities after from, and the cursor for the page after it (Done when
+// there is none). Walking on, rather than asking again from the oldest,
+// never reads an entry twice, however far the eventually consistent index
+// lags behind the writes that moved the records already handled.
+func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from DueCursor) ([]ID, DueCursor, error) {
 	if shard < 0 || shard >= l.opt.Shards {
-		return nil, fmt.Errorf("%w: shard %d out of range 0..%d", ErrInvalid, shard, l.opt.Shards-1)
+		return nil, from, fmt.Errorf("%w: shard %d out of range 0..%d", ErrInvalid, shard, l.opt.Shards-1)
 	}
 	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d must be positive", ErrInvalid, limit)
+		return nil, from, fmt.Errorf("%w: limit %d must be positive", ErrInvalid, limit)
+	}
+	if from.done {
+		return nil, from, nil
 	}
 	out, err := l.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &l.opt.Table,
@@ -27,10 +51,11 @@ func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) (
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":shard": n(int64(shard)), ":now": ms(now),
 		},
-		Limit: aws.Int32(int32(limit)),
+		Limit:             aws.Int32(int32(limit)),
+		ExclusiveStartKey: from.after,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("due shard %d: %w: %v", shard, ErrUnavailable, err)
+		return nil, from, fmt.Errorf("due shard %d: %w: %v", shard, ErrUnavailable, err)
 	}
 	ids := make([]ID, 0, len(out.Items))
 	for _, it := range out.Items {
@@ -43,7 +68,99 @@ func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) (
 		}
 		ids = append(ids, id)
 	}
-	return ids, nil
+	next := DueCursor{after: out.LastEvaluatedKey, done: len(out.LastEvaluatedKey) == 0}
+	return ids, next, nil
+}
+
+// batchGetMax is the most keys one BatchGetItem takes.
+const batchGetMax = 100
+
+// GetMany reads the records of ids with consistent reads, up to 100 per
+// BatchGetItem request (each record is billed as its own read). A record
+// that does not exist or has expired is absent from the result. On error the
+// result holds what was read; the ids it lacks are unknown, not absent.
+func (l *Ledger) GetMany(ctx context.Context, ids []ID) (map[ID]Record, error) {
+	out := make(map[ID]Record, len(ids))
+	now := l.now()
+	err := l.batchGet(ctx, "get records", ids, skRecord, func(id ID, item map[string]types.AttributeValue) {
+		if r := decodeRecord(item); !r.Expired(now) {
+			out[id] = r
+		}
+	})
+	return out, err
+}
+
+// Payloads reads the bodies of ids (as Payload does, up to 100 per
+// BatchGetItem request). Without error, an id absent from the result has
+// no stored payload; on error the result holds what was read and the ids it
+// lacks are unknown.
+func (l *Ledger) Payloads(ctx context.Context, ids []ID) (map[ID][]byte, error) {
+	out := make(map[ID][]byte, len(ids))
+	var bad []error
+	err := l.batchGet(ctx, "get payloads", ids, skPayload, func(id ID, item map[string]types.AttributeValue) {
+		body, err := decodePayload(id, item)
+		if err != nil {
+			bad = append(bad, err)
+			return
+		}
+		out[id] = body
+	})
+	if len(bad) > 0 {
+		err = errors.Join(append([]error{err}, bad...)...)
+	}
+	return out, err
+}
+
+// batchGet reads the items (ids, sk) with consistent BatchGetItem requests,
+// retrying unprocessed keys a few times with backoff, and hands each item
+// found to found with its identity.
+func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, found func(ID, map[string]types.AttributeValue)) error {
+	seen := make(map[ID]bool, len(ids))
+	byPK := make(map[string]ID, len(ids))
+	var keys []map[string]types.AttributeValue
+	for _, id := range ids {
+		if seen[id] {
+			continue // BatchGetItem refuses duplicate keys
+		}
+		if err := id.Validate(); err != nil {
+			return err
+		}
+		seen[id] = true
+		byPK[id.PK()] = id
+		keys = append(keys, key(id, sk))
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), batchGetMax)]
+		keys = keys[len(chunk):]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			if attempt > 0 {
+				if attempt > 5 {
+					return fmt.Errorf("%s: %w: %d keys still unprocessed after %d attempts", op, ErrUnavailable, len(chunk)+len(keys), attempt)
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, ctx.Err())
+				case <-time.After(time.Duration(25<<attempt) * time.Millisecond):
+				}
+			}
+			out, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				l.opt.Table: {Keys: chunk, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+				}
+				return fmt.Errorf("%s: %w: %v", op, ErrUnavailable, err)
+			}
+			for _, item := range out.Responses[l.opt.Table] {
+				if id, ok := byPK[getS(item, attrPK)]; ok && getS(item, attrSK) == sk {
+					found(id, item)
+				}
+			}
+			chunk = out.UnprocessedKeys[l.opt.Table].Keys
+		}
+	}
+	return nil
 }
 
 // versioned runs a reclaimer transition: one conditional write that holds
@@ -103,6 +220,76 @@ func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record,
 		parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
 			map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":processing": s(string(Processing))}),
 		"#st = :processing AND lease_until <= :now")
+}
+
+// Unsent takes back the reclaim a Requeue or Reset counted when the message
+// it announced never reached the queue (SQS failed that entry): reclaims-1
+// and due_at moved to next, so the record is re-driven again at next without
+// the failed send using up one of its reclaims. rec is the record as
+// Requeue or Reset returned it; if anything wrote the record since, Unsent
+// is a conflict and changes nothing.
+func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record, error) {
+	return l.versioned(ctx, "unsent", rec,
+		parts([]string{"due_at = :next", "reclaims = reclaims - :one"}, nil,
+			map[string]types.AttributeValue{":next": ms(next), ":zero": n(0)}),
+		"reclaims > :zero")
+}
+
+// The reclaimer's run lock is one item beside the records (never in the due
+// index, never listed: its sort key is not a record's).
+const (
+	runLockPK  = "reclaimer#run"
+	runLockSK  = "lock"
+	attrLockBy = "lock_owner"
+	attrLockTo = "lock_until"
+)
+
+// LockRun takes the reclaimer's run lock for owner until until, with one
+// conditional write: it succeeds when nobody holds the lock, when its
+// holder's time has passed (by the ledger's clock), or when owner holds it
+// already (a run handing over to its continuation). Otherwise it returns
+// ErrLeased. The lock only saves work — every reclaim is a conditional
+// write of its own — so that overlapping schedule ticks, continuations and
+// manual runs do not walk the same shards side by side.
+func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) error {
+	if owner == "" {
+		return fmt.Errorf("%w: empty run lock owner", ErrInvalid)
+	}
+	now := l.now()
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &l.opt.Table,
+		Key:                 map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression:    aws.String("SET " + attrLockBy + " = :me, " + attrLockTo + " = :until, " + attrExpires + " = :exp"),
+		ConditionExpression: aws.String("attribute_not_exists(" + attrLockBy + ") OR " + attrLockTo + " <= :now OR " + attrLockBy + " = :me"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":me": s(owner), ":until": ms(until), ":now": ms(now), ":exp": n(until.Add(24 * time.Hour).Unix()),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("reclaimer run lock: %w", ErrLeased)
+	}
+	if err != nil {
+		return fmt.Errorf("reclaimer run lock: %w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// UnlockRun releases the run lock if owner still holds it; otherwise it
+// does nothing.
+func (l *Ledger) UnlockRun(ctx context.Context, owner string) error {
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &l.opt.Table,
+		Key:                       map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression:          aws.String("REMOVE " + attrLockBy + ", " + attrLockTo),
+		ConditionExpression:       aws.String(attrLockBy + " = :me"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":me": s(owner)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("reclaimer run unlock: %w: %v", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Postpone moves due_at of a record that is not yet overdue in fact (a live

@@ -123,6 +123,11 @@ type Record struct {
 	// Steps is what the event's handler recorded of its named steps (see
 	// Step); absent for handlers that use none.
 	Steps map[string]Step `json:"steps,omitempty"`
+	// PayloadRef names where the body is kept when it is not in the
+	// ledger's payload item: the key of an object in the payload store
+	// (an S3 bucket) that the receiver wrote before answering. Empty: the
+	// payload item holds it.
+	PayloadRef string `json:"payload_ref,omitempty"`
 
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay

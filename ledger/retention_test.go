@@ -89,3 +89,35 @@ func TestSourceRetentionMustBePositive(t *testing.T) {
 		t.Fatalf("negative source retention: %v", err)
 	}
 }
+
+// The processor keeps the payload of an event in trouble (EnsurePayload)
+// with a ledger that knows nothing of per-source retention: the payload
+// still expires with its record, whose expires_at it reads.
+func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) {
+		o.Retention = 24 * time.Hour
+		o.SourceRetention = map[string]time.Duration{"stripe": 240 * time.Hour}
+	})
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	rec := create(t, f, id)
+	processor, err := ledger.New(f.db, ledger.Options{Table: f.table, Retention: 24 * time.Hour, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Hour)
+	if stored, err := processor.EnsurePayload(t.Context(), id, []byte(`{"id":"x"}`)); err != nil || !stored {
+		t.Fatalf("ensure payload: %v %v", stored, err)
+	}
+	if got := expiresAt(t, f, id.PK(), "p"); !got.Equal(rec.ExpiresAt) {
+		t.Errorf("payload kept by the processor expires %v, want its record's %v (240h), not the processor's 24h", got, rec.ExpiresAt)
+	}
+	// No record (it expired, or was never written): the source's retention from now.
+	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("orphan")}
+	if _, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiresAt(t, f, orphan.PK(), "p"), f.clock.Now().Add(24*time.Hour).Truncate(time.Second); !got.Equal(want) {
+		t.Errorf("orphan payload expires %v, want %v", got, want)
+	}
+}

@@ -3,6 +3,7 @@
 #   make lint-template   cfn-lint (with serverless rules) and sam validate --lint, offline
 #   make sam-build       sam build with small binaries (-trimpath, stripped, lambda.norpc)
 #   make e2e             deploy template.yaml into MiniStack, drive it, assert, tear down
+#   make e2e-examples    the same for the idempotency examples (examples/idempotency)
 #
 # DEPLOY_ARCH picks the Lambda architecture sam-build compiles for (arm64 on AWS). e2e always
 # builds x86_64: MiniStack runs provided.al2023 bootstraps as processes on this host.
@@ -14,7 +15,7 @@ DEPLOY_ARCH ?= arm64
 # template (TrimGoPath), the rest from here; CGO off so the binary has no libc dependency.
 DEPLOY_GOFLAGS ?= -tags=lambda.norpc '-ldflags=-s -w'
 
-.PHONY: lint-template sam-build e2e deploy-tools
+.PHONY: lint-template sam-build e2e e2e-examples deploy-tools
 
 deploy-tools:
 	bash $(DEPLOY_ROOT)/scripts/tools.sh
@@ -29,3 +30,6 @@ sam-build: deploy-tools
 
 e2e: deploy-tools
 	bash $(DEPLOY_ROOT)/scripts/e2e.sh
+
+e2e-examples: deploy-tools
+	bash $(DEPLOY_ROOT)/scripts/e2e-examples.sh

@@ -2,10 +2,12 @@
 # Installs the comparison's Python tools, pinned, into .venv/bench: Powertools
 # for AWS Lambda (Python) and the boto3/botocore that MiniStack itself pins
 # (scripts/tools.sh), so both sides speak the same protocol version.
+# HOOKLEDGER_BENCH_VENV puts them elsewhere (a worktree whose .venv is a
+# shared symlink must not write into it); scripts/bench.sh honours it too.
 # Idempotent: a stamp file records the pins; a run whose pins match does nothing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dir="$root/.venv/bench"
+dir="${HOOKLEDGER_BENCH_VENV:-$root/.venv/bench}"
 pins=(
   aws-lambda-powertools==3.37.0
   boto3==1.43.106

@@ -87,7 +87,22 @@ cleanup() {
     log "deleting stack $stack"
     "$sam" delete --stack-name "$stack" --no-prompts --region us-east-1 >"$build_dir/delete.log" 2>&1 \
       || { cat "$build_dir/delete.log" >&2; rc=1; }
-    # The ledger table is DeletionPolicy: Retain; it outlives its stack by design.
+    # The ledger table and the payload bucket are DeletionPolicy: Retain; they outlive their stack by design.
+    if [[ -n "${payload_bucket:-}" ]]; then
+      "$py" - "$payload_bucket" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+s3 = boto3.client("s3")
+try:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
+        for o in page.get("Contents", []):
+            s3.delete_object(Bucket=sys.argv[1], Key=o["Key"])
+    s3.delete_bucket(Bucket=sys.argv[1])
+except ClientError as e:
+    if e.response["Error"]["Code"] != "NoSuchBucket":
+        raise
+EOF
+    fi
     if [[ -n "${table:-}" ]]; then
       "$py" - "$table" <<'EOF' || rc=1
 import sys, boto3
@@ -171,9 +186,12 @@ fi
 # horizon (3 days) plus a day, github keeps its own "retention" of 240h.
 # Parameters go through a file: the sources JSON has quotes and the schedule a space, which
 # the Key=Value form of --parameter-overrides would split.
-eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" <<'EOF'
+# The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
+eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
 import json, shlex, sys, tomllib, boto3
 path, secret, extra, endpoint, payments_port, samconfig, stack = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+providers_port = sys.argv[8]
 with open(samconfig, "rb") as f:
     dev = dict(o.split("=", 1) for o in tomllib.load(f)["dev"]["deploy"]["parameters"]["parameter_overrides"])
 ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
@@ -185,6 +203,9 @@ square_ref = f"ssm:{ssm_path}/square/acme"
 ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
 ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
 ssm.put_parameter(Name=square_ref[4:], Value=square_secret, Type="SecureString", Overwrite=True)
+# The reconciler's API credential (for the Stripe stand-in), under its own path: only its role reads it.
+reconcile_path = f"/hookledger-reconcile/{stack}"
+ssm.put_parameter(Name=f"{reconcile_path}/stripe-api", Value="sk_test_stub", Type="SecureString", Overwrite=True)
 arns = {}
 for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
     try:
@@ -213,12 +234,23 @@ params = {
     "SecretsParameterPath": ssm_path,
     "SecretsManagerPrefix": sm_prefix,
     "SecretsManagerSecretArn": exact,
+    # The S3 payload store, so that the 2 MB body of the pipeline test is accepted.
+    "PayloadStore": "s3",
+    # Bodies there must outlive the longest source retention (github's 240h); the receiver
+    # refuses a shorter store at cold start.
+    "PayloadStoreDays": 10,
+    "MaxBodyBytes": 6291456,
+    "ReconcileEnabled": "true",
+    "ReconcileCredentialsParameterPath": reconcile_path,
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
+                                    "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
 }
 params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
 for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "secret_square": square_secret, "ssm_ref": acme_ref,
-             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name}.items():
+             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name,
+             "reconcile_credential_ref": f"ssm:{reconcile_path}/stripe-api"}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
@@ -252,6 +284,7 @@ res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
        for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
 iam = boto3.client("iam")
 for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
+             "payload_bucket": out.get("PayloadBucketName", ""),
              "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
              "webhook_url": out["WebhookUrl"],
              # The function URL's public form (https://<id>.lambda-url.<region>.on.aws/...), when
@@ -259,8 +292,9 @@ for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"],
              "function_url": out.get("FunctionUrlWebhookUrl", ""),
              "receiver": out["ReceiverFunctionName"],
              "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
-                               for fn in ("receiver", "processor", "reclaimer")),
-             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer")),
+                               for fn in ("receiver", "processor", "reclaimer", "reconciler") if fn.capitalize() + "Role" in res),
+             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler")
+                                    if fn.capitalize() + "LogGroup" in res),
              }.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
@@ -294,7 +328,10 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
   HOOKLEDGER_E2E_SECRET_SQUARE="$secret_square" HOOKLEDGER_E2E_FUNCTION_URL="$function_url" HOOKLEDGER_E2E_RECEIVER="$receiver" \
   HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
-  HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack"
+  HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
+  HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
+  HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
+  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"

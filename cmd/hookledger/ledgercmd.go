@@ -12,8 +12,10 @@ import (
 
 	"github.com/hookledger/hookledger/internal/cli"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
@@ -21,22 +23,37 @@ import (
 )
 
 func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, bool) {
+	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
+	return l, ok
+}
+
+// openLedgerAndStore opens the ledger and, when HOOKLEDGER_PAYLOAD_BUCKET is
+// set, the S3 payload store that holds the bodies too large for it.
+func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, *blob.Store, bool) {
 	c, err := config.Load(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return nil, false
+		return nil, nil, false
 	}
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return nil, false
+		return nil, nil, false
 	}
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
-		return nil, false
+		return nil, nil, false
 	}
-	return l, true
+	return l, payloadStore(c, cfg), true
+}
+
+// payloadStore is the S3 payload store the configuration names, or nil.
+func payloadStore(c config.Config, cfg aws.Config) *blob.Store {
+	if c.PayloadBucket == "" {
+		return nil
+	}
+	return &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -50,7 +67,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "inspect: give exactly one KEY (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
 		return 2
 	}
-	l, ok := openLedger(ctx, stderr, "inspect")
+	l, store, ok := openLedgerAndStore(ctx, stderr, "inspect")
 	if !ok {
 		return 1
 	}
@@ -65,7 +82,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	out := map[string]any{"record": rec}
-	if body, err := l.Payload(ctx, id); err == nil {
+	if body, err := blob.Body(ctx, l, store, rec); err == nil {
 		out["payload_bytes"] = len(body)
 	} else {
 		out["payload_error"] = err.Error()

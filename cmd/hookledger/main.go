@@ -1,7 +1,8 @@
 // Command hookledger is the operator and developer CLI of hookledger: run
 // the whole pipeline locally (dev), send signed webhooks (send, sign), verify
 // a delivery (verify), read the ledger (inspect, list), replay dead events
-// (replay) and create local resources (setup). The proof tooling (demo,
+// (replay), recover events a sender gave up on (reconcile) and create local
+// resources (setup). The proof tooling (demo,
 // chaos, bench, stubs) is a separate program, tools/cmd/hooklab.
 package main
 
@@ -22,14 +23,15 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"dev":     {"serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", runDev},
-		"send":    {"sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", runSend},
-		"sign":    {"print the headers a sender would send for a body", plain(runSign)},
-		"verify":  {"verify a delivery's signature and print its idempotency key", plain(runVerify)},
-		"inspect": {"show one event's ledger record", runInspect},
-		"list":    {"list ledger records, optionally by status", runList},
-		"setup":   {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
-		"replay":  {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
+		"dev":       {"serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", runDev},
+		"send":      {"sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", runSend},
+		"sign":      {"print the headers a sender would send for a body", plain(runSign)},
+		"verify":    {"verify a delivery's signature and print its idempotency key", plain(runVerify)},
+		"inspect":   {"show one event's ledger record", runInspect},
+		"list":      {"list ledger records, optionally by status", runList},
+		"setup":     {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
+		"replay":    {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
+		"reconcile": {"ask a provider's API what it sent and feed events the ledger lacks through the receiver (after an outage)", runReconcile},
 	}
 }
 

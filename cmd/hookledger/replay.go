@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
@@ -37,7 +38,11 @@ started and nobody could prove whether its effect happened) is replayed only
 once you resolve that step: check downstream by hand, then --mark-done (it
 happened; --result gives what later steps read back) or --rerun (it did not;
 the step runs again). Bulk replays (--status) skip such events and list them.
-Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL.
+Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL, and HOOKLEDGER_PAYLOAD_BUCKET
+when bodies too large for the ledger are kept in the S3 payload store (the
+stack output PayloadBucketName). An event with no stored payload (with
+HOOKLEDGER_PAYLOAD=on-trouble, one done on its first delivery) cannot be
+replayed from the ledger.
 
   hookledger replay --source stripe --tenant acme --key evt_123
   hookledger replay --source stripe --tenant acme --key evt_123 --step notify --mark-done --result ntf_42
@@ -87,6 +92,7 @@ type replayer struct {
 	ledger   replayLedger
 	sqs      redriveAPI
 	queueURL string
+	store    *blob.Store // the S3 payload store (nil: none configured)
 	now      func() time.Time
 	stdout   io.Writer
 	stderr   io.Writer
@@ -155,7 +161,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "replay: %v\n", err)
 		return 2
 	}
-	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, now: time.Now, stdout: stdout, stderr: stderr}
+	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, store: payloadStore(c, cfg), now: time.Now, stdout: stdout, stderr: stderr}
 	return r.run(ctx, o)
 }
 
@@ -283,9 +289,9 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 		return fmt.Errorf("%s: dead as indeterminate step %s (%s); check downstream whether it happened, then replay it with --key %s --step %s and --mark-done or --rerun",
 			rec.ID, step, rec.LastError, rec.Key, step)
 	}
-	body, err := r.ledger.Payload(ctx, rec.ID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it", rec.ID)
+	body, err := blob.Body(ctx, r.ledger, r.store, rec)
+	if errors.Is(err, blob.ErrMissing) {
+		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it (or, if its message is in the dead-letter queue, redrive that with --dlq)", rec.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: read payload: %w", rec.ID, err)
@@ -319,7 +325,7 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 		return fmt.Errorf("%s: %w", rec.ID, err)
 	}
 	msg := queue.Message{Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256,
-		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli()}
+		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef}
 	snd := &queue.Sender{API: r.sqs, URL: r.queueURL}
 	if err := snd.Send(ctx, msg); err != nil {
 		return fmt.Errorf("%s: back to received in the ledger, but the enqueue failed (%v); the reclaimer will re-drive it once it is due (HOOKLEDGER_RECLAIM_AFTER), or run replay again later", rec.ID, err)

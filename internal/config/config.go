@@ -22,6 +22,29 @@ import (
 // before writing anything.
 const MaxBodyLimit = 1 << 20
 
+// MaxBodyWithStore is the largest HOOKLEDGER_MAX_BODY with the S3 payload
+// store: what a Lambda function can receive (a 6 MB request, which the
+// HTTP API or function URL event wraps in JSON, base64 for binary bodies,
+// so the bodies that arrive on AWS are somewhat smaller).
+const MaxBodyWithStore = 6 << 20
+
+// Payload policies (HOOKLEDGER_PAYLOAD): when a new event's body is stored
+// in the ledger's payload item.
+const (
+	// PayloadAlways stores every body as the event is received, in parallel
+	// with the enqueue: every event, done ones included, keeps its body for
+	// inspection and replay until it expires.
+	PayloadAlways = "always"
+	// PayloadOnTrouble stores a body only when the event may need it again:
+	// the enqueue failed, a duplicate found the record still received, the
+	// message was redelivered, the handler failed, or the event went dead.
+	// Events done on their first delivery keep no body.
+	PayloadOnTrouble = "on-trouble"
+)
+
+// DefaultPayloadPrefix is the key prefix of the S3 payload store.
+const DefaultPayloadPrefix = "payloads/"
+
 // Config is every setting, with its environment variable.
 type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
@@ -35,11 +58,35 @@ type Config struct {
 	Mismatch     string        // HOOKLEDGER_MISMATCH: flag (default) or reject
 	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS (default 5)
 	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
-	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH per shard per run (default 25)
+	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (default 25)
+	// ReclaimMaxQueue: HOOKLEDGER_RECLAIM_MAX_QUEUE, the queue depth at
+	// which the reclaimer pauses re-driving (default 1000; 0: never pause).
+	ReclaimMaxQueue int
+	// ReclaimChain: HOOKLEDGER_RECLAIM_CHAIN, how many continuations a
+	// scheduled reclaimer run may start while a backlog remains (default
+	// 10; 0: none, the schedule alone drives the reclaimer).
+	ReclaimChain int
+	// FunctionName: AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer
+	// invokes itself by it to continue.
+	FunctionName string
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
 	Unrouted     string        // HOOKLEDGER_UNROUTED: done (default) or fail, for events no route matches
-	LogLevel     string        // LOG_LEVEL: debug, info (default), warn, error
-	Stage        string        // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
+	Payload      string        // HOOKLEDGER_PAYLOAD: always (default) or on-trouble (receiver, processor)
+	// PayloadBucket is the S3 payload store's bucket (HOOKLEDGER_PAYLOAD_BUCKET;
+	// empty: no store, and bodies a ledger item cannot hold get 413).
+	PayloadBucket string
+	PayloadPrefix string // HOOKLEDGER_PAYLOAD_PREFIX, the store's key prefix (default "payloads/")
+	// PayloadStoreAbove (HOOKLEDGER_PAYLOAD_STORE_ABOVE, bytes): bodies whose
+	// stored (compressed) size exceeds it go to the store even when a ledger
+	// item could hold them; 0 (default): only those it cannot.
+	PayloadStoreAbove int
+	// PayloadStoreDays is how long the bucket keeps objects
+	// (HOOKLEDGER_PAYLOAD_STORE_DAYS, the template's lifecycle rule); the
+	// receiver refuses a store that forgets bodies before the ledger
+	// forgets their records. 0: not checked.
+	PayloadStoreDays int
+	LogLevel         string // LOG_LEVEL: debug, info (default), warn, error
+	Stage            string // HOOKLEDGER_STAGE, the metrics' Stage dimension (default "local")
 	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
 	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
 	EmitMetrics bool
@@ -52,7 +99,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
-		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
+		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
+		Payload: PayloadAlways, PayloadPrefix: DefaultPayloadPrefix,
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
 	var errs []error
@@ -66,6 +114,16 @@ func Load(getenv func(string) string) (Config, error) {
 			i, err := strconv.Atoi(v)
 			if err != nil || i <= 0 {
 				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+				return
+			}
+			*dst = i
+		}
+	}
+	count := func(name string, dst *int) { // like num, but 0 is allowed (it turns the feature off)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a whole number, 0 or more (0 turns it off)", name, v))
 				return
 			}
 			*dst = i
@@ -100,8 +158,16 @@ func Load(getenv func(string) string) (Config, error) {
 	num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
 	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
 	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
+	count("HOOKLEDGER_RECLAIM_MAX_QUEUE", &c.ReclaimMaxQueue)
+	count("HOOKLEDGER_RECLAIM_CHAIN", &c.ReclaimChain)
+	str("AWS_LAMBDA_FUNCTION_NAME", &c.FunctionName)
 	dur("HOOKLEDGER_LEASE", &c.Lease)
 	str("HOOKLEDGER_UNROUTED", &c.Unrouted)
+	str("HOOKLEDGER_PAYLOAD", &c.Payload)
+	str("HOOKLEDGER_PAYLOAD_BUCKET", &c.PayloadBucket)
+	str("HOOKLEDGER_PAYLOAD_PREFIX", &c.PayloadPrefix)
+	count("HOOKLEDGER_PAYLOAD_STORE_ABOVE", &c.PayloadStoreAbove)
+	num("HOOKLEDGER_PAYLOAD_STORE_DAYS", &c.PayloadStoreDays)
 	str("LOG_LEVEL", &c.LogLevel)
 	str("HOOKLEDGER_STAGE", &c.Stage)
 	return c, errors.Join(errs...)
@@ -117,6 +183,12 @@ func (c Config) validateCommon() []error {
 	}
 	if c.Retention < ledger.MinRetention {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_RETENTION=%v: keep at least %.0fh, longer than your senders retry (Stripe: 3 days)", c.Retention, ledger.MinRetention.Hours()))
+	}
+	if c.Payload != PayloadAlways && c.Payload != PayloadOnTrouble {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD=%q: want always (store every body as it arrives) or on-trouble (only when an event may need it again)", c.Payload))
+	}
+	if c.PayloadBucket != "" && !strings.HasSuffix(c.PayloadPrefix, "/") {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD_PREFIX=%q: end it with / (the roles are granted the objects under it)", c.PayloadPrefix))
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -138,9 +210,16 @@ func (c Config) ValidateReceiver() error {
 	if c.Mismatch != "flag" && c.Mismatch != "reject" {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_MISMATCH=%q: want flag or reject", c.Mismatch))
 	}
-	if c.MaxBody > MaxBodyLimit {
-		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: at most %d (1 MiB): the ledger stores a payload in one DynamoDB item of 400 KB after compression, "+
-			"so larger bodies could be accepted only to fail; lower it (template parameter MaxBodyBytes)", c.MaxBody, MaxBodyLimit))
+	switch {
+	case c.MaxBody > MaxBodyLimit && c.PayloadBucket == "":
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: at most %d (1 MiB) without a payload store: the ledger stores a payload in one DynamoDB item of 400 KB after compression, "+
+			"so larger bodies could be accepted only to fail; lower it (template parameter MaxBodyBytes) or turn on the S3 payload store (PayloadStore=s3)", c.MaxBody, MaxBodyLimit))
+	case c.MaxBody > MaxBodyWithStore:
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: at most %d (6 MiB), the most a Lambda function can receive; lower it (template parameter MaxBodyBytes)", c.MaxBody, MaxBodyWithStore))
+	}
+	if c.PayloadBucket != "" && c.PayloadStoreDays > 0 && time.Duration(c.PayloadStoreDays)*24*time.Hour < c.Retention {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD_STORE_DAYS=%d: the payload store would delete bodies before the ledger forgets their records (HOOKLEDGER_RETENTION=%v); "+
+			"raise PayloadStoreDays to at least %d", c.PayloadStoreDays, c.Retention, int((c.Retention+24*time.Hour-1)/(24*time.Hour))))
 	}
 	return errors.Join(errs...)
 }
@@ -159,6 +238,12 @@ func (c Config) ValidateReclaimer() error {
 	errs := c.validateCommon()
 	if c.QueueURL == "" {
 		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	if c.ReclaimBatch > 1000 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_BATCH=%d: at most 1000 records per shard query", c.ReclaimBatch))
+	}
+	if c.ReclaimChain > 15 {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_CHAIN=%d: at most 15 continuations per scheduled run (Lambda's recursive loop detection stops longer chains; the schedule starts a new chain every tick anyway)", c.ReclaimChain))
 	}
 	return errors.Join(errs...)
 }

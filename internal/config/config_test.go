@@ -78,3 +78,77 @@ func TestMaxBodyIsCappedToWhatTheLedgerCanHold(t *testing.T) {
 		}
 	}
 }
+
+func TestReclaimerSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q"}))
+	if err != nil || c.ReclaimMaxQueue != 1000 || c.ReclaimChain != 10 || c.ReclaimBatch != 25 || c.FunctionName != "" {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	if err := c.ValidateReclaimer(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_RECLAIM_MAX_QUEUE": "0", "HOOKLEDGER_RECLAIM_CHAIN": "0",
+		"AWS_LAMBDA_FUNCTION_NAME": "stack-reclaimer"}))
+	if err != nil || c.ReclaimMaxQueue != 0 || c.ReclaimChain != 0 || c.FunctionName != "stack-reclaimer" {
+		t.Fatalf("zeros turn pacing and continuations off: %+v %v", c, err)
+	}
+	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_MAX_QUEUE": "-1", "HOOKLEDGER_RECLAIM_CHAIN": "many"} {
+		if _, err := Load(env(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_CHAIN": "16", "HOOKLEDGER_RECLAIM_BATCH": "1001"} {
+		c, _ := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", k: v}))
+		if err := c.ValidateReclaimer(); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+}
+
+func TestPayloadSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_SOURCES": "{}"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string // "" when valid
+	}{
+		{"defaults", with(), ""},
+		{"on-trouble", with("HOOKLEDGER_PAYLOAD", "on-trouble"), ""},
+		{"unknown policy", with("HOOKLEDGER_PAYLOAD", "sometimes"), "HOOKLEDGER_PAYLOAD"},
+		{"2 MB body without a store", with("HOOKLEDGER_MAX_BODY", "2097152"), "PayloadStore=s3"},
+		{"2 MB body with a store", with("HOOKLEDGER_MAX_BODY", "2097152", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), ""},
+		{"6 MiB with a store", with("HOOKLEDGER_MAX_BODY", "6291456", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), ""},
+		{"past Lambda's 6 MB", with("HOOKLEDGER_MAX_BODY", "6291457", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), "6 MiB"},
+		{"store forgets before the ledger", with("HOOKLEDGER_PAYLOAD_BUCKET", "b", "HOOKLEDGER_PAYLOAD_STORE_DAYS", "3"), "at least 7"},
+		{"store keeps as long", with("HOOKLEDGER_PAYLOAD_BUCKET", "b", "HOOKLEDGER_PAYLOAD_STORE_DAYS", "7"), ""},
+		{"prefix without slash", with("HOOKLEDGER_PAYLOAD_BUCKET", "b", "HOOKLEDGER_PAYLOAD_PREFIX", "bodies"), "HOOKLEDGER_PAYLOAD_PREFIX"},
+	} {
+		c, err := Load(env(tt.env))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		err = c.ValidateReceiver()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error naming %q", tt.name, err, tt.want)
+		}
+	}
+	c, _ := Load(env(map[string]string{"HOOKLEDGER_PAYLOAD": "never"}))
+	if err := c.ValidateProcessor(); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_PAYLOAD") {
+		t.Errorf("processor with an unknown policy: %v", err)
+	}
+}

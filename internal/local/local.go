@@ -43,7 +43,7 @@ type Pipeline struct {
 
 // Run serves the receiver on ln, runs pollers SQS pollers that hand each
 // batch to the processor with a deadline of timeout, and runs the reclaimer
-// every tick, until ctx ends.
+// every tick with the same deadline, until ctx ends.
 func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeout, every time.Duration) error {
 	srv := &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
@@ -58,7 +58,12 @@ func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeou
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				d.Reclaimer.Handle(ctx, nil)
+				// A deadline as Lambda gives the function: the run keeps
+				// to its budget, and its run lock expires with it should
+				// the process die.
+				rctx, cancel := context.WithTimeout(ctx, timeout)
+				d.Reclaimer.Handle(rctx, nil)
+				cancel()
 			}
 		}
 	})

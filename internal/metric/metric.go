@@ -9,6 +9,7 @@ package metric
 import (
 	"encoding/json"
 	"io"
+	"sort"
 	"sync"
 	"time"
 )
@@ -46,11 +47,38 @@ func (e *Emitter) Count(names ...string) {
 	if e == nil || len(names) == 0 {
 		return
 	}
+	counts := make(map[string]int, len(names))
+	for _, n := range names {
+		counts[n] = 1
+	}
+	e.write(names, counts)
+}
+
+// Add writes one line adding each count to its metric; zero counts are
+// left out, and nothing is written when all are zero.
+func (e *Emitter) Add(counts map[string]int) {
+	if e == nil {
+		return
+	}
+	names := make([]string, 0, len(counts))
+	for n, v := range counts {
+		if v != 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	e.write(names, counts)
+}
+
+func (e *Emitter) write(names []string, counts map[string]int) {
 	defs := make([]definition, len(names))
 	doc := map[string]any{"Stage": e.stage}
 	for i, n := range names {
 		defs[i] = definition{Name: n, Unit: "Count"}
-		doc[n] = 1
+		doc[n] = counts[n]
 	}
 	doc["_aws"] = map[string]any{
 		"Timestamp":         e.now().UnixMilli(),

@@ -51,3 +51,27 @@ func TestNilEmitterDiscards(t *testing.T) {
 	var e *Emitter
 	e.Count("Received") // must not panic
 }
+
+func TestAddWritesTheCountsInOneLine(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	e := New(&buf, "prod")
+	e.Add(map[string]int{"Reclaimed": 25, "ReclaimUnsent": 0, "Dead": 1})
+	e.Add(map[string]int{"Reclaimed": 0})
+	var nilEmitter *Emitter
+	nilEmitter.Add(map[string]int{"Reclaimed": 1})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["Reclaimed"] != 25.0 || doc["Dead"] != 1.0 || doc["ReclaimUnsent"] != nil {
+		t.Fatalf("line %s", lines[0])
+	}
+	if !strings.Contains(lines[0], `"Metrics":[{"Name":"Dead","Unit":"Count"},{"Name":"Reclaimed","Unit":"Count"}]`) {
+		t.Fatalf("metric definitions: %s", lines[0])
+	}
+}

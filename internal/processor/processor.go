@@ -13,8 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"strconv"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -31,9 +34,18 @@ type leases interface {
 	Fail(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
 	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
 	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error)
 }
 
-var _ leases = (*ledger.Ledger)(nil)
+// objects reads bodies from the S3 payload store.
+type objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+var (
+	_ leases  = (*ledger.Ledger)(nil)
+	_ objects = (*blob.Store)(nil)
+)
 
 // Defaults for Handler's zero fields.
 const (
@@ -62,6 +74,9 @@ type Handler struct {
 	MaxAttempts int
 	// Unrouted is UnroutedDone (default) or UnroutedFail.
 	Unrouted string
+	// Store reads the bodies kept in the S3 payload store (nil: none
+	// configured; a message that references one then fails).
+	Store objects
 	Log      *slog.Logger
 	Metrics  *metric.Emitter // nil: no metrics
 	Now      func() time.Time
@@ -199,18 +214,66 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		detail = err
 		return Malformed // never acked: SQS moves it to the DLQ after maxReceiveCount
 	}
-	out, detail = h.process(ctx, m)
+	out, detail = h.process(ctx, m, receiveCount(msg))
+	if !out.acked() && out != Retry { // retry kept it already
+		// The message goes back to the queue: an event in trouble, which
+		// may yet need a re-drive from the ledger.
+		h.keep(ctx, m, log, "message returned to the queue")
+	}
 	return out
 }
 
-func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error) {
+// receiveCount is SQS's ApproximateReceiveCount of the message, which the
+// event source mapping hands over in the record's attributes (1 when
+// absent).
+func receiveCount(msg events.SQSMessage) int {
+	n, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// keep stores the event's body in the ledger unless a payload is there:
+// before its message may leave the queue with the event not done (failed,
+// dead), when its message was redelivered (an earlier worker may have died
+// with it), or when the message goes back to the queue. It is what makes
+// HOOKLEDGER_PAYLOAD=on-trouble, and the receiver's payload write in
+// parallel with its enqueue, lose nothing: every event that may need a
+// re-drive from the ledger has its body there, or its message is still on
+// the queue. Bodies in the S3 payload store were written by the receiver
+// before its answer and need nothing here.
+func (h *Handler) keep(ctx context.Context, m queue.Message, log *slog.Logger, why string) error {
+	if m.Ref != "" || m.Body == nil {
+		return nil
+	}
+	stored, err := h.Ledger.EnsurePayload(ctx, m.ID(), m.Body)
+	if err != nil {
+		log.WarnContext(ctx, "could not keep the payload of an event in trouble", "reason", why, "error", err.Error())
+		return err
+	}
+	if stored {
+		log.InfoContext(ctx, "payload kept for an event in trouble", "reason", why)
+		h.Metrics.Count("PayloadKept")
+	}
+	return nil
+}
+
+func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (Outcome, error) {
 	id := m.ID()
+	log := h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key)
 	lease, err := h.Ledger.Claim(ctx, id, h.lease(ctx))
 	var se *ledger.StateError
 	switch {
 	case errors.As(err, &se) && se.Record.Status == ledger.Done:
 		return AlreadyDone, nil
 	case errors.As(err, &se) && se.Record.Status == ledger.Dead:
+		// Buried while this message was still on the queue (the reclaimer
+		// gave up on it, or an operator redrove the DLQ): keep the body
+		// for the replay that will follow before the message goes.
+		if err := h.keep(ctx, m, log, "event is dead"); err != nil {
+			return Error, err
+		}
 		return AlreadyDead, nil
 	case errors.Is(err, ledger.ErrLeased):
 		return Busy, err
@@ -220,11 +283,25 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 		return Error, err
 	}
 	h.point(inject.ProcessorAfterClaim)
+	if receives > 1 {
+		// An earlier delivery did not finish: keep the body before this one
+		// runs, so that a crash here leaves the reclaimer something to
+		// re-drive. A failure is not fatal: the message stays the carrier.
+		h.keep(ctx, m, log, "message redelivered")
+	}
 
 	body := m.Body
-	if body == nil && m.SHA256 != "" {
+	switch {
+	case body == nil && m.Ref != "":
+		if h.Store == nil {
+			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", m.Ref))
+		}
+		if body, err = h.Store.Get(ctx, m.Ref); err != nil {
+			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
+		}
+	case body == nil && m.SHA256 != "":
 		if body, err = h.Ledger.Payload(ctx, id); err != nil {
-			return h.retry(ctx, lease, nil, fmt.Errorf("read payload: %w", err))
+			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
 		}
 	}
 	handler := h.Routes.Lookup(m.Source, m.Type)
@@ -251,7 +328,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 		return LeaseLost, herr
 	case run.Indeterminate() != nil:
 		ind := run.Indeterminate()
-		if _, err := h.Ledger.Bury(ctx, w.lease, ind.Error(), changes...); err != nil {
+		if err := h.bury(ctx, m, w.lease, ind.Error(), changes...); err != nil {
 			return h.completeFailed(err)
 		}
 		return Indeterminate, ind
@@ -263,12 +340,12 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 		h.point(inject.ProcessorAfterDone)
 		return Processed, nil
 	case hookledger.IsPermanent(herr):
-		if _, err := h.Ledger.Bury(ctx, w.lease, herr.Error(), changes...); err != nil {
+		if err := h.bury(ctx, m, w.lease, herr.Error(), changes...); err != nil {
 			return h.completeFailed(err)
 		}
 		return Buried, herr
 	default:
-		return h.retry(ctx, w.lease, run, herr, changes...)
+		return h.retry(ctx, m, w.lease, run, herr, changes...)
 	}
 }
 
@@ -277,7 +354,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message) (Outcome, error)
 func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Message) (Outcome, error) {
 	if h.Unrouted == UnroutedFail {
 		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, m.Type)
-		if _, err := h.Ledger.Bury(ctx, lease, cause); err != nil {
+		if err := h.bury(ctx, m, lease, cause); err != nil {
 			return h.completeFailed(err)
 		}
 		return Buried, errors.New(cause)
@@ -361,7 +438,7 @@ func safeRun(ctx context.Context, h hookledger.Handler, ev *hookledger.Event) (e
 
 // retry records a retryable failure, or buries the event when its attempts
 // are spent. A check that kept failing makes the burial indeterminate.
-func (h *Handler) retry(ctx context.Context, lease ledger.Lease, run *steps.Run, cause error, changes ...ledger.StepChange) (Outcome, error) {
+func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease, run *steps.Run, cause error, changes ...ledger.StepChange) (Outcome, error) {
 	max := h.MaxAttempts
 	if max <= 0 {
 		max = DefaultMaxAttempts
@@ -375,15 +452,30 @@ func (h *Handler) retry(ctx context.Context, lease ledger.Lease, run *steps.Run,
 			msg = (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", attempts, ce.Err)}).Error()
 			out = Indeterminate
 		}
-		if _, err := h.Ledger.Bury(ctx, lease, msg, changes...); err != nil {
+		if err := h.bury(ctx, m, lease, msg, changes...); err != nil {
 			return h.completeFailed(err)
 		}
 		return out, cause
 	}
+	// The message stays on the queue for SQS to redeliver; keep the body
+	// too, for the reclaimer's re-drive once the message is gone.
+	h.keep(ctx, m, h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key), "handler failed")
 	if _, err := h.Ledger.Fail(ctx, lease, cause.Error(), backoff(attempts), changes...); err != nil {
 		return h.completeFailed(err)
 	}
 	return Retry, cause
+}
+
+// bury marks the leased event dead after keeping its body: a dead event's
+// message is deleted, and the replay that follows needs the body. If it
+// cannot be kept, the event is not buried: the message stays for SQS to
+// redeliver, and the lease runs out.
+func (h *Handler) bury(ctx context.Context, m queue.Message, lease ledger.Lease, cause string, changes ...ledger.StepChange) error {
+	if err := h.keep(ctx, m, h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key), "event going dead"); err != nil {
+		return fmt.Errorf("keep the payload before marking the event dead: %w", err)
+	}
+	_, err := h.Ledger.Bury(ctx, lease, cause, changes...)
+	return err
 }
 
 // backoff is when the reclaimer should re-drive a failed event if SQS has

@@ -252,7 +252,9 @@ func TestLeaseLostBetweenStepsStopsTheOldWorker(t *testing.T) {
 	t.Parallel()
 	f := setupSteps(t)
 	msg := f.message(t, "evt_takeover", "slow")
+	f.down.mu.Lock()
 	f.down.block = make(chan struct{})
+	f.down.mu.Unlock()
 	var emf bytes.Buffer
 	f.h.Metrics = metric.New(&emf, "test")
 	aDone := make(chan bool)

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -20,5 +21,9 @@ func FromConfig(c config.Config, cfg aws.Config, routes *hookledger.Router, log 
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Unrouted: c.Unrouted, Log: log, Metrics: c.Metrics()}, nil
+	h := &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Unrouted: c.Unrouted, Log: log, Metrics: c.Metrics()}
+	if c.PayloadBucket != "" {
+		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
+	}
+	return h, nil
 }

@@ -5,6 +5,8 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,10 +19,13 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxMessageBytes is the largest message the sender puts on the queue. A
-// message whose body would not fit, even compressed, goes without it and the
-// processor reads the payload from the ledger (one extra read).
-const MaxMessageBytes = 256 * 1024
+// MaxMessageBytes is the largest message the sender puts on the queue: SQS's
+// 1 MiB (the template sets the queue's MaximumMessageSize to it). A message
+// whose body would not fit, even compressed, goes without it and the
+// processor reads the body from the payload store (Ref) or the ledger. With
+// 1 MiB every body a ledger item can hold (400 KB after compression) rides
+// in the message, so the processor reads nothing on the happy path.
+const MaxMessageBytes = 1 << 20
 
 // compressAbove is the body size from which the message carries the body
 // gzip-compressed (when that is smaller): JSON compresses 3-4x, which more
@@ -42,6 +47,9 @@ type Message struct {
 	Body       []byte `json:"body,omitempty"`
 	BodyGzip   []byte `json:"body_gz,omitempty"`     // the body, gzip-compressed; Decode restores Body
 	ReceivedAt int64  `json:"received_at,omitempty"` // unix milliseconds
+	// Ref is the body's key in the payload store (an S3 object) when it is
+	// kept there; the message then carries the body only if it fits.
+	Ref string `json:"ref,omitempty"`
 }
 
 // ID is the ledger identity the message is about.
@@ -102,16 +110,37 @@ type API interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-var _ API = (*sqs.Client)(nil)
+// BatchAPI is the slice of the SQS client the batch sender calls.
+type BatchAPI interface {
+	API
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
 
-// Sender enqueues messages on one queue.
+var _ BatchAPI = (*sqs.Client)(nil)
+
+// Sender enqueues messages on one queue. Every message carries its tenant
+// as the message group (see GroupID), which turns a standard queue into a
+// fair queue on AWS: one tenant's burst does not hold up the others.
 type Sender struct {
 	API API
 	URL string
 }
 
-// ErrUnavailable wraps SQS failures; the message may or may not be queued.
-var ErrUnavailable = errors.New("queue: unavailable")
+// Errors of Send and SendBatch.
+var (
+	// ErrUnavailable wraps SQS failures of a whole call; the message may or
+	// may not be queued.
+	ErrUnavailable = errors.New("queue: unavailable")
+	// ErrNotSent marks a batch entry SQS failed on its side (throttling, an
+	// internal error): the message was not queued; sending it again later
+	// may work.
+	ErrNotSent = errors.New("queue: entry not sent")
+	// ErrRejected marks a batch entry SQS refused as the sender's fault (its
+	// contents, its size): the message was not queued, and the same message
+	// would be refused again.
+	ErrRejected = errors.New("queue: entry rejected")
+)
 
 // Send enqueues m.
 func (s *Sender) Send(ctx context.Context, m Message) error {
@@ -119,10 +148,153 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.API.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &s.URL, MessageBody: &body}); err != nil {
+	in := &sqs.SendMessageInput{QueueUrl: &s.URL, MessageBody: &body, MessageGroupId: aws.String(GroupID(m.Tenant))}
+	if _, err := s.API.SendMessage(ctx, in); err != nil {
 		return fmt.Errorf("enqueue %s: %w: %v", m.ID(), ErrUnavailable, err)
 	}
 	return nil
+}
+
+// Batch limits: SQS takes at most 10 entries per SendMessageBatch, and the
+// entries' bodies together must stay within the batch payload limit (1 MiB
+// on AWS since 2025, 256 KiB before); batches here stay within 256 KiB, and
+// a message that alone exceeds it goes in a batch of its own.
+const (
+	MaxBatchEntries = 10
+	maxBatchBytes   = 256 * 1024
+)
+
+// BatchSender enqueues messages on one queue in batches, and reads the
+// queue's depth: the reclaimer's sender.
+type BatchSender struct {
+	API BatchAPI
+	URL string
+}
+
+// Send enqueues m alone, as Sender.Send does.
+func (s *BatchSender) Send(ctx context.Context, m Message) error {
+	return (&Sender{API: s.API, URL: s.URL}).Send(ctx, m)
+}
+
+// SendBatch enqueues msgs with as few SendMessageBatch calls as the limits
+// allow and reports each message's fate: errs[i] is nil when msgs[i] was
+// queued, wraps ErrNotSent or ErrRejected when SQS failed that entry (it was
+// not queued), and wraps ErrUnavailable when its call failed as a whole (it
+// may or may not be queued). No message is sent twice by one SendBatch: an
+// entry SQS failed is reported, not retried here.
+func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
+	errs := make([]error, len(msgs))
+	var batch []int // indexes into msgs
+	var entries []types.SendMessageBatchRequestEntry
+	size := 0
+	flush := func() {
+		if len(entries) > 0 {
+			s.sendBatch(ctx, msgs, batch, entries, errs)
+		}
+		batch, entries, size = nil, nil, 0
+	}
+	for i, m := range msgs {
+		body, err := Encode(m)
+		if err != nil {
+			errs[i] = fmt.Errorf("%w: %w", ErrRejected, err)
+			continue
+		}
+		if len(entries) == MaxBatchEntries || len(entries) > 0 && size+len(body) > maxBatchBytes {
+			flush()
+		}
+		entries = append(entries, types.SendMessageBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String(GroupID(m.Tenant)),
+		})
+		batch = append(batch, i)
+		size += len(body)
+	}
+	flush()
+	return errs
+}
+
+func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int, entries []types.SendMessageBatchRequestEntry, errs []error) {
+	out, err := s.API.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &s.URL, Entries: entries})
+	if err != nil {
+		for _, i := range batch {
+			errs[i] = fmt.Errorf("enqueue %s: %w: %v", msgs[i].ID(), ErrUnavailable, err)
+		}
+		return
+	}
+	answered := make(map[string]bool, len(entries))
+	for _, ok := range out.Successful {
+		answered[aws.ToString(ok.Id)] = true
+	}
+	for _, f := range out.Failed {
+		id := aws.ToString(f.Id)
+		i, err := strconv.Atoi(id)
+		if err != nil || !contains(batch, i) {
+			continue // not one of ours; the loop below reports what stays unanswered
+		}
+		answered[id] = true
+		kind := ErrNotSent
+		if f.SenderFault {
+			kind = ErrRejected
+		}
+		errs[i] = fmt.Errorf("enqueue %s: %w: %s: %s", msgs[i].ID(), kind, aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	for _, i := range batch {
+		if !answered[strconv.Itoa(i)] {
+			// SQS answers every entry; one it did not mention is unknown.
+			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].ID(), ErrUnavailable)
+		}
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Depth is the approximate number of messages waiting on the queue
+// (visible, not in flight): what a new message queues behind.
+func (s *BatchSender) Depth(ctx context.Context) (int, error) {
+	out, err := s.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.URL,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		return 0, fmt.Errorf("queue depth: %w: %v", ErrUnavailable, err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		return 0, fmt.Errorf("queue depth: %w: ApproximateNumberOfMessages %q", ErrUnavailable, out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	}
+	return n, nil
+}
+
+// MaxGroupIDLen is the longest message group id SQS accepts.
+const MaxGroupIDLen = 128
+
+// GroupID is the message group a tenant's events carry: the tenant itself
+// when SQS accepts it as a group id (1 to 128 characters, ASCII letters,
+// digits and punctuation), otherwise "~h" and a digest of the tenant, so
+// that any tenant the ledger stores can be sent. Two tenants sharing a group
+// would only share their fair share of the queue, never their events.
+func GroupID(tenant string) string {
+	if validGroupID(tenant) {
+		return tenant
+	}
+	sum := sha256.Sum256([]byte(tenant))
+	return "~h" + hex.EncodeToString(sum[:16])
+}
+
+func validGroupID(s string) bool {
+	if s == "" || len(s) > MaxGroupIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '!' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // AdminAPI is what CreateQueues needs.
@@ -148,8 +320,9 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 	if spec.MaxReceiveCount <= 0 {
 		spec.MaxReceiveCount = 5
 	}
+	size := strconv.Itoa(MaxMessageBytes) // SQS's default is 256 KiB on AWS
 	dlq, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name + "-dlq"),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": size}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s-dlq: %w", spec.Name, err)
 	}
@@ -166,6 +339,7 @@ func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, 
 		"VisibilityTimeout":      strconv.Itoa(spec.VisibilityTimeout),
 		"RedrivePolicy":          string(redrive),
 		"MessageRetentionPeriod": "1209600",
+		"MaximumMessageSize":     size,
 	}})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s: %w", spec.Name, err)

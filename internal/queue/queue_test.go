@@ -78,3 +78,36 @@ func TestCorruptCompressedBodyIsMalformed(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Bodies past SQS's former 256 KiB limit ride in the message now: the
+// processor needs no ledger read for them.
+func TestBodyPastTheOld256KiBLimitRides(t *testing.T) {
+	t.Parallel()
+	random := make([]byte, 600<<10) // incompressible: 800 KB once base64'd in JSON
+	rand.Read(random)
+	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) <= 256<<10 || len(s) > MaxMessageBytes {
+		t.Fatalf("message is %d bytes, want between 256 KiB and 1 MiB", len(s))
+	}
+	m, err := Decode(s)
+	if err != nil || !bytes.Equal(m.Body, random) {
+		t.Fatalf("round trip: %d bytes back, %v", len(m.Body), err)
+	}
+}
+
+func TestRefSurvivesWhenTheBodyLeaves(t *testing.T) {
+	t.Parallel()
+	random := make([]byte, 2<<20)
+	rand.Read(random)
+	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random, Ref: "payloads/abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(s)
+	if err != nil || m.Body != nil || m.Ref != "payloads/abc" {
+		t.Fatalf("%d body bytes, ref %q, %v; want no body and the reference", len(m.Body), m.Ref, err)
+	}
+}

@@ -12,10 +12,12 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -37,6 +39,12 @@ type sender interface {
 	Send(ctx context.Context, m queue.Message) error
 }
 
+// objects writes bodies to the S3 payload store.
+type objects interface {
+	Key(id ledger.ID) string
+	Put(ctx context.Context, key string, body []byte) error
+}
+
 // sources resolves a (source, tenant) to its verifier and secrets.
 type sources interface {
 	Verifier(source, tenant string) (*webhook.Verifier, []source.Ref, error)
@@ -48,6 +56,18 @@ var (
 	_ recorder = (*ledger.Ledger)(nil)
 	_ sender   = (*queue.Sender)(nil)
 	_ sources  = (*source.Registry)(nil)
+	_ objects  = (*blob.Store)(nil)
+)
+
+// Payload policies: when a new event's body is stored (the values of
+// HOOKLEDGER_PAYLOAD).
+const (
+	// PayloadAlways stores every new event's body, in parallel with the
+	// enqueue (the default).
+	PayloadAlways = "always"
+	// PayloadOnTrouble stores a new event's body only when its enqueue
+	// fails; the processor stores it when the event runs into trouble.
+	PayloadOnTrouble = "on-trouble"
 )
 
 // Mismatch policies: what to do when a key arrives again with a different
@@ -70,6 +90,13 @@ type Handler struct {
 	Queue    sender
 	MaxBody  int    // bytes; 0 means DefaultMaxBody
 	Mismatch string // MismatchFlag or MismatchReject
+	// Payload is PayloadAlways ("" too) or PayloadOnTrouble.
+	Payload string
+	// Store is the S3 payload store (nil: none). Bodies a ledger item
+	// cannot hold, and bodies over StoreAbove bytes when it is set, are
+	// written there before the answer; without a store they get 413.
+	Store      objects
+	StoreAbove int
 	// RequeueAfter is how old a duplicate's received record must be before
 	// the receiver stores and enqueues it again (0 means
 	// DefaultRequeueAfter). Younger, the receiver that created it may still
@@ -281,11 +308,18 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if err := id.Validate(); err != nil {
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`), ev
 	}
-	// Refuse what the ledger could not store before anything is written:
-	// a record whose payload can never be stored would end dead.
+	// Refuse what cannot be held before anything is written: a record whose
+	// body can never be stored would end dead. A body the ledger's payload
+	// item cannot hold goes to the payload store, if there is one.
+	var ref string
 	if err := ledger.CheckPayloadSize(id, body); err != nil {
-		log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
-		return ansTooLarge, ev
+		if h.Store == nil {
+			log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
+			return ansTooLarge, ev
+		}
+		ref = h.Store.Key(id)
+	} else if h.Store != nil && h.StoreAbove > 0 && len(body) > h.StoreAbove {
+		ref = h.Store.Key(id)
 	}
 	digest := verifier.BodyDigest(body)
 	if h.Sources.ReplayGuard(src) {
@@ -300,17 +334,17 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered under another event id"}`), ev
 		}
 	}
-	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest})
+	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
 	if err != nil {
 		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
 		return ansUnavailable, ev
 	}
 	inject.Crash(inject.ReceiverAfterRecord)
-	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli()}
+	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli(), Ref: ref}
 	if !created {
 		return h.duplicate(ctx, rec, msg, log), ev
 	}
-	if err := h.store(ctx, msg); err != nil {
+	if err := h.accept(ctx, msg); err != nil {
 		log.ErrorContext(ctx, "store after create failed", "event_key", ev.Key, "error", err.Error())
 		return ansUnavailable, ev
 	}
@@ -318,32 +352,80 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	return ansAccepted, ev
 }
 
-// store writes the payload and enqueues: the two steps after the record.
-func (h *Handler) store(ctx context.Context, msg queue.Message) error {
-	if err := h.Ledger.PutPayload(ctx, msg.ID(), msg.Body); err != nil {
+// accept stores and enqueues a new event: the one round trip after the
+// record. With PayloadAlways (and for every body kept in the payload
+// store) the body is written while the message is sent; with
+// PayloadOnTrouble only the message is sent, and the body is written only
+// if the send fails, so that the reclaimer can re-drive the event. Either
+// way the sender waits for two sequential round trips.
+func (h *Handler) accept(ctx context.Context, msg queue.Message) error {
+	if h.Payload == PayloadOnTrouble && msg.Ref == "" {
+		err := h.Queue.Send(ctx, msg)
+		if err == nil {
+			return nil
+		}
+		if perr := h.keep(ctx, msg); perr != nil {
+			return errors.Join(err, perr)
+		}
 		return err
 	}
-	inject.Crash(inject.ReceiverAfterPayload)
-	return h.Queue.Send(ctx, msg)
+	return h.keepAndSend(ctx, msg)
+}
+
+// keepAndSend writes the body and enqueues at the same time and returns
+// both failures. Each goes ahead whatever the other does: a body stored
+// without a message is re-driven by the reclaimer, and a message sent
+// without a stored body gets one from the processor if its event runs into
+// trouble (see the processor's keep) or from the sender's retry of the 503.
+func (h *Handler) keepAndSend(ctx context.Context, msg queue.Message) error {
+	var wg sync.WaitGroup
+	var perr error
+	wg.Go(func() {
+		if perr = h.keep(ctx, msg); perr == nil {
+			inject.Crash(inject.ReceiverAfterPayload)
+		}
+	})
+	serr := h.Queue.Send(ctx, msg)
+	wg.Wait()
+	return errors.Join(perr, serr)
+}
+
+// keep stores the body where the record says: the payload store when the
+// message carries a reference, the ledger's payload item otherwise. Both
+// writes are idempotent (the same bytes under the event's own key).
+func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
+	if msg.Ref != "" {
+		if h.Store == nil {
+			return fmt.Errorf("%s: body kept in the payload store (%s), but no store is configured", msg.ID(), msg.Ref)
+		}
+		return h.Store.Put(ctx, msg.Ref, msg.Body)
+	}
+	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body)
 }
 
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
+	// The record decides where its body lives, not this delivery's size.
+	msg.Ref = rec.PayloadRef
 	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
 		log.WarnContext(ctx, "idempotency key reused with a different body",
 			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
-		if rec.Status == ledger.Received {
+		if rec.Status == ledger.Received && rec.PayloadRef == "" {
 			// The receiver that created the record may have failed before
 			// storing the payload, and this may be the sender's last try:
 			// store this body unless a payload is there, so the reclaimer
-			// can always re-drive the event.
-			stored, err := h.Ledger.PutPayloadIfAbsent(ctx, msg.ID(), msg.Body)
-			if err != nil {
-				log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
-				return ansUnavailable
-			}
-			if stored {
-				log.WarnContext(ctx, "payload was missing; stored this delivery's body", "event_key", msg.Key, "status", string(rec.Status))
+			// can always re-drive the event. (A body in the payload store
+			// was written before the first answer; this one is not
+			// written over it.)
+			if err := ledger.CheckPayloadSize(msg.ID(), msg.Body); err == nil {
+				stored, err := h.Ledger.PutPayloadIfAbsent(ctx, msg.ID(), msg.Body)
+				if err != nil {
+					log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
+					return ansUnavailable
+				}
+				if stored {
+					log.WarnContext(ctx, "payload was missing; stored this delivery's body", "event_key", msg.Key, "status", string(rec.Status))
+				}
 			}
 		}
 		if h.Mismatch == MismatchReject {
@@ -364,17 +446,18 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	// before storing the payload, and once this delivery is answered 2xx the
 	// sender will not retry again. Store the payload (the same bytes: the
 	// digest matched) before answering, so the reclaimer can always re-drive
-	// the event. Enqueue again only when the record is older than the grace
-	// period: younger, the first receiver is most likely still at work, and
-	// a burst of concurrent duplicates must not flood the queue.
+	// the event, whatever the payload policy. Enqueue again only when the
+	// record is older than the grace period: younger, the first receiver is
+	// most likely still at work, and a burst of concurrent duplicates must
+	// not flood the queue.
 	if h.now().Sub(rec.CreatedAt) < grace {
-		if err := h.Ledger.PutPayload(ctx, msg.ID(), msg.Body); err != nil {
+		if err := h.keep(ctx, msg); err != nil {
 			log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
 			return ansUnavailable
 		}
 		return ansDuplicate
 	}
-	if err := h.store(ctx, msg); err != nil {
+	if err := h.keepAndSend(ctx, msg); err != nil {
 		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_key", msg.Key, "error", err.Error())
 		return ansUnavailable
 	}

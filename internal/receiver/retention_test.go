@@ -150,3 +150,26 @@ func TestStripeRetryWithinItsHorizonIsADuplicate(t *testing.T) {
 		t.Errorf("billing at 240h: %s, want accepted as new", got)
 	}
 }
+
+// A source whose records outlive the S3 payload store's lifecycle rule would
+// lose the bodies kept there first: the cold start refuses it, naming the
+// source and the fix.
+func TestFromConfigRefusesARetentionThePayloadStoreForgets(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(func(k string) string {
+		return map[string]string{
+			"HOOKLEDGER_QUEUE_URL": "http://localhost:4566/000000000000/q", "HOOKLEDGER_RETENTION": "48h",
+			"HOOKLEDGER_PAYLOAD_BUCKET": "payloads", "HOOKLEDGER_PAYLOAD_STORE_DAYS": "7",
+			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]}}},
+				"github":{"provider":"github","retention":"240h","tenants":{"acme":{"secrets":["literal:x"]}}}}`,
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), `source "github"`) || !strings.Contains(err.Error(), "PayloadStoreDays to at least 10") ||
+		strings.Contains(err.Error(), `source "stripe"`) {
+		t.Fatalf("FromConfig: %v; want github (240h > 7 days) refused with the fix, stripe (96h) not", err)
+	}
+}

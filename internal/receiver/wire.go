@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
@@ -56,15 +58,21 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		}
 	}
 	opts := c.LedgerOptions()
-	opts.SourceRetention = sourceRetention(reg, c.Retention, log)
+	if opts.SourceRetention, err = sourceRetention(reg, c, log); err != nil {
+		return nil, err
+	}
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		Sources: reg, Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Log: log, Metrics: c.Metrics(),
-	}, nil
+		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Payload: c.Payload, Log: log, Metrics: c.Metrics(),
+	}
+	if c.PayloadBucket != "" {
+		h.Store, h.StoreAbove = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}, c.PayloadStoreAbove
+	}
+	return h, nil
 }
 
 // sourcesJSON returns the sources JSON: HOOKLEDGER_SOURCES itself, or, when
@@ -96,16 +104,26 @@ func sourcesJSON(v string, secrets *source.Secrets, grants *source.Grants) (stri
 
 // sourceRetention is each source's retention for the ledger, logged once at
 // cold start with where it comes from, so a default raised to a provider's
-// retry horizon is never silent.
-func sourceRetention(reg *source.Registry, global time.Duration, log *slog.Logger) map[string]time.Duration {
+// retry horizon is never silent. A source whose records would outlive the S3
+// payload store's lifecycle rule is refused: its stored bodies would expire
+// first.
+func sourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	rs := reg.Retentions(global)
+	rs := reg.Retentions(c.Retention)
 	out := make(map[string]time.Duration, len(rs))
+	var errs []error
+	store := time.Duration(c.PayloadStoreDays) * 24 * time.Hour
 	for _, name := range slices.Sorted(maps.Keys(rs)) {
-		out[name] = rs[name].Duration
-		log.Info("source retention", "source", name, "retention", rs[name].Duration.String(), "reason", rs[name].Reason)
+		d := rs[name].Duration
+		out[name] = d
+		log.Info("source retention", "source", name, "retention", d.String(), "reason", rs[name].Reason)
+		if c.PayloadBucket != "" && store > 0 && d > store {
+			errs = append(errs, fmt.Errorf("source %q: its records live %v (%s), longer than the S3 payload store keeps bodies "+
+				"(HOOKLEDGER_PAYLOAD_STORE_DAYS=%d): raise PayloadStoreDays to at least %d, or lower the source's \"retention\"",
+				name, d, rs[name].Reason, c.PayloadStoreDays, int((d+24*time.Hour-1)/(24*time.Hour))))
+		}
 	}
-	return out
+	return out, errors.Join(errs...)
 }

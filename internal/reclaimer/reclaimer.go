@@ -5,15 +5,30 @@
 // retry, what already happened), and marks dead what has been reclaimed
 // too often. Every action is one conditional write, so two reclaimers never
 // both act on one record.
+//
+// A run scales with the backlog: it walks the shards in parallel, a page of
+// due records at a time (one Query, one BatchGetItem for the records, one
+// for the payloads, one conditional write per record, one SendMessageBatch
+// per ten messages), keeps going while shards return full pages until its
+// time budget (the invocation's deadline less a margin) is spent, paces
+// itself by the queue's depth so that new events never wait behind more
+// than a bounded number of re-driven ones, and, when the budget ran out
+// with a backlog left, starts the next run at once (a continuation) instead
+// of waiting for the next schedule tick, a bounded number of times.
 package reclaimer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -23,23 +38,40 @@ import (
 // store is the slice of the ledger the reclaimer calls.
 type store interface {
 	Shards() int
-	Due(ctx context.Context, shard int, now time.Time, limit int) ([]ledger.ID, error)
-	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	DueFrom(ctx context.Context, shard int, now time.Time, limit int, from ledger.DueCursor) ([]ledger.ID, ledger.DueCursor, error)
+	GetMany(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
+	Payloads(ctx context.Context, ids []ledger.ID) (map[ledger.ID][]byte, error)
 	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
 	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
+	Unsent(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	BuryStale(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
 }
 
-// sender enqueues an event for the processor.
+// sender enqueues events for the processor in batches and tells how many
+// wait on the queue.
 type sender interface {
-	Send(ctx context.Context, m queue.Message) error
+	SendBatch(ctx context.Context, msgs []queue.Message) []error
+	Depth(ctx context.Context) (int, error)
+}
+
+// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun).
+type locker interface {
+	LockRun(ctx context.Context, owner string, until time.Time) error
+	UnlockRun(ctx context.Context, owner string) error
+}
+
+// continuer starts the next run asynchronously (the function invoking
+// itself with InvocationType Event).
+type continuer interface {
+	Continue(ctx context.Context, in Input) error
 }
 
 var (
 	_ store  = (*ledger.Ledger)(nil)
-	_ sender = (*queue.Sender)(nil)
+	_ locker = (*ledger.Ledger)(nil)
+	_ sender = (*queue.BatchSender)(nil)
 )
 
 // Defaults for Handler's zero fields.
@@ -47,14 +79,49 @@ const (
 	DefaultPerShard    = 25
 	DefaultMaxReclaims = 5
 	DefaultLeaseGrace  = 10 * time.Second
+	// DefaultMaxQueue is the queue depth at which re-driving pauses.
+	DefaultMaxQueue = 1000
+	// DefaultMaxChain bounds the continuations one scheduled run starts.
+	DefaultMaxChain = 10
+	// DefaultMargin is the time left before the invocation's deadline at
+	// which a run starts no new page (at most a quarter of the time it had).
+	DefaultMargin = 5 * time.Second
+	// DefaultRetryAfter is how soon a record whose message SQS failed is
+	// due again.
+	DefaultRetryAfter = 10 * time.Second
+	// DefaultWorkers bounds the shards worked on at once.
+	DefaultWorkers = 8
 )
 
 // Handler is the reclaimer. Its fields are its dependencies.
 type Handler struct {
 	Ledger store
 	Queue  sender
-	// PerShard bounds the records looked at per shard per run.
+	// Continue starts the next run when a run's budget ran out with a
+	// backlog left; nil: the next schedule tick picks the backlog up.
+	Continue continuer
+	// Lock makes runs take turns (a run that finds another holding it
+	// ends at once, Stopped "locked"); nil: runs may overlap, which is
+	// safe — every reclaim is a conditional write — but walks the same
+	// shards twice.
+	Lock locker
+	// PerShard is the page size: due records read per shard query.
 	PerShard int
+	// Workers is how many shards are worked on at once (default the
+	// smaller of the shard count and DefaultWorkers).
+	Workers int
+	// MaxQueue: re-driving pauses while at least this many messages wait
+	// on the queue (default DefaultMaxQueue; negative: never pause).
+	MaxQueue int
+	// MaxChain bounds the chain of continuations (default DefaultMaxChain;
+	// negative: no continuations).
+	MaxChain int
+	// Margin is kept free before the invocation's deadline (default
+	// DefaultMargin, at most a quarter of the time the run had).
+	Margin time.Duration
+	// RetryAfter is how soon a record whose message SQS failed is due
+	// again (default DefaultRetryAfter).
+	RetryAfter time.Duration
 	// MaxReclaims: a record due again after this many reclaims is dead.
 	MaxReclaims int
 	// LeaseGrace is how long after a live lease ends to look again.
@@ -65,41 +132,175 @@ type Handler struct {
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
+	// Store reads the bodies kept in the S3 payload store (nil: none).
+	Store *blob.Store
 }
+
+// Input is what a run is invoked with: the schedule's event (whose fields
+// are ignored) or a continuation's.
+type Input struct {
+	// Chain is how many runs came before this one in an unbroken chain of
+	// continuations; 0 for a scheduled or manual run.
+	Chain int `json:"hookledger_reclaim_chain,omitempty"`
+	// Lock is the run lock's owner token a continuation takes over.
+	Lock string `json:"hookledger_reclaim_lock,omitempty"`
+}
+
+// How a run ended (Report.Stopped).
+const (
+	StopDrained     = "drained"      // every shard returned a short page
+	StopBudget      = "budget"       // the time budget was spent with due records left
+	StopPaced       = "paced"        // the queue stayed full until the budget was spent
+	StopQueueDown   = "queue_down"   // the queue's depth could not be read: nothing re-driven into it
+	StopCanceled    = "canceled"     // the context ended
+	StopShardErrors = "shard_errors" // shards stopped on errors
+	StopLocked      = "locked"       // another run holds the run lock
+)
 
 // Report counts what one run did.
 type Report struct {
-	Scanned   int `json:"scanned"`
-	Requeued  int `json:"requeued"`
-	Reset     int `json:"reset"`
-	Postponed int `json:"postponed"`
-	Buried    int `json:"buried"`
-	Skipped   int `json:"skipped"`
-	Conflicts int `json:"conflicts"`
-	Errors    int `json:"errors"`
+	Chain     int    `json:"chain"`
+	Stopped   string `json:"stopped"`
+	Backlog   bool   `json:"backlog"`   // due records were left when the run stopped
+	Continued bool   `json:"continued"` // the run started its continuation
+	Pages     int    `json:"pages"`
+	Scanned   int    `json:"scanned"`
+	Requeued  int    `json:"requeued"`
+	Reset     int    `json:"reset"`
+	Postponed int    `json:"postponed"`
+	Buried    int    `json:"buried"`
+	Skipped   int    `json:"skipped"`
+	Conflicts int    `json:"conflicts"`
+	Unsent    int    `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
+	Rejected  int    `json:"rejected"` // SQS refused the entry; the reclaim counts
+	Errors    int    `json:"errors"`
+	PacedMS   int64  `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
+	RunMS     int64  `json:"run_ms"`   // wall time of the run
 }
 
-// Handle runs one pass over every shard. Its input (the schedule's event) is
-// ignored. It returns an error only when every shard failed, so that a
-// broken table alarms while a single throttled shard does not.
-func (h *Handler) Handle(ctx context.Context, _ any) (Report, error) {
-	var rep Report
-	failed := 0
-	for shard := range h.Ledger.Shards() {
-		if err := h.shard(ctx, shard, &rep); err != nil {
-			failed++
-			h.logger().ErrorContext(ctx, "reclaim shard failed", "shard", shard, "error", err.Error())
-		}
-		if ctx.Err() != nil {
-			break
+// Redriven is how many records the run put back on the queue.
+func (r Report) Redriven() int { return r.Requeued + r.Reset }
+
+func (r *Report) add(o Report) {
+	r.Pages += o.Pages
+	r.Scanned += o.Scanned
+	r.Requeued += o.Requeued
+	r.Reset += o.Reset
+	r.Postponed += o.Postponed
+	r.Buried += o.Buried
+	r.Skipped += o.Skipped
+	r.Conflicts += o.Conflicts
+	r.Unsent += o.Unsent
+	r.Rejected += o.Rejected
+	r.Errors += o.Errors
+}
+
+// Handle runs the shards until they are drained or the budget is spent.
+// ev is the invocation's payload: an Input, its JSON (a continuation's) or
+// anything else (the schedule's event, nil), which counts as a new chain.
+// It returns an error only when every shard failed, so that a broken table
+// alarms while a single throttled shard does not.
+func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
+	in := inputOf(ev)
+	log := h.logger()
+	token, ok := h.lock(ctx, in)
+	if !ok {
+		log.InfoContext(ctx, "reclaim run skipped: another run holds the run lock", "chain", in.Chain)
+		return Report{Chain: in.Chain, Stopped: StopLocked}, nil
+	}
+	r := h.newRun(ctx, in)
+	r.work()
+	rep := r.report()
+	if rep.Stopped == StopBudget || rep.Stopped == StopPaced {
+		rep.Continued = h.continueRun(ctx, in, token, rep)
+	}
+	if token != "" && !rep.Continued { // a continuation takes the lock over
+		if err := h.Lock.UnlockRun(context.WithoutCancel(ctx), token); err != nil {
+			log.WarnContext(ctx, "reclaim run lock not released; it expires at the run's deadline", "error", err.Error())
 		}
 	}
-	h.logger().InfoContext(ctx, "reclaim run", "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset,
-		"postponed", rep.Postponed, "buried", rep.Buried, "conflicts", rep.Conflicts, "errors", rep.Errors)
-	if failed > 0 && failed == h.Ledger.Shards() {
-		return rep, fmt.Errorf("reclaim: all %d shards failed", failed)
+	log.InfoContext(ctx, "reclaim run", "chain", rep.Chain, "stopped", rep.Stopped, "backlog", rep.Backlog, "continued", rep.Continued,
+		"pages", rep.Pages, "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
+		"buried", rep.Buried, "conflicts", rep.Conflicts, "unsent", rep.Unsent, "rejected", rep.Rejected, "errors", rep.Errors,
+		"paced_ms", rep.PacedMS, "run_ms", rep.RunMS)
+	if r.failed > 0 && r.failed == h.Ledger.Shards() {
+		return rep, fmt.Errorf("reclaim: all %d shards failed", r.failed)
 	}
 	return rep, nil
+}
+
+func inputOf(ev any) Input {
+	in := decodeInput(ev)
+	in.Chain = max(in.Chain, 0) // a hand-made payload cannot lengthen the chain
+	return in
+}
+
+func decodeInput(ev any) Input {
+	switch v := ev.(type) {
+	case Input:
+		return v
+	case *Input:
+		if v != nil {
+			return *v
+		}
+	case json.RawMessage:
+		var in Input
+		json.Unmarshal(v, &in) // the schedule's event has no chain: 0
+		return in
+	case []byte:
+		var in Input
+		json.Unmarshal(v, &in)
+		return in
+	}
+	return Input{}
+}
+
+// lock takes the run lock (a continuation takes over its predecessor's).
+// ok is false when another run holds it; token is "" when the run goes on
+// without the lock (none configured, or it could not be written: running
+// unlocked is safe).
+func (h *Handler) lock(ctx context.Context, in Input) (token string, ok bool) {
+	if h.Lock == nil {
+		return "", true
+	}
+	token = in.Lock
+	if token == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		token = hex.EncodeToString(b[:])
+	}
+	// Without a deadline (a test, a tool) the lock lasts two minutes; a
+	// longer run may then overlap with another, which is safe.
+	until := h.now().Add(2 * time.Minute)
+	if dl, has := ctx.Deadline(); has {
+		until = h.now().Add(time.Until(dl))
+	}
+	switch err := h.Lock.LockRun(ctx, token, until); {
+	case errors.Is(err, ledger.ErrLeased):
+		return "", false
+	case err != nil:
+		h.logger().WarnContext(ctx, "reclaim run lock not taken; running without it", "error", err.Error())
+		return "", true
+	}
+	return token, true
+}
+
+// continueRun starts the next run when this one left a backlog, re-drove
+// something (a run that could not put anything on the queue would only
+// wait again) and the chain is not at its bound.
+func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report) bool {
+	max := h.MaxChain
+	if max == 0 {
+		max = DefaultMaxChain
+	}
+	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= max {
+		return false
+	}
+	if err := h.Continue.Continue(context.WithoutCancel(ctx), Input{Chain: in.Chain + 1, Lock: token}); err != nil {
+		h.logger().WarnContext(ctx, "reclaim continuation not started; the next schedule tick picks the backlog up", "error", err.Error())
+		return false
+	}
+	return true
 }
 
 func (h *Handler) logger() *slog.Logger {
@@ -127,106 +328,423 @@ func (h *Handler) backoff(reclaims int) time.Duration {
 	return min(d, time.Hour)
 }
 
-func (h *Handler) shard(ctx context.Context, shard int, rep *Report) error {
-	limit := h.PerShard
-	if limit <= 0 {
-		limit = DefaultPerShard
+func (h *Handler) perShard() int {
+	if h.PerShard > 0 {
+		return h.PerShard
 	}
-	ids, err := h.Ledger.Due(ctx, shard, h.now(), limit)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		rep.Scanned++
-		err := h.one(ctx, id, rep)
-		switch {
-		case errors.Is(err, ledger.ErrConflict):
-			rep.Conflicts++ // someone else acted first; fine
-		case err != nil:
-			rep.Errors++
-			h.logger().WarnContext(ctx, "reclaim failed", "source", id.Source, "tenant", id.Tenant, "event_key", id.Key, "error", err.Error())
-		}
-	}
-	return nil
+	return DefaultPerShard
 }
 
-func (h *Handler) one(ctx context.Context, id ledger.ID, rep *Report) error {
-	rec, err := h.Ledger.Get(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		rep.Skipped++ // expired; TTL will remove the index entry
-		return nil
+// run is one invocation's state, shared by its workers.
+type run struct {
+	h     *Handler
+	ctx   context.Context
+	chain int
+	start time.Time // by the handler's clock
+	wall  time.Time // by the wall clock
+	// end is when the budget is spent (zero: no deadline, run until drained).
+	end   time.Time
+	pace  *pacer
+	limit int
+
+	mu      sync.Mutex
+	rep     Report
+	ready   []shardWalk // shards with more due records, in turn
+	backlog bool        // a shard still had due records when the run stopped
+	failed  int         // shards whose walk failed
+	stop    string      // why the run stops early ("" while it goes on)
+	errs    int         // shards stopped on errors
+}
+
+// shardWalk is where one shard's walk stands.
+type shardWalk struct {
+	shard int
+	cur   ledger.DueCursor
+	pages int // pages read so far
+}
+
+func (h *Handler) newRun(ctx context.Context, in Input) *run {
+	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard()}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		margin := h.Margin
+		if margin <= 0 {
+			margin = DefaultMargin
+		}
+		margin = min(margin, left/4)
+		r.end = r.start.Add(left - margin)
 	}
-	if err != nil {
-		return err
+	if h.MaxQueue >= 0 {
+		max := h.MaxQueue
+		if max == 0 {
+			max = DefaultMaxQueue
+		}
+		r.pace = &pacer{max: max, read: h.Queue.Depth, now: h.now}
 	}
+	for s := range h.Ledger.Shards() {
+		r.ready = append(r.ready, shardWalk{shard: s})
+	}
+	return r
+}
+
+// work runs the workers until every shard is drained or the run stops.
+func (r *run) work() {
+	workers := r.h.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	workers = min(workers, len(r.ready))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(r.worker)
+	}
+	wg.Wait()
+}
+
+// next hands out the shard whose turn it is, or false when the run is over
+// for this worker.
+func (r *run) next() (shardWalk, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ready) == 0 {
+		return shardWalk{}, false
+	}
+	if r.stop == "" {
+		switch {
+		case r.ctx.Err() != nil:
+			r.stop = StopCanceled
+		case !r.end.IsZero() && !r.h.now().Before(r.end):
+			r.stop = StopBudget
+		}
+	}
+	if r.stop != "" {
+		r.backlog = true // shards still in turn have due records left
+		return shardWalk{}, false
+	}
+	w := r.ready[0]
+	r.ready = r.ready[1:]
+	return w, true
+}
+
+func (r *run) worker() {
+	for {
+		w, ok := r.next()
+		if !ok {
+			return
+		}
+		if r.pace != nil {
+			waited, ok, err := r.pace.admit(r.ctx, r.limit, r.end)
+			r.mu.Lock()
+			r.rep.PacedMS += waited.Milliseconds()
+			r.mu.Unlock()
+			if err != nil {
+				r.h.logger().WarnContext(r.ctx, "queue depth unknown; not re-driving into it this run", "error", err.Error())
+				r.giveBack(w, StopQueueDown)
+				continue
+			}
+			if !ok && r.ctx.Err() != nil {
+				r.giveBack(w, StopCanceled)
+				continue
+			}
+			if !ok {
+				r.giveBack(w, StopPaced) // the queue stayed full until the budget was spent
+				continue
+			}
+		}
+		var rep Report
+		next, err := r.page(w, &rep)
+		if r.pace != nil {
+			r.pace.release(r.limit, rep.Redriven())
+		}
+		r.mu.Lock()
+		r.rep.add(rep)
+		switch {
+		case err != nil && w.pages == 0:
+			r.failed++ // the shard's first query failed
+			r.errs++
+		case err != nil:
+			r.errs++
+		case !next.Done():
+			r.ready = append(r.ready, shardWalk{shard: w.shard, cur: next, pages: w.pages + 1})
+		}
+		r.mu.Unlock()
+		if err != nil {
+			r.h.logger().ErrorContext(r.ctx, "reclaim shard failed", "shard", w.shard, "error", err.Error())
+		}
+	}
+}
+
+// giveBack stops the run for why and puts the shard back untouched: its
+// due records stay for the next run.
+func (r *run) giveBack(w shardWalk, why string) {
+	r.mu.Lock()
+	r.ready = append(r.ready, w)
+	if r.stop == "" {
+		r.stop = why
+	}
+	r.mu.Unlock()
+}
+
+func (r *run) report() Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := r.rep
+	rep.Chain = r.chain
+	rep.Backlog = r.backlog || len(r.ready) > 0
+	switch {
+	case r.stop != "":
+		rep.Stopped = r.stop
+	case r.errs > 0:
+		rep.Stopped = StopShardErrors
+	default:
+		rep.Stopped = StopDrained
+	}
+	rep.RunMS = time.Since(r.wall).Milliseconds()
+	return rep
+}
+
+// page handles the next page of one shard's due records and returns where
+// the shard's walk goes on.
+func (r *run) page(w shardWalk, rep *Report) (ledger.DueCursor, error) {
+	h, ctx := r.h, r.ctx
 	now := h.now()
-	if rec.Status.Terminal() || rec.DueAt.IsZero() || rec.DueAt.After(now) {
-		rep.Skipped++ // the index lagged behind the table
-		return nil
+	ids, next, err := h.Ledger.DueFrom(ctx, w.shard, now, r.limit, w.cur)
+	if err != nil {
+		return next, err
 	}
-	log := h.logger().With("source", id.Source, "tenant", id.Tenant, "event_key", id.Key, "status", string(rec.Status))
-	max := h.MaxReclaims
-	if max <= 0 {
-		max = DefaultMaxReclaims
+	rep.Pages++
+	if len(ids) == 0 {
+		return next, nil
 	}
+	recs, readErr := h.Ledger.GetMany(ctx, ids)
+	if readErr != nil {
+		h.logger().WarnContext(ctx, "reclaim: some records could not be read; they wait for the next run", "shard", w.shard, "error", readErr.Error())
+	}
+	var drive []ledger.Record
+	for _, id := range ids {
+		rep.Scanned++
+		rec, ok := recs[id]
+		switch {
+		case !ok && readErr != nil:
+			rep.Errors++
+		case !ok:
+			rep.Skipped++ // expired; TTL will remove the index entry
+		case rec.Status.Terminal() || rec.DueAt.IsZero() || rec.DueAt.After(now):
+			rep.Skipped++ // the index lagged behind the table
+		default:
+			if d, err := h.decide(ctx, rec, now, rep); err != nil {
+				h.count(ctx, rec, err, rep)
+			} else if d {
+				drive = append(drive, rec)
+			}
+		}
+	}
+	if len(drive) > 0 {
+		h.redrive(ctx, drive, now, rep)
+	}
+	return next, nil
+}
+
+// decide settles a due record that needs no message (a live lease is
+// postponed, an exhausted one buried) and reports whether it is to be
+// re-driven.
+func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
 	if rec.LeaseLive(now) {
 		grace := h.LeaseGrace
 		if grace <= 0 {
 			grace = DefaultLeaseGrace
 		}
 		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(grace)); err != nil {
-			return err
+			return false, err
 		}
 		rep.Postponed++
-		return nil
+		return false, nil
 	}
-	if rec.Reclaims >= max {
-		cause := fmt.Sprintf("reclaimed %d times without completing (last status %s", rec.Reclaims, rec.Status)
-		if rec.LastError != "" {
-			cause += ", last error: " + rec.LastError
-		}
-		cause += ")"
-		if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
-			return err
-		}
-		rep.Buried++
-		h.Metrics.Count("Dead")
-		log.ErrorContext(ctx, "event dead", "reclaims", rec.Reclaims, "cause", cause)
-		return nil
+	max := h.MaxReclaims
+	if max <= 0 {
+		max = DefaultMaxReclaims
 	}
-	next := now.Add(h.backoff(rec.Reclaims))
-	body, err := h.Ledger.Payload(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		// The receiver died between the record and the payload and the sender
-		// has not retried yet. Count a reclaim and wait for that retry (it
-		// re-stores the payload); the record dies when reclaims run out.
-		if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
-			return err
-		}
-		log.WarnContext(ctx, "payload missing; waiting for the sender's retry", "reclaims", rec.Reclaims+1)
-		rep.Postponed++
-		return nil
+	if rec.Reclaims < max {
+		return true, nil
 	}
-	if err != nil {
-		return err
+	cause := fmt.Sprintf("reclaimed %d times without completing (last status %s", rec.Reclaims, rec.Status)
+	if rec.LastError != "" {
+		cause += ", last error: " + rec.LastError
 	}
-	if rec.Status == ledger.Processing {
-		if _, err := h.Ledger.Reset(ctx, rec, next); err != nil {
-			return err
-		}
-		inject.Crash(inject.ReclaimerAfterReset)
-		rep.Reset++
-	} else {
-		if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
-			return err
-		}
-		rep.Requeued++
+	cause += ")"
+	if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
+		return false, err
 	}
-	h.Metrics.Count("Reclaimed")
-	// The conditional write above made this reclaimer the only one to act;
-	// if the send fails, due_at has moved on and the next run tries again.
-	return h.Queue.Send(ctx, queue.Message{
-		Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
-		ReceivedAt: rec.CreatedAt.UnixMilli(),
-	})
+	rep.Buried++
+	h.Metrics.Count("Dead")
+	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
+	return false, nil
+}
+
+// count books a failed transition: a conflict means another reclaimer or a
+// worker acted first, which is fine.
+func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
+	if errors.Is(err, ledger.ErrConflict) {
+		rep.Conflicts++
+		return
+	}
+	rep.Errors++
+	h.logger().WarnContext(ctx, "reclaim failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+		"status", string(rec.Status), "error", err.Error())
+}
+
+// redrive re-enqueues records: read their payloads in one go, take each
+// with its own conditional write (Requeue or Reset, so only one reclaimer
+// ever sends a given record), then send the messages of those it took in
+// batches. A message SQS failed is taken back (Unsent) and due again soon;
+// one whose fate is unknown stays counted and is due again after its
+// backoff, like one whose send never happened because the run died.
+func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, rep *Report) {
+	ids := make([]ledger.ID, len(recs))
+	for i, rec := range recs {
+		ids[i] = rec.ID
+	}
+	var inLedger []ledger.ID // the rest keep their body in the payload store
+	for i, rec := range recs {
+		if rec.PayloadRef == "" {
+			inLedger = append(inLedger, ids[i])
+		}
+	}
+	bodies, readErr := h.Ledger.Payloads(ctx, inLedger)
+	if readErr != nil {
+		h.logger().WarnContext(ctx, "reclaim: some payloads could not be read; their records wait for the next run", "error", readErr.Error())
+	}
+	var msgs []queue.Message
+	var taken []ledger.Record
+	var reset []bool // taken[i] was processing with an expired lease
+	for _, rec := range recs {
+		next := now.Add(h.backoff(rec.Reclaims))
+		body, ok := bodies[rec.ID]
+		if rec.PayloadRef != "" {
+			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
+			switch {
+			case errors.Is(err, blob.ErrMissing):
+			case err != nil:
+				rep.Errors++ // unknown: look again next run
+				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "error", err.Error())
+				continue
+			default:
+				body, ok = b, true
+			}
+		} else if !ok && readErr != nil {
+			rep.Errors++ // unknown: look again next run
+			continue
+		}
+		if !ok {
+			log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
+			if waiting, err := h.awaitMessage(ctx, rec, now, log); waiting || err != nil {
+				if err != nil {
+					h.count(ctx, rec, err, rep)
+				} else {
+					rep.Postponed++
+				}
+				continue
+			}
+			// The receiver died between the record and the payload and the
+			// sender has not retried yet. Count a reclaim and wait for that
+			// retry (it re-stores the payload); the record dies when reclaims
+			// run out.
+			if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
+				h.count(ctx, rec, err, rep)
+				continue
+			}
+			h.logger().WarnContext(ctx, "payload missing; waiting for the sender's retry", "source", rec.Source, "tenant", rec.Tenant,
+				"event_key", rec.Key, "status", string(rec.Status), "reclaims", rec.Reclaims+1)
+			rep.Postponed++
+			continue
+		}
+		var took ledger.Record
+		var err error
+		if rec.Status == ledger.Processing {
+			took, err = h.Ledger.Reset(ctx, rec, next)
+			if err == nil {
+				inject.Crash(inject.ReclaimerAfterReset)
+			}
+		} else {
+			took, err = h.Ledger.Requeue(ctx, rec, next)
+		}
+		if err != nil {
+			h.count(ctx, rec, err, rep)
+			continue
+		}
+		// The conditional write above made this reclaimer the only one to
+		// send this record now.
+		msgs = append(msgs, queue.Message{
+			Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
+			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
+		})
+		taken = append(taken, took)
+		reset = append(reset, rec.Status == ledger.Processing)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	sent := 0
+	retry := h.RetryAfter
+	if retry <= 0 {
+		retry = DefaultRetryAfter
+	}
+	for i, err := range h.Queue.SendBatch(ctx, msgs) {
+		rec := taken[i]
+		switch {
+		case err == nil && reset[i]:
+			sent++
+			rep.Reset++
+		case err == nil:
+			sent++
+			rep.Requeued++
+		case errors.Is(err, queue.ErrNotSent):
+			if _, uerr := h.Ledger.Unsent(ctx, rec, now.Add(retry)); uerr != nil {
+				h.count(ctx, rec, uerr, rep)
+				continue
+			}
+			rep.Unsent++
+		case errors.Is(err, queue.ErrRejected):
+			rep.Rejected++
+			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts", "source", rec.Source, "tenant", rec.Tenant,
+				"event_key", rec.Key, "reclaims", rec.Reclaims, "error", err.Error())
+		default:
+			rep.Errors++
+			h.logger().WarnContext(ctx, "re-drive send failed; due again after its backoff", "source", rec.Source, "tenant", rec.Tenant,
+				"event_key", rec.Key, "reclaims", rec.Reclaims, "error", err.Error())
+		}
+	}
+	h.Metrics.Add(map[string]int{"Reclaimed": sent})
+}
+
+// MessageLifetime is the longest a message can stay on an SQS queue: 14
+// days, SQS's longest retention (the template's queues keep messages that
+// long).
+const MessageLifetime = 14 * 24 * time.Hour
+
+// awaitMessage decides what to do with a record whose body is stored
+// nowhere the reclaimer can read. The body of an event whose message is
+// still on the queue may live only in that message: with
+// HOOKLEDGER_PAYLOAD=on-trouble, or when the receiver's payload write
+// failed beside a successful enqueue, and the processor keeps it in the
+// ledger only once the event runs into trouble (a redelivery, a failure,
+// a burial). Such a record cannot be re-driven, and counting reclaims
+// would bury an event that a backlogged or redelivered message would still
+// complete. So while the message may still be on the queue (younger than
+// MessageLifetime) the record is postponed without counting a reclaim,
+// looking again after its age (1 minute to 1 hour). Past that, it reports
+// false and the caller counts reclaims and buries as before.
+func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
+	age := now.Sub(rec.CreatedAt)
+	if rec.CreatedAt.IsZero() || age >= MessageLifetime {
+		return false, nil
+	}
+	if _, err := h.Ledger.Postpone(ctx, rec, now.Add(min(max(age, time.Minute), time.Hour))); err != nil {
+		return false, err
+	}
+	h.Metrics.Count("AwaitingMessage")
+	log.InfoContext(ctx, "payload not stored; waiting for the event's message, which may still be on the queue",
+		"age_s", int(age.Seconds()), "attempts", rec.Attempts)
+	return true, nil
 }

@@ -1,17 +1,25 @@
 package reclaimer
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// FromConfig builds the reclaimer from the core configuration.
+// FromConfig builds the reclaimer from the core configuration. In Lambda
+// (AWS_LAMBDA_FUNCTION_NAME set) and with HOOKLEDGER_RECLAIM_CHAIN above 0,
+// a run that leaves a backlog continues by invoking its own function.
 func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateReclaimer(); err != nil {
 		return nil, err
@@ -20,8 +28,50 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
-		Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, Log: log, Metrics: c.Metrics(),
-	}, nil
+	h := &Handler{
+		Ledger: l, Lock: l, Queue: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
+		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
+		Log: log, Metrics: c.Metrics(),
+	}
+	if c.PayloadBucket != "" {
+		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
+	}
+	if c.ReclaimMaxQueue == 0 {
+		h.MaxQueue = -1 // HOOKLEDGER_RECLAIM_MAX_QUEUE=0: never pause
+	}
+	if c.ReclaimChain == 0 {
+		h.MaxChain = -1
+	} else if c.FunctionName != "" {
+		h.Continue = &Invoker{API: lambda.NewFromConfig(cfg), Function: c.FunctionName}
+	}
+	return h, nil
+}
+
+// InvokeAPI is the slice of the Lambda client the invoker calls.
+type InvokeAPI interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Invoker continues a run by invoking the reclaimer's own function
+// asynchronously (InvocationType Event) with the next Input. The function's
+// role needs lambda:InvokeFunction on itself.
+type Invoker struct {
+	API      InvokeAPI
+	Function string
+}
+
+var _ continuer = (*Invoker)(nil)
+
+// Continue starts the next run.
+func (i *Invoker) Continue(ctx context.Context, in Input) error {
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if _, err := i.API.Invoke(ctx, &lambda.InvokeInput{
+		FunctionName: aws.String(i.Function), InvocationType: lambdatypes.InvocationTypeEvent, Payload: payload,
+	}); err != nil {
+		return fmt.Errorf("invoke %s: %w", i.Function, err)
+	}
+	return nil
 }

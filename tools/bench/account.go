@@ -101,6 +101,18 @@ func (a *Accountant) handle(ctx context.Context, in middleware.InitializeInput, 
 			consistent = aws.ToBool(p.ConsistentRead)
 		}
 		u.RCU = ReadUnits(sumSizes(r.Items), consistent)
+	case *dynamodb.BatchGetItemOutput:
+		// Each item is billed as its own GetItem: rounded up to 4 KB one by one.
+		p, _ := in.Parameters.(*dynamodb.BatchGetItemInput)
+		for table, items := range r.Responses {
+			consistent := false
+			if p != nil {
+				consistent = aws.ToBool(p.RequestItems[table].ConsistentRead)
+			}
+			for _, it := range items {
+				u.RCU += ReadUnits(ItemSize(it), consistent)
+			}
+		}
 	case *dynamodb.ScanOutput:
 		consistent := false
 		if p, ok := in.Parameters.(*dynamodb.ScanInput); ok {

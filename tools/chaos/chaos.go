@@ -127,6 +127,9 @@ type Config struct {
 	Deliveries int
 	// Kinds are the phases to run.
 	Kinds []Kind
+	// Payloads are the payload policies (HOOKLEDGER_PAYLOAD) every kind
+	// runs under, each as its own phase (default: always).
+	Payloads []string
 	// Concurrency is how many deliveries are in flight at once.
 	Concurrency int
 	// Workers is the number of dev processes per phase (at least 2).
@@ -160,6 +163,14 @@ func (c *Config) defaults() error {
 	}
 	if len(c.Kinds) == 0 {
 		c.Kinds = Kinds
+	}
+	if len(c.Payloads) == 0 {
+		c.Payloads = []string{"always"}
+	}
+	for _, pl := range c.Payloads {
+		if pl != "always" && pl != "on-trouble" {
+			return fmt.Errorf("payload policy %q: want always or on-trouble", pl)
+		}
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 16
@@ -232,21 +243,22 @@ func awsConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 // Result is what one phase did and what the oracle found.
 type Result struct {
 	Kind        Kind
-	Deliveries  int // valid deliveries sent, copies included (each counted once however often the sender retried)
-	Requests    int // HTTP requests, sender retries included
-	Answered5xx int // attempts the receiver answered 5xx (the sender retried)
-	NoAnswer    int // attempts that got no answer: process crashed or restarting (the sender retried)
-	Rejected    int // invalid requests sent (each must be refused)
-	Unique      int // distinct valid events
-	Accepted    int // events answered 2xx at least once
-	Poison      int // events whose handler fails permanently (they must end dead)
-	Effects     int // charges and notifications the stub made
-	Replays     int // charge requests the payments API answered from an earlier charge (Idempotency-Key)
-	DupEffects  int // extra effects: events charged or notified more than once, counted per extra one
-	Lost        int // events answered 2xx that did not end done (or dead), or ended done without their charge or notification
-	Dead        int // events dead when the pipeline first settled (poison included)
-	Replayed    int // dead events replayed by `hookledger replay` (each must then finish)
-	Late        int // redeliveries of finished events (each must be answered duplicate and charge nothing)
+	Payload     string // HOOKLEDGER_PAYLOAD of the phase
+	Deliveries  int    // valid deliveries sent, copies included (each counted once however often the sender retried)
+	Requests    int    // HTTP requests, sender retries included
+	Answered5xx int    // attempts the receiver answered 5xx (the sender retried)
+	NoAnswer    int    // attempts that got no answer: process crashed or restarting (the sender retried)
+	Rejected    int    // invalid requests sent (each must be refused)
+	Unique      int    // distinct valid events
+	Accepted    int    // events answered 2xx at least once
+	Poison      int    // events whose handler fails permanently (they must end dead)
+	Effects     int    // charges and notifications the stub made
+	Replays     int    // charge requests the payments API answered from an earlier charge (Idempotency-Key)
+	DupEffects  int    // extra effects: events charged or notified more than once, counted per extra one
+	Lost        int    // events answered 2xx that did not end done (or dead), or ended done without their charge or notification
+	Dead        int    // events dead when the pipeline first settled (poison included)
+	Replayed    int    // dead events replayed by `hookledger replay` (each must then finish)
+	Late        int    // redeliveries of finished events (each must be answered duplicate and charge nothing)
 	Crashes     map[string]int
 	Kills       int
 	Faults      map[string]int
@@ -300,20 +312,31 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
-	rep := &Report{Phases: make([]*Result, len(c.Kinds))}
-	per := max(c.Deliveries/len(c.Kinds), 20)
+	type plan struct {
+		kind    Kind
+		payload string
+	}
+	var plans []plan
+	for _, pl := range c.Payloads {
+		for _, k := range c.Kinds {
+			plans = append(plans, plan{k, pl})
+		}
+	}
+	rep := &Report{Phases: make([]*Result, len(plans))}
+	per := max(c.Deliveries/len(plans), 20)
 	var wg sync.WaitGroup
 	var firstErr error
 	var mu sync.Mutex
-	for i, k := range c.Kinds {
-		p := &phase{cfg: c, aws: cfg, kind: k, deliveries: per, seed: c.Seed + uint64(i)*1_000_003}
+	for i, pn := range plans {
+		k := pn.kind
+		p := &phase{cfg: c, aws: cfg, kind: k, payload: pn.payload, deliveries: per, seed: c.Seed + uint64(i)*1_000_003}
 		runOne := func() {
 			res, err := p.run(ctx)
 			rep.Phases[i] = res
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = fmt.Errorf("phase %s: %w", k, err)
+					firstErr = fmt.Errorf("phase %s (payload %s): %w", k, pn.payload, err)
 				}
 				mu.Unlock()
 			}
@@ -354,19 +377,19 @@ func reachable(endpoint string) error {
 // Print writes the run's table and verdicts.
 func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault kind\tdeliveries\trejected\tunique events\teffects\tduplicate effects\tlost events\tdead events\treplayed\tcrashes\tAWS faults\tDLQ\tseconds to quiescence\t")
+	fmt.Fprintln(tw, "fault kind\tpayload\tdeliveries\trejected\tunique events\teffects\tduplicate effects\tlost events\tdead events\treplayed\tcrashes\tAWS faults\tDLQ\tseconds to quiescence\t")
 	var t [11]int
 	for _, p := range r.Phases {
 		row := [11]int{p.Deliveries, p.Rejected, p.Unique, p.Effects, p.DupEffects, p.Lost, p.Dead, p.Replayed,
 			sum(p.Crashes) + p.Kills, sum(p.Faults), p.DLQ}
-		fmt.Fprintf(tw, "%s\t", p.Kind)
+		fmt.Fprintf(tw, "%s\t%s\t", p.Kind, p.Payload)
 		for i, v := range row {
 			fmt.Fprintf(tw, "%d\t", v)
 			t[i] += v
 		}
 		fmt.Fprintf(tw, "%.1f\t\n", p.Settle.Seconds())
 	}
-	fmt.Fprint(tw, "total\t")
+	fmt.Fprint(tw, "total\t\t")
 	for _, v := range t {
 		fmt.Fprintf(tw, "%d\t", v)
 	}
@@ -374,8 +397,8 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, p := range r.Phases {
-		fmt.Fprintf(w, "%s: %d HTTP requests (%d answered 5xx, %d unanswered, all retried by the sender), %d events accepted, %d poison (must die), %d charge requests answered by Idempotency-Key, %d late redeliveries, %.1fs in all\n",
-			p.Kind, p.Requests, p.Answered5xx, p.NoAnswer, p.Accepted, p.Poison, p.Replays, p.Late, p.Elapsed.Seconds())
+		fmt.Fprintf(w, "%s (payload %s): %d HTTP requests (%d answered 5xx, %d unanswered, all retried by the sender), %d events accepted, %d poison (must die), %d charge requests answered by Idempotency-Key, %d late redeliveries, %.1fs in all\n",
+			p.Kind, p.Payload, p.Requests, p.Answered5xx, p.NoAnswer, p.Accepted, p.Poison, p.Replays, p.Late, p.Elapsed.Seconds())
 		if len(p.Crashes) > 0 || p.Kills > 0 {
 			fmt.Fprintf(w, "  crash points fired: %s; processes killed with SIGKILL: %d\n", counts(p.Crashes), p.Kills)
 		}

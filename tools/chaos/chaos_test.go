@@ -61,7 +61,7 @@ func TestChaosShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		Binary: bin, Endpoint: endpoint, Deliveries: 400, Kinds: Kinds, Concurrency: 8, Workers: 2,
+		Binary: bin, Endpoint: endpoint, Deliveries: 400, Kinds: Kinds, Payloads: []string{"always", "on-trouble"}, Concurrency: 8, Workers: 2,
 		Timeout: 150 * time.Second, Parallel: true, LogDir: t.TempDir(), Progress: &progress,
 	})
 	var table bytes.Buffer
@@ -72,8 +72,8 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Phases) != len(Kinds) {
-		t.Fatalf("%d phases ran, want %d", len(rep.Phases), len(Kinds))
+	if len(rep.Phases) != 2*len(Kinds) {
+		t.Fatalf("%d phases ran, want %d (every kind under both payload policies)", len(rep.Phases), 2*len(Kinds))
 	}
 	if !rep.OK() {
 		t.Fatal("the chaos run found problems; see the table above")

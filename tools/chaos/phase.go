@@ -95,6 +95,7 @@ type phase struct {
 	cfg        Config
 	aws        aws.Config
 	kind       Kind
+	payload    string // HOOKLEDGER_PAYLOAD
 	deliveries int
 	seed       uint64
 
@@ -125,7 +126,7 @@ type phase struct {
 }
 
 func (p *phase) progress(format string, args ...any) {
-	fmt.Fprintf(p.cfg.Progress, "chaos %-10s "+format+"\n", append([]any{p.kind}, args...)...)
+	fmt.Fprintf(p.cfg.Progress, "chaos %-10s %-10s "+format+"\n", append([]any{p.kind, p.payload}, args...)...)
 }
 
 func randomHex(n int) string {
@@ -138,7 +139,7 @@ func randomHex(n int) string {
 // returned, with what was found so far when err is not nil.
 func (p *phase) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	p.res = &Result{Kind: p.kind}
+	p.res = &Result{Kind: p.kind, Payload: p.payload}
 	defer func() { p.res.Elapsed = time.Since(start) }()
 	p.t = tune(p.kind)
 	p.rng = mrand.New(mrand.NewPCG(p.seed, 0x6368616f73))
@@ -236,11 +237,12 @@ func (p *phase) setup(ctx context.Context) error {
 	}
 	devEnv := append(append([]string{}, p.env...),
 		"HOOKLEDGER_SOURCES="+string(sources), "PAYMENTS_URL=http://"+payLn.Addr().String(), "NOTIFY_URL=http://"+payLn.Addr().String(),
-		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_RECLAIMS=8", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn")
+		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_RECLAIMS=8", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn",
+		"HOOKLEDGER_PAYLOAD="+p.payload)
 	if p.t.faults {
 		devEnv = append(devEnv, "HOOKLEDGER_FAULTS="+p.cfg.Faults)
 	}
-	if p.logf, err = os.Create(filepath.Join(p.cfg.LogDir, p.kind.String()+".log")); err != nil {
+	if p.logf, err = os.Create(filepath.Join(p.cfg.LogDir, p.kind.String()+"-"+p.payload+".log")); err != nil {
 		return err
 	}
 	p.fleet = &fleet{

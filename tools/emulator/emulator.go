@@ -18,8 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -104,4 +106,25 @@ func Queues(t testing.TB, cfg aws.Config, spec queue.QueueSpec) (queueURL, dlqUR
 		client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: &d})
 	})
 	return q, d
+}
+
+// Bucket creates a fresh S3 bucket (the payload store) and returns its
+// name; the cleanup deletes its objects and the bucket.
+func Bucket(t testing.TB, cfg aws.Config) string {
+	t.Helper()
+	name := Name("hl-test")
+	client := blob.NewClient(cfg)
+	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		if out, err := client.ListObjectsV2(bg, &s3.ListObjectsV2Input{Bucket: &name}); err == nil {
+			for _, o := range out.Contents {
+				client.DeleteObject(bg, &s3.DeleteObjectInput{Bucket: &name, Key: o.Key})
+			}
+		}
+		client.DeleteBucket(bg, &s3.DeleteBucketInput{Bucket: &name})
+	})
+	return name
 }

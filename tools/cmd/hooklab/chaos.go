@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hookledger/hookledger/internal/cli"
@@ -26,6 +27,10 @@ per phase:
   slow        a payments API slower than the visibility timeout, finishing
               charges after the worker gave up
 
+--payload on-trouble (or both) runs the phases with HOOKLEDGER_PAYLOAD=on-trouble:
+bodies are stored only when an event runs into trouble, and the run proves that
+nothing is lost that way.
+
 Every phase also sends invalid requests that must be refused without a trace,
 events whose handler fails permanently (they must die and be replayable), and
 late redeliveries. The payments stub counts charges per event; the run fails
@@ -39,6 +44,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := cli.NewFlags("hooklab", "chaos", "chaos [--deliveries 4000] [--kinds all] [--concurrency 16] [--workers 3] [--timeout 5m] [--faults SPEC] [--seed N] [--parallel]", stderr)
 	deliveries := fs.Int("deliveries", 4000, "valid deliveries in all, duplicates included, split evenly over the kinds (invalid requests come on top)")
 	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow (or all)")
+	payloads := fs.String("payload", "always", "payload policies (HOOKLEDGER_PAYLOAD) every kind runs under, comma-separated: always, on-trouble (or both)")
 	conc := fs.Int("concurrency", 16, "deliveries in flight at once")
 	workers := fs.Int("workers", 3, "hookledger dev processes per phase, sharing the queue (at least 2)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per phase: how long sending, and then settling, may take")
@@ -64,6 +70,17 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 2
 	}
+	pls := strings.Split(*payloads, ",")
+	if *payloads == "both" {
+		pls = []string{"always", "on-trouble"}
+	}
+	for i, pl := range pls {
+		pls[i] = strings.TrimSpace(pl)
+		if pls[i] != "always" && pls[i] != "on-trouble" {
+			fmt.Fprintf(stderr, "chaos: --payload %q: want always, on-trouble or both\n", pl)
+			return 2
+		}
+	}
 	if *deliveries < 1 || *conc < 1 || *workers < 2 || *timeout <= 0 {
 		fmt.Fprintln(stderr, "chaos: --deliveries and --concurrency must be positive, --workers at least 2, --timeout positive")
 		return 2
@@ -84,10 +101,10 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
-	fmt.Fprintf(stdout, "chaos: %d deliveries over %v against %s, %d dev processes per phase, seed %d, logs in %s\n",
-		*deliveries, ks, endpoint, *workers, *seed, *logDir)
+	fmt.Fprintf(stdout, "chaos: payload %s, %d deliveries over %v against %s, %d dev processes per phase, seed %d, logs in %s\n",
+		strings.Join(pls, "+"), *deliveries, ks, endpoint, *workers, *seed, *logDir)
 	rep, err := chaos.Run(ctx, chaos.Config{
-		Binary: exe, Endpoint: endpoint, Deliveries: *deliveries, Kinds: ks, Concurrency: *conc, Workers: *workers,
+		Binary: exe, Endpoint: endpoint, Deliveries: *deliveries, Kinds: ks, Payloads: pls, Concurrency: *conc, Workers: *workers,
 		Timeout: *timeout, Faults: *faults, Seed: *seed, Parallel: *parallel, LogDir: *logDir, Keep: *keep, Progress: stdout,
 	})
 	if rep != nil && len(rep.Phases) > 0 {

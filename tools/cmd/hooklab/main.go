@@ -27,6 +27,7 @@ func commands() map[string]command {
 		"chaos":    {"inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", runChaos},
 		"bench":    {"measure requests, write units, dollars, cold start and throughput per event against the emulator", runBench},
 		"payments": {"serve the local payments stub (honours Idempotency-Key) and notification stub (does not)", runPayments},
+		"outage":   {"lose deliveries in a simulated outage and heal it with hookledger reconcile, checked by the payments stub", runOutage},
 	}
 }
 

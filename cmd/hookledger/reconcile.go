@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/hookledger/hookledger/internal/cli"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/reconcile"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
+)
+
+const reconcileHelp = `Asks the provider's API which events it sent, or failed to send, to the
+source's endpoint in the window, looks each one up in the ledger, and feeds
+every missing one through the receiver: the event is rebuilt from the API's
+copy, signed with the tenant's webhook secret and posted to the webhook URL
+(or handed to the receiver function as API Gateway would), so the receiver
+verifies, keys, dedups and enqueues it like any delivery. Run it after an
+outage longer than the sender retries (Stripe: 3 days, then the endpoint is
+disabled; GitHub: never), or after a wrong secret made the sender give up.
+Running it twice is safe: the second run finds nothing missing.
+
+Providers: stripe (List Events; by default only the events Stripe could not
+deliver, --all for every event, e.g. after the endpoint was disabled) and
+github (the hook's deliveries, 3 days; --redeliver asks GitHub to send them
+again itself). The source's provider, verifier and tenant secrets come from
+HOOKLEDGER_SOURCES (or, without it, from the --receiver-function's own
+configuration); the API credential, hook and options from the entry for
+--source/--tenant in HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
+Secret references (--credential) resolve like the sources' secrets.
+
+  hookledger reconcile --source stripe --tenant acme --dry-run
+  hookledger reconcile --source stripe --tenant acme --since 72h --url "$WEBHOOK_URL"
+  hookledger reconcile --source github --tenant acme --credential env:GITHUB_TOKEN \
+      --hook repos/acme/shop/hooks/123 --receiver-function mystack-receiver
+
+Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
+1 when any could not be fed or the provider's API failed, 2 on bad usage.
+`
+
+func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
+	var sp reconcile.Spec
+	fs.StringVar(&sp.Source, "source", "", "the source to reconcile (a name in HOOKLEDGER_SOURCES; required)")
+	fs.StringVar(&sp.Tenant, "tenant", "", "the tenant (required)")
+	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at HOOKLEDGER_RETENTION minus 1h)")
+	dry := fs.Bool("dry-run", false, "list the missing events; feed nothing")
+	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
+	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
+	cfgFile := fs.String("config", "", "read the reconcile entries (a JSON array, as HOOKLEDGER_RECONCILE) from this file")
+	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE): a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read")
+	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; GitHub Enterprise Server: https://HOST/api/v3)")
+	fs.StringVar(&sp.MinAge, "min-age", "", "leave events younger than this to the sender's own delivery and retries (default 10m)")
+	fs.BoolVar(&sp.All, "all", false, "stripe: every event in the window, not only those Stripe reports undelivered (after the endpoint was disabled; combine with --types)")
+	types := fs.String("types", "", "stripe: only these event types, comma-separated (your endpoint's enabled events; invoice.* matches a family)")
+	fs.StringVar(&sp.Account, "account", "", "stripe: a connected account id (Stripe-Account)")
+	fs.StringVar(&sp.Hook, "hook", "", "github: the webhook's API path, repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID")
+	fs.BoolVar(&sp.Redeliver, "redeliver", false, "github: ask GitHub to redeliver each missing event (genuine, byte-identical deliveries; needs Webhooks write) instead of feeding rebuilt ones")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	synopsis := fs.Usage
+	fs.Usage = func() {
+		synopsis()
+		fmt.Fprint(fs.Output(), "\n"+reconcileHelp)
+	}
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "reconcile: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if sp.Source == "" || sp.Tenant == "" {
+		fmt.Fprintln(stderr, "reconcile: --source and --tenant are required, e.g. hookledger reconcile --source stripe --tenant acme --dry-run")
+		return 2
+	}
+	if *types != "" {
+		sp.Types = strings.Split(*types, ",")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 2
+	}
+	spec, err := reconcileSpec(sp, set, *cfgFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 2
+	}
+	awsCfg, err := sdkconfig.Load(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 1
+	}
+	if c.SourcesJSON == "" && *fn != "" {
+		// No local sources: use the deployed receiver's own.
+		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn); err != nil {
+			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			return 1
+		}
+	}
+	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 2
+	}
+	if err := rc.Check(spec); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 2
+	}
+	r := &reconcile.Reconciler{Ledger: l, Log: c.Logger(stderr)}
+	switch {
+	case *url != "" && *fn != "" && set["url"] && set["receiver-function"]:
+		fmt.Fprintln(stderr, "reconcile: give --url or --receiver-function, not both")
+		return 2
+	case *fn != "" && !set["url"]:
+		r.Feeder = &reconcile.LambdaFeeder{API: lambda.NewFromConfig(awsCfg), Function: *fn}
+	case *url != "":
+		if err := reconcile.ParseWebhookURL(*url); err != nil {
+			fmt.Fprintf(stderr, "reconcile: --url: %v\n", err)
+			return 2
+		}
+		r.Feeder = &reconcile.HTTPFeeder{Webhook: *url, Client: &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}}
+	case !*dry && !spec.Redeliver:
+		fmt.Fprintln(stderr, "reconcile: nowhere to feed missing events: give --url (the stack's WebhookUrl output) or --receiver-function (the receiver function's name), or --dry-run to only list them")
+		return 2
+	}
+	job, err := rc.Job(ctx, spec, *dry)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	rep, err := r.Run(ctx, job)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		printReconcile(stdout, rep, job)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 1
+	}
+	if rep.Failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// reconcileSpec merges the configured entry for source/tenant (if any) with
+// the flags given.
+func reconcileSpec(flags reconcile.Spec, set map[string]bool, file string) (reconcile.Spec, error) {
+	data := []byte(os.Getenv("HOOKLEDGER_RECONCILE"))
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return reconcile.Spec{}, err
+		}
+		data = b
+	} else if f := os.Getenv("HOOKLEDGER_RECONCILE_FILE"); len(data) == 0 && f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return reconcile.Spec{}, fmt.Errorf("HOOKLEDGER_RECONCILE_FILE: %w", err)
+		}
+		data = b
+	}
+	spec := reconcile.Spec{Source: flags.Source, Tenant: flags.Tenant}
+	if len(data) > 0 {
+		specs, err := reconcile.ParseSpecs(data)
+		if err != nil {
+			return reconcile.Spec{}, err
+		}
+		for _, s := range specs {
+			if s.Source == flags.Source && s.Tenant == flags.Tenant {
+				spec = s
+			}
+		}
+	}
+	for name, apply := range map[string]func(){
+		"since": func() { spec.Window = flags.Window }, "credential": func() { spec.Credential = flags.Credential },
+		"api-url": func() { spec.APIURL = flags.APIURL }, "min-age": func() { spec.MinAge = flags.MinAge },
+		"all": func() { spec.All = flags.All }, "types": func() { spec.Types = flags.Types },
+		"account": func() { spec.Account = flags.Account }, "hook": func() { spec.Hook = flags.Hook },
+		"redeliver": func() { spec.Redeliver = flags.Redeliver },
+	} {
+		if set[name] {
+			apply()
+		}
+	}
+	if spec.Credential == "" {
+		return spec, errors.New("no API credential for " + spec.Source + "/" + spec.Tenant + ": give --credential (a secret reference such as env:STRIPE_API_KEY or ssm:/hookledger/acme/stripe-api) or an entry in HOOKLEDGER_RECONCILE")
+	}
+	return spec, nil
+}
+
+func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
+	mode := ""
+	if rep.DryRun {
+		mode = " (dry run: nothing fed)"
+	}
+	fmt.Fprintf(w, "reconcile %s/%s against the %s API: %s, since %s (%v)%s\n", rep.Source, rep.Tenant, rep.Provider,
+		rep.Scope, rep.Since.Format(time.RFC3339), job.Window, mode)
+	rows := []struct {
+		n    int
+		what string
+	}{
+		{rep.Seen, "listed by the provider"},
+		{rep.InLedger, "already in the ledger"},
+		{rep.Missing, "missing from the ledger"},
+		{rep.Fed, "fed through the receiver and accepted (recovered)"},
+		{rep.Duplicate, "fed, answered duplicate (it arrived meanwhile)"},
+		{rep.Requested, "redelivery requested from the provider"},
+		{rep.Failed, "failed (see below; run again once the cause is fixed)"},
+		{rep.TooRecent, fmt.Sprintf("younger than %v, left to the sender", job.MinAge)},
+		{rep.TooOld, "not judged: original delivery before the window"},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%6d  %s\n", r.n, r.what)
+	}
+	if len(rep.Found) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tTYPE\tAT\tRESULT")
+	const most = 50
+	for i, f := range rep.Found {
+		if i == most {
+			fmt.Fprintf(tw, "(%d more; --json lists every one)\n", len(rep.Found)-most)
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Key, f.Type, f.At.Format(time.RFC3339), f.Result)
+	}
+	tw.Flush()
+}

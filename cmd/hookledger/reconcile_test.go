@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/effect"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/local"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/reconcile"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/paystub"
+	"github.com/hookledger/hookledger/tools/providerstub"
+)
+
+// TestReconcileCommandHealsAnOutage runs `hookledger reconcile` as an
+// operator would, after a Stripe outage, against the pipeline of hookledger
+// dev (the shipped invoice effect charging through the payments stub) and
+// the provider stub; the payments stub is the oracle: every invoice charged
+// exactly once.
+func TestReconcileCommandHealsAnOutage(t *testing.T) {
+	cfg := emulator.Config(t)
+	table := emulator.Table(t, cfg)
+	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
+	pay := paystub.New()
+	paySrv := httptest.NewServer(pay)
+	defer paySrv.Close()
+	const secret = "whsec_reconcile_cmd"
+	sources := `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + secret + `"]}}}}`
+	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_SOURCES": sources, "LOG_LEVEL": "warn"}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_ENDPOINT_URL", emulator.Endpoint(t))
+	c, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := hookledger.NewRouter()
+	if err := effect.Register(routes, func(k string) string {
+		return map[string]string{"PAYMENTS_URL": paySrv.URL, "NOTIFY_URL": paySrv.URL}[k]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, ln, 2, 10*time.Second, time.Second) }()
+	defer func() { cancel(); <-done }()
+
+	stub := providerstub.New(providerstub.Options{})
+	api := httptest.NewServer(stub)
+	defer api.Close()
+	webhookURL := "http://" + ln.Addr().String() + "/webhooks/{source}/{tenant}"
+	stub.Stripe.SetEndpoint("http://"+ln.Addr().String()+"/webhooks/stripe/acme", secret)
+	const invoices = 10
+	lost := 0
+	for i := range invoices {
+		stub.Stripe.SetDown(i%3 == 1)
+		obj := fmt.Sprintf(`{"id":"in_cmd_%d","object":"invoice","amount_paid":%d,"currency":"usd","customer":"cus_%d"}`, i, 1000+i, i)
+		if _, ok, err := stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(obj)); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			lost++
+		}
+	}
+	if lost != 3 {
+		t.Fatalf("%d lost, want 3", lost)
+	}
+	args := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_test_stub", "--api-url", api.URL, "--min-age", "0s", "--url", webhookURL}
+
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), append(args, "--dry-run"), &out, &errb); code != 0 {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "     3  missing from the ledger") || !strings.Contains(out.String(), "dry_run") {
+		t.Fatalf("dry run output:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run(t.Context(), args, &out, &errb); code != 0 {
+		t.Fatalf("reconcile: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "     3  fed through the receiver and accepted") {
+		t.Fatalf("reconcile output:\n%s", out.String())
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for pay.Stats().Charges < invoices && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := pay.Stats()
+	if st.Charges != invoices || len(st.PerEvent) != invoices || len(st.Twice()) != 0 {
+		t.Fatalf("payments %+v: want %d invoices charged once each", st, invoices)
+	}
+	out.Reset()
+	if code := run(t.Context(), append(args, "--json"), &out, &errb); code != 0 {
+		t.Fatalf("second run: exit %d %s", code, errb.String())
+	}
+	var rep reconcile.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Missing != 0 || rep.InLedger != 3 {
+		t.Fatalf("second run: %+v %v\n%s", rep.Counts, err, out.String())
+	}
+	if st := pay.Stats(); st.Charges != invoices || st.Notifications != invoices {
+		t.Fatalf("after the second run: %+v", st)
+	}
+}
+
+func TestReconcileUsage(t *testing.T) {
+	t.Setenv("HOOKLEDGER_SOURCES", `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]}}},"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:x"]}}}}`)
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9") // nothing is called
+	t.Setenv("HOOKLEDGER_RECONCILE", "")
+	t.Setenv("HOOKLEDGER_WEBHOOK_URL", "")
+	t.Setenv("HOOKLEDGER_RECEIVER_FUNCTION", "")
+	base := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_x"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reconcile"}, "--source and --tenant are required"},
+		{[]string{"reconcile", "--source", "stripe", "--tenant", "acme"}, "no API credential"},
+		{append(base, "--since", "200h"), "beyond the ledger's retention"},
+		{base, "nowhere to feed"},
+		{append(base, "--url", "not a url"), "--url"},
+		{[]string{"reconcile", "--source", "shop", "--tenant", "acme", "--credential", "literal:x", "--dry-run"}, "can ask only stripe and github"},
+		{append(base, "extra"), "unexpected argument"},
+	} {
+		var errb bytes.Buffer
+		if code := run(t.Context(), tc.args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+	// An entry of HOOKLEDGER_RECONCILE supplies what the flags do not.
+	t.Setenv("HOOKLEDGER_RECONCILE", `[{"source":"stripe","tenant":"acme","credential":"env:NOPE","window":"1h"}]`)
+	spec, err := reconcileSpec(reconcile.Spec{Source: "stripe", Tenant: "acme", Window: "2h"}, map[string]bool{"since": true}, "")
+	if err != nil || spec.Credential != "env:NOPE" || spec.Window != "2h" {
+		t.Fatalf("merged spec %+v %v", spec, err)
+	}
+}

@@ -1,0 +1,81 @@
+package idempotency_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/idempotency"
+	"github.com/hookledger/hookledger/tools/bench"
+	"github.com/hookledger/hookledger/tools/bench/payload"
+	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/tools/meter"
+)
+
+// TestCostPerCall pins the budget the issue sets against Powertools (2
+// requests and 2 write units per first call, 1 and 1 per repeat, at 1 KB),
+// measured against the emulator and priced by tools/bench's DynamoDB
+// billing rules, for every payload size the benchmark reports: a first
+// call is one conditional PutItem and one UpdateItem of 1 WCU each, a
+// repeat one failed conditional PutItem of 1 WCU, a cached repeat nothing.
+func TestCostPerCall(t *testing.T) {
+	t.Parallel()
+	m := meter.New()
+	raw := emulator.Config(t)
+	rawDB := dynamodb.NewFromConfig(raw)
+	table := emulator.Name("idem-cost")
+	if err := idempotency.CreateTable(t.Context(), rawDB, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rawDB.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	acc := &bench.Accountant{Raw: rawDB, Tables: map[string]bench.Table{table: {Keys: []string{"pk", "sk"}}}}
+	cfg := emulator.Config(t, m.APIOption, acc.APIOption)
+	for _, cached := range []bool{false, true} {
+		opt := idempotency.Options{Table: table, Logger: quietLogger()}
+		if cached {
+			opt.CacheEntries = 16
+		}
+		s, err := idempotency.NewStore(dynamodb.NewFromConfig(cfg), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type event map[string]any
+		f, err := idempotency.Wrap(s, "bench", func(ctx context.Context, ev event) (map[string]string, error) {
+			return map[string]string{"status": "processed", "event_id": ev["id"].(string)}, nil
+		}, idempotency.Config[event, map[string]string]{KeyPath: "id"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range payload.Sizes {
+			var ev event
+			id := emulator.Name("evt")
+			if err := json.Unmarshal(payload.JSON(id, size), &ev); err != nil {
+				t.Fatal(err)
+			}
+			measure := func(what string, wantReq int, wantWCU float64) {
+				t.Helper()
+				m.Reset()
+				acc.Take()
+				if _, _, err := f.Call(t.Context(), ev); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, v := range m.Snapshot() {
+					n += v
+				}
+				u := acc.Take()
+				if n != wantReq || u.WCU+u.IndexWCU != wantWCU || u.RCU != 0 {
+					t.Errorf("%s, %s, cache %v: %d requests %v (%.1f WCU, %.1f RCU), want %d and %.0f WCU",
+						payload.Label(size), what, cached, n, m.Snapshot(), u.WCU+u.IndexWCU, u.RCU, wantReq, wantWCU)
+				}
+			}
+			measure("first call", 2, 2)
+			if cached {
+				measure("repeat", 0, 0)
+			} else {
+				measure("repeat", 1, 1)
+			}
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package idempotency
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// Errors a caller branches on with errors.Is. Every error this package
+// returns is wrapped with the operation and, where there is one, the key.
+var (
+	// ErrInProgress: another invocation holds the key's claim and did not
+	// finish within the wait (Config.Wait; none by default). Retryable: the
+	// claim ends with that invocation's deadline at the latest.
+	ErrInProgress = errors.New("idempotency: call already in progress")
+	// ErrPayloadMismatch: the key was used before with a payload whose
+	// validated fields differ (Config.Validate, Config.ValidatePath). Not
+	// retryable; the stored record is left as it was.
+	ErrPayloadMismatch = errors.New("idempotency: payload differs from the one first seen with this key")
+	// ErrNoKey: the input has no key (nothing selected, null, "", [] or {})
+	// and Config.OptionalKey is false. Nothing was stored or run.
+	ErrNoKey = errors.New("idempotency: no idempotency key in the input")
+	// ErrBadInput: the key or validation fields could not be taken from
+	// the input (a path into a string that is not JSON, a Key function's
+	// error, a value that does not encode as JSON). Nothing was stored or
+	// run; answer it as a client error.
+	ErrBadInput = errors.New("idempotency: cannot take the key from the input")
+	// ErrAttemptsExhausted: the call failed Options.MaxAttempts times in its
+	// window and is not run again until the window ends (or Forget).
+	ErrAttemptsExhausted = errors.New("idempotency: attempts exhausted")
+	// ErrUnstorable: the call ran but its result could not be stored; see
+	// UnstorableError.
+	ErrUnstorable = errors.New("idempotency: result cannot be stored")
+	// ErrResultTooLarge: the result is over MaxResultBytes after
+	// compression. Matches UnstorableError values whose cause is size.
+	ErrResultTooLarge = errors.New("idempotency: result too large to store")
+	// ErrInvalid: a configuration or argument this package cannot use.
+	ErrInvalid = errors.New("idempotency: invalid configuration")
+)
+
+// Errors a Backend returns, shared with package ledger so that the
+// DynamoDB backend needs no translation.
+var (
+	// ErrNotFound: Backend.Get found no record, or only an expired one.
+	ErrNotFound = ledger.ErrNotFound
+	// ErrLeaseLost: Backend.Complete or Fail found the claim taken over.
+	ErrLeaseLost = ledger.ErrLeaseLost
+	// ErrUnavailable: the store throttled, failed or could not be reached.
+	ErrUnavailable = ledger.ErrUnavailable
+)
+
+// MaxResultBytes is the largest result stored, after compression
+// (results of 512 bytes and more are gzip'd when that is smaller). It is
+// DynamoDB's 400 KB item limit less room for the record's own attributes.
+const MaxResultBytes = ledger.MaxCallResult
+
+// UnstorableError is returned when a call's result cannot be stored: over
+// MaxResultBytes after compression, or not encodable as JSON. The call ran
+// exactly once: its record is marked done without a result, and repeats
+// return this error too (Replayed is then true) instead of running the
+// call again, until the record expires or is forgotten.
+type UnstorableError struct {
+	Operation string
+	Key       string
+	Reason    string // what the store recorded
+	Size      int    // the encoded result's bytes (0 when it did not encode)
+	Stored    int    // after compression
+	Limit     int    // MaxResultBytes
+	Replayed  bool   // reported from the record by a repeat
+}
+
+// Error names the call, the sizes and the limit, and what to do.
+func (e *UnstorableError) Error() string {
+	who := "ran; its result"
+	if e.Replayed {
+		who = "ran earlier; its result"
+	}
+	if e.tooLarge() {
+		return fmt.Sprintf("idempotency %s: call %s %s was not stored: %d bytes (%d after compression) is over the %d-byte limit of a DynamoDB item; return a smaller result (an id to fetch the rest by) or store it elsewhere",
+			e.Operation, e.Key, who, e.Size, e.Stored, e.Limit)
+	}
+	return fmt.Sprintf("idempotency %s: call %s %s was not stored: %s", e.Operation, e.Key, who, e.Reason)
+}
+
+func (e *UnstorableError) tooLarge() bool { return e.Limit > 0 && e.Stored > e.Limit }
+
+// Is matches ErrUnstorable, and ErrResultTooLarge when size was the cause.
+func (e *UnstorableError) Is(target error) bool {
+	return target == ErrUnstorable || (target == ErrResultTooLarge && e.tooLarge())
+}

@@ -1,0 +1,135 @@
+// Package blob is hookledger's optional payload store: an S3 bucket that
+// holds the bodies too large for a ledger item (400 KB after compression)
+// or, with a threshold, every body from a given size. The receiver writes
+// an event's object before it answers 2xx; the record and the queue
+// message carry its key (ledger.Record.PayloadRef, queue.Message.Ref), and
+// the processor, the reclaimer and the operator's replay read it back. The
+// bucket's lifecycle rule expires objects with the ledger's retention.
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// MaxObjectBytes bounds an object read back: Lambda takes requests of at
+// most 6 MB, so no accepted body is larger.
+const MaxObjectBytes = 8 << 20
+
+// API is the slice of the S3 client the store calls.
+type API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+var _ API = (*s3.Client)(nil)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no object under the key (never written, or expired).
+	ErrNotFound = errors.New("blob: object not found")
+	// ErrUnavailable: S3 failed, throttled, denied or could not be reached.
+	ErrUnavailable = errors.New("blob: payload store unavailable")
+)
+
+// Store is one bucket and key prefix.
+type Store struct {
+	API    API
+	Bucket string
+	Prefix string // e.g. "payloads/"; the template grants each role this prefix only
+}
+
+// NewClient returns an S3 client for cfg. Against an emulator
+// (cfg.BaseEndpoint set) it addresses buckets by path, since a local
+// endpoint has no per-bucket host names.
+func NewClient(cfg aws.Config) *s3.Client {
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = cfg.BaseEndpoint != nil
+	})
+}
+
+// Key is the object key of an event's body: the prefix and the SHA-256 of
+// the ledger's partition key, so every identity has one key of fixed
+// length whatever its parts (S3 keys are at most 1,024 bytes; a partition
+// key may be 2,048).
+func (s *Store) Key(id ledger.ID) string {
+	sum := sha256.Sum256([]byte(id.PK()))
+	return s.Prefix + hex.EncodeToString(sum[:])
+}
+
+// Put writes body under key. Writing the same body again is harmless: the
+// key is the event's, and its body does not change.
+func (s *Store) Put(ctx context.Context, key string, body []byte) error {
+	_, err := s.API.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.Bucket, Key: &key, Body: bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))), ContentType: aws.String("application/octet-stream"),
+	})
+	if err != nil {
+		return fmt.Errorf("put payload object %s: %w: %v", key, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Get reads the object under key back. ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.API.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: &key})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		var api smithy.APIError
+		if errors.As(err, &nsk) || errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound") {
+			return nil, fmt.Errorf("payload object %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("get payload object %s: %w: %v", key, ErrUnavailable, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, MaxObjectBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read payload object %s: %w: %v", key, ErrUnavailable, err)
+	}
+	if len(b) > MaxObjectBytes {
+		return nil, fmt.Errorf("payload object %s is over %d bytes: not a body hookledger wrote", key, MaxObjectBytes)
+	}
+	return b, nil
+}
+
+// payloads is the ledger's payload side, as the readers below need it.
+type payloads interface {
+	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+}
+
+// ErrMissing marks a body found in neither place: errors.Is matches it for
+// both ledger.ErrNotFound and ErrNotFound.
+var ErrMissing = errors.New("payload missing")
+
+// Body returns the stored body of rec: from the store when the record
+// references an object, from the ledger's payload item otherwise. A body
+// that is not there (yet) is an error matching ErrMissing; store may be nil
+// when rec references nothing.
+func Body(ctx context.Context, l payloads, store *Store, rec ledger.Record) ([]byte, error) {
+	if rec.PayloadRef == "" {
+		b, err := l.Payload(ctx, rec.ID)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", ErrMissing, err)
+		}
+		return b, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("%s: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", rec.ID, rec.PayloadRef)
+	}
+	b, err := store.Get(ctx, rec.PayloadRef)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", ErrMissing, err)
+	}
+	return b, err
+}

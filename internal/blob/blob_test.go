@@ -1,0 +1,85 @@
+package blob_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+)
+
+func setup(t *testing.T) (*blob.Store, *ledger.Ledger) {
+	t.Helper()
+	cfg := emulator.Config(t)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
+	l, err := ledger.New(dynamodbClient(cfg), ledger.Options{Table: emulator.Table(t, cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, l
+}
+
+func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
+	t.Parallel()
+	st, _ := setup(t)
+	body := make([]byte, 2<<20+7)
+	rand.Read(body)
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	key := st.Key(id)
+	if err := st.Put(t.Context(), key, body); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(t.Context(), key)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("got %d bytes, %v; want the %d bytes written", len(got), err, len(body))
+	}
+	if _, err := st.Get(t.Context(), st.Key(ledger.ID{Source: "stripe", Tenant: "acme", Key: "never"})); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("missing object: %v, want ErrNotFound", err)
+	}
+}
+
+func TestKeyIsFixedLengthAndPerIdentity(t *testing.T) {
+	t.Parallel()
+	st := &blob.Store{Prefix: "payloads/"}
+	long := ledger.ID{Source: "s", Tenant: "t", Key: strings.Repeat("#", ledger.MaxPartLen)}
+	a, b := st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}), st.Key(ledger.ID{Source: "s", Tenant: "t#k", Key: ""})
+	if a == b {
+		t.Error("two identities share a key")
+	}
+	if k := st.Key(long); len(k) != len("payloads/")+64 || !strings.HasPrefix(k, "payloads/") {
+		t.Errorf("key %q: want the prefix and 64 hex digits", k)
+	}
+}
+
+func TestBodyReadsWhereTheRecordSays(t *testing.T) {
+	t.Parallel()
+	st, l := setup(t)
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	inItem := ledger.Record{ID: id}
+	if _, err := blob.Body(t.Context(), l, st, inItem); !errors.Is(err, blob.ErrMissing) {
+		t.Fatalf("no payload item: %v, want ErrMissing", err)
+	}
+	if err := l.PutPayload(t.Context(), id, []byte("in the ledger")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := blob.Body(t.Context(), l, st, inItem); err != nil || string(b) != "in the ledger" {
+		t.Fatalf("ledger payload: %q %v", b, err)
+	}
+	inStore := ledger.Record{ID: id, PayloadRef: st.Key(id)}
+	if _, err := blob.Body(t.Context(), l, st, inStore); !errors.Is(err, blob.ErrMissing) {
+		t.Fatalf("no object: %v, want ErrMissing", err)
+	}
+	if err := st.Put(t.Context(), inStore.PayloadRef, []byte("in the store")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := blob.Body(t.Context(), l, st, inStore); err != nil || string(b) != "in the store" {
+		t.Fatalf("store payload: %q %v", b, err)
+	}
+	if _, err := blob.Body(t.Context(), l, nil, inStore); err == nil || errors.Is(err, blob.ErrMissing) {
+		t.Errorf("no store configured: %v, want a configuration error", err)
+	}
+}

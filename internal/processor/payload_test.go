@@ -1,0 +1,129 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+)
+
+func (f *fixture) payload(t *testing.T, key string) ([]byte, error) {
+	t.Helper()
+	return f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+}
+
+// With on-trouble (or a payload write that failed beside a successful
+// enqueue), a new event's record has no payload; the processor stores the
+// body from the message whenever the event may need a re-drive, and never
+// on the happy path.
+func TestProcessorKeepsThePayloadOnlyForEventsInTrouble(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+
+	ok := f.event(t, "evt_ok", "invoice.paid")
+	f.meter.Reset()
+	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{ok}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("happy path failed: %v", resp.BatchItemFailures)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.UpdateItem"] != 2 || len(snap) != 1 {
+		t.Errorf("happy path cost %v, want claim and complete only", snap)
+	}
+	if _, err := f.payload(t, "evt_ok"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("happy path stored a payload: %v", err)
+	}
+
+	flaky := f.event(t, "evt_flaky_keep", "flaky")
+	declined := f.event(t, "evt_declined_keep", "declined")
+	redelivered := f.event(t, "evt_redelivered", "invoice.paid")
+	redelivered.Attributes = map[string]string{"ApproximateReceiveCount": "2"}
+	busy := f.event(t, "evt_busy", "invoice.paid")
+	if _, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_busy"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	dead := f.event(t, "evt_dead_keep", "invoice.paid")
+	lease, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dead_keep"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Bury(ctx, lease, "buried while its message was still queued"); err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{flaky, declined, redelivered, busy, dead}})
+	failed := map[string]bool{}
+	for _, fl := range resp.BatchItemFailures {
+		failed[fl.ItemIdentifier] = true
+	}
+	if !failed[flaky.MessageId] || !failed[busy.MessageId] || failed[declined.MessageId] || failed[redelivered.MessageId] || failed[dead.MessageId] {
+		t.Errorf("batch failures %v, want the flaky and the busy message", resp.BatchItemFailures)
+	}
+	for key, why := range map[string]string{
+		"evt_flaky_keep":    "failed: its message stays, the reclaimer may re-drive it later",
+		"evt_declined_keep": "dead: its message is deleted, a replay needs the body",
+		"evt_redelivered":   "redelivered: an earlier worker may have died holding it",
+		"evt_busy":          "its message went back to the queue",
+		"evt_dead_keep":     "found dead: its message is deleted, a replay needs the body",
+	} {
+		if body, err := f.payload(t, key); err != nil || string(body) != `{"id":"`+key+`"}` {
+			t.Errorf("%s (%s): payload %q %v", key, why, body, err)
+		}
+	}
+	// A payload already there is kept, not overwritten.
+	again := f.event(t, "evt_kept_once", "flaky")
+	if err := f.l.PutPayload(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_kept_once"}, []byte("the receiver's copy")); err != nil {
+		t.Fatal(err)
+	}
+	f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{again}})
+	if body, _ := f.payload(t, "evt_kept_once"); string(body) != "the receiver's copy" {
+		t.Errorf("stored payload overwritten: %q", body)
+	}
+}
+
+// A message that references the payload store carries no body when the
+// body is too large for it: the processor reads the object.
+func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	cfg := emulator.Config(t)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
+	var seen []byte
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error {
+		seen = ev.Body
+		return nil
+	})
+	f.h.Routes = r
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_in_store"}
+	body := []byte(`{"id":"evt_in_store","big":true}`)
+	ref := st.Key(id)
+	if err := st.Put(t.Context(), ref, body); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x", PayloadRef: ref}); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: id.Key, Type: "invoice.paid", SHA256: "x", Ref: ref})
+	msg := events.SQSMessage{MessageId: "m-store", Body: enc}
+	// Without a configured store the event is retried, never run blind.
+	if resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}}); len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("no store configured: %v, want the message failed", resp.BatchItemFailures)
+	}
+	f.h.Store = st
+	f.h.Now = func() time.Time { return time.Now().Add(time.Hour) } // past the failed attempt's backoff
+	if resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("with the store: %v", resp.BatchItemFailures)
+	}
+	if string(seen) != string(body) {
+		t.Errorf("handler saw %q, want the stored body", seen)
+	}
+	if rec := f.status(t, id.Key); rec.Status != ledger.Done {
+		t.Errorf("status %s, want done", rec.Status)
+	}
+}

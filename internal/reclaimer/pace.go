@@ -1,0 +1,82 @@
+package reclaimer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pacer keeps re-driven messages from piling up on the queue. A page is
+// admitted only while the messages waiting there — the last reading of
+// the queue's depth, plus what was sent since, plus what admitted pages may
+// still send — stay within max, so a
+// new event never queues behind more than about max re-driven ones, and a
+// re-driven message is consumed long before its record is due again (its
+// backoff is a minute or more). It also keeps the reclaimer from adding to
+// a backlog the processor already has: records waiting on a full queue are
+// overdue in the ledger too, and re-driving them would send them twice.
+type pacer struct {
+	max  int
+	read func(context.Context) (int, error)
+	now  func() time.Time // the handler's clock, for the budget
+
+	mu       sync.Mutex
+	depth    int       // the last reading
+	sent     int       // messages sent since the last reading
+	inflight int       // messages admitted pages may still send
+	readAt   time.Time // wall clock of the last reading; zero: never read
+}
+
+const (
+	// paceFresh is how old a reading may be before a page is admitted on it.
+	paceFresh = time.Second
+	// paceRetry is the wait before reading again while the queue is full.
+	paceRetry = 200 * time.Millisecond
+)
+
+// admit waits until n more messages fit (or the queue is empty: a page
+// larger than max still goes, alone) and books them. It gives up, ok false,
+// when the run's end (by the handler's clock; zero: none) comes first or
+// ctx ends; err is a failure to read the depth. waited is the time spent
+// waiting for room (not reading the depth).
+func (p *pacer) admit(ctx context.Context, n int, end time.Time) (waited time.Duration, ok bool, err error) {
+	for {
+		p.mu.Lock()
+		age := time.Since(p.readAt)
+		if p.readAt.IsZero() || age >= paceFresh || p.estimate()+n > p.max && age >= paceRetry {
+			d, err := p.read(ctx)
+			if err != nil {
+				p.mu.Unlock()
+				return waited, false, err
+			}
+			// A send that finishes while the depth is read may be counted
+			// twice: the estimate errs on the full side.
+			p.depth, p.sent, p.readAt = d, 0, time.Now()
+		}
+		if est := p.estimate(); est+n <= p.max || est == 0 {
+			p.inflight += n
+			p.mu.Unlock()
+			return waited, true, nil
+		}
+		p.mu.Unlock()
+		if !end.IsZero() && !p.now().Add(paceRetry).Before(end) {
+			return waited, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return waited, false, nil
+		case <-time.After(paceRetry):
+			waited += paceRetry
+		}
+	}
+}
+
+// release ends an admitted page of n that sent sent messages.
+func (p *pacer) release(n, sent int) {
+	p.mu.Lock()
+	p.inflight -= n
+	p.sent += sent
+	p.mu.Unlock()
+}
+
+func (p *pacer) estimate() int { return p.depth + p.sent + p.inflight }

@@ -1,0 +1,213 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/source"
+)
+
+// Spec is one configured reconciliation: a source and tenant of the sources
+// JSON and how to reach its provider's API. HOOKLEDGER_RECONCILE holds a JSON
+// array of them; the CLI also builds one from its flags.
+type Spec struct {
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	// Credential is a secret reference, resolved like the sources' secrets,
+	// to the provider API credential: a Stripe secret or restricted key
+	// (Events: read), a GitHub token (Webhooks: read; write to redeliver).
+	Credential string `json:"credential"`
+	// APIURL overrides the provider's API base URL (GitHub Enterprise
+	// Server: https://HOST/api/v3; tests: a local stub).
+	APIURL string `json:"api_url,omitempty"`
+	// Window is how far back to look (Go duration); default: as far as the
+	// provider keeps events (Stripe 30 days, GitHub 3 days), capped at the
+	// ledger's retention minus RetentionMargin.
+	Window string `json:"window,omitempty"`
+	// MinAge leaves younger events to the sender (default 10m).
+	MinAge string `json:"min_age,omitempty"`
+	// Stripe: All lists every event in the window, not only those Stripe
+	// could not deliver; Types keeps only these types (the endpoint's
+	// enabled events; "invoice.*" matches a family); Account is a connected
+	// account (Stripe-Account).
+	All     bool     `json:"all,omitempty"`
+	Types   []string `json:"types,omitempty"`
+	Account string   `json:"account,omitempty"`
+	// GitHub: Hook is the webhook's API path, repos/OWNER/REPO/hooks/ID or
+	// orgs/ORG/hooks/ID; Redeliver asks GitHub to deliver missing events
+	// again instead of feeding rebuilt ones.
+	Hook      string `json:"hook,omitempty"`
+	Redeliver bool   `json:"redeliver,omitempty"`
+}
+
+// DefaultMinAge is how young an event may be before reconcile judges it.
+const DefaultMinAge = 10 * time.Minute
+
+// ParseSpecs reads HOOKLEDGER_RECONCILE: a JSON array of Spec. Unknown
+// fields are errors.
+func ParseSpecs(data []byte) ([]Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var specs []Spec
+	if err := dec.Decode(&specs); err != nil {
+		return nil, fmt.Errorf("reconcile config: %w (want [{\"source\": \"stripe\", \"tenant\": \"acme\", \"credential\": \"ssm:/hookledger/acme/stripe-api-key\"}, ...]; see docs/reconcile.md)", err)
+	}
+	return specs, nil
+}
+
+// Providers are the provider schemes reconcile can ask.
+var Providers = []string{"stripe", "github"}
+
+// Config is what building jobs needs: the sources (verifiers, tenants and
+// their signing secrets) and the resolver of credential references.
+type Config struct {
+	Sources   map[string]source.Source
+	Registry  *source.Registry
+	Secrets   *source.Secrets // resolves Spec.Credential
+	Retention time.Duration   // the ledger's
+	Client    *http.Client    // for provider APIs (default: 30 s timeout)
+	// CredentialGrants is what the deployed reconciler's role may read for
+	// credentials (HOOKLEDGER_RECONCILE_GRANTS); nil: not checked (the CLI).
+	CredentialGrants *source.Grants
+}
+
+// Check validates a spec against the sources without any network call, so
+// that a misconfiguration stops the function at cold start.
+func (c *Config) Check(s Spec) error {
+	name := s.Source + "/" + s.Tenant
+	src, ok := c.Sources[s.Source]
+	if !ok {
+		return fmt.Errorf("reconcile %s: source %q is not in the sources configuration (HOOKLEDGER_SOURCES)", name, s.Source)
+	}
+	if _, ok := src.Tenants[s.Tenant]; !ok {
+		return fmt.Errorf("reconcile %s: source %q has no tenant %q", name, s.Source, s.Tenant)
+	}
+	p := src.Provider
+	if p != "stripe" && p != "github" {
+		return fmt.Errorf("reconcile %s: source %q uses provider %q, and reconcile can ask only %s (docs/reconcile.md says which providers' APIs allow it)",
+			name, s.Source, p, strings.Join(Providers, " and "))
+	}
+	if strings.TrimSpace(s.Credential) == "" {
+		return fmt.Errorf("reconcile %s: no credential; set a reference to the %s API credential, e.g. \"ssm:/hookledger/%s/%s-api\"", name, p, s.Tenant, p)
+	}
+	ref, err := source.ParseRef(s.Credential)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: credential: %w", name, err)
+	}
+	if c.CredentialGrants != nil {
+		if err := c.CredentialGrants.Check(ref); err != nil {
+			return fmt.Errorf("reconcile %s: credential: %w (the reconciler's grants are ReconcileCredentialsParameterPath and ReconcileCredentialsSecretArn)", name, err)
+		}
+	}
+	if _, err := baseURL(s.APIURL, "https://api.example.com"); err != nil {
+		return fmt.Errorf("reconcile %s: %w", name, err)
+	}
+	switch p {
+	case "stripe":
+		if s.Hook != "" || s.Redeliver {
+			return fmt.Errorf("reconcile %s: hook and redeliver are GitHub settings; Stripe has no documented redelivery API", name)
+		}
+		if _, err := NewStripe(StripeOptions{APIKey: "sk_check", Types: s.Types}); err != nil {
+			return fmt.Errorf("reconcile %s: %w", name, err)
+		}
+	case "github":
+		if s.All || len(s.Types) > 0 || s.Account != "" {
+			return fmt.Errorf("reconcile %s: all, types and account are Stripe settings; a GitHub hook's deliveries are all its own", name)
+		}
+		if !hookPattern.MatchString(strings.Trim(s.Hook, "/")) {
+			return fmt.Errorf("reconcile %s: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", name, s.Hook)
+		}
+	}
+	if _, err := c.window(s, p); err != nil {
+		return err
+	}
+	if _, err := minAge(s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// window is the spec's window, or the default one.
+func (c *Config) window(s Spec, provider string) (time.Duration, error) {
+	if s.Window == "" {
+		w := stripeRetention
+		if provider == "github" {
+			w = githubRetention
+		}
+		if c.Retention > 0 {
+			w = min(w, c.Retention-RetentionMargin)
+		}
+		return w, nil
+	}
+	w, err := time.ParseDuration(s.Window)
+	if err != nil || w <= 0 {
+		return 0, fmt.Errorf("reconcile %s/%s: window %q: want a positive Go duration such as 72h", s.Source, s.Tenant, s.Window)
+	}
+	if c.Retention > 0 && w > c.Retention-RetentionMargin {
+		return 0, fmt.Errorf("reconcile %s/%s: window %v reaches beyond the ledger's retention %v minus %v: records of older events may have expired, and feeding such an event again would run its effects twice; use at most %v, or raise HOOKLEDGER_RETENTION",
+			s.Source, s.Tenant, w, c.Retention, RetentionMargin, c.Retention-RetentionMargin)
+	}
+	return w, nil
+}
+
+func minAge(s Spec) (time.Duration, error) {
+	if s.MinAge == "" {
+		return DefaultMinAge, nil
+	}
+	d, err := time.ParseDuration(s.MinAge)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("reconcile %s/%s: min_age %q: want a Go duration such as 10m (0 judges every event)", s.Source, s.Tenant, s.MinAge)
+	}
+	return d, nil
+}
+
+// Job builds the job of a spec: it resolves the provider credential and,
+// unless a dry run needs none, the tenant's signing secrets.
+func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
+	if err := c.Check(s); err != nil {
+		return Job{}, err
+	}
+	src := c.Sources[s.Source]
+	verifier, refs, err := c.Registry.Verifier(s.Source, s.Tenant)
+	if err != nil {
+		return Job{}, err
+	}
+	keyFromDelivery := src.KeyHeader != "" || src.KeyPath != ""
+	job := Job{Source: s.Source, Tenant: s.Tenant, Verifier: verifier, KeyFromDelivery: keyFromDelivery,
+		Retention: c.Retention, DryRun: dryRun, Redeliver: s.Redeliver}
+	job.Window, _ = c.window(s, src.Provider)
+	job.MinAge, _ = minAge(s)
+	if !dryRun || keyFromDelivery {
+		// Each reference resolves on its own (a rotation list keeps working
+		// while an old secret is gone); any one the receiver accepts signs.
+		res := c.Registry.Secrets(ctx, refs)
+		if len(res.Values) == 0 {
+			return Job{}, fmt.Errorf("reconcile %s/%s: none of the tenant's signing secrets (to sign rebuilt deliveries) resolved: %w", s.Source, s.Tenant, res.Err())
+		}
+		job.Secrets = res.Values
+	}
+	if c.Secrets == nil {
+		return Job{}, errors.New("reconcile: no secret resolver for the credential")
+	}
+	ref, _ := source.ParseRef(s.Credential) // checked above
+	cred, err := c.Secrets.Value(ctx, ref)
+	if err != nil {
+		return Job{}, fmt.Errorf("reconcile %s/%s: the %s API credential: %w", s.Source, s.Tenant, src.Provider, err)
+	}
+	switch src.Provider {
+	case "stripe":
+		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
+	default:
+		job.Provider, err = NewGitHub(GitHubOptions{Token: cred, Hook: s.Hook, BaseURL: s.APIURL, Client: c.Client})
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("reconcile %s/%s: %w", s.Source, s.Tenant, err)
+	}
+	return job, nil
+}

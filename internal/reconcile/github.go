@@ -1,0 +1,272 @@
+package reconcile
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// GitHubAPI is GitHub's REST API base URL (GitHub Enterprise Server:
+// https://HOST/api/v3).
+const GitHubAPI = "https://api.github.com"
+
+// githubRetention is how long github.com keeps deliveries (GitHub
+// Enterprise Server: 7 days).
+const githubRetention = 3 * 24 * time.Hour
+
+// hookPattern is a repository or organization webhook's API path.
+var hookPattern = regexp.MustCompile(`^(repos/[A-Za-z0-9._-]+/[A-Za-z0-9._-]+|orgs/[A-Za-z0-9._-]+)/hooks/[0-9]+$`)
+
+// GitHub lists a webhook's deliveries (GET .../hooks/{id}/deliveries, 100 a
+// page, newest first, following the Link header's rel="next" cursor) back to
+// the window's start, and groups them by GUID: an event is delivered once
+// and redelivered under the same GUID, which is the key the receiver uses
+// (X-GitHub-Delivery).
+//
+// A rebuilt delivery takes the payload and headers of GET
+// .../deliveries/{id}. GitHub returns the payload parsed, so the rebuilt
+// body carries the same JSON in its key order but not necessarily the
+// original bytes (whitespace, escaping); form-encoded hooks get the
+// payload=... form back. Redeliver instead asks GitHub to send the original
+// again (POST .../deliveries/{id}/attempts), genuinely signed.
+type GitHub struct {
+	api  *apiClient
+	hook string // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
+}
+
+// GitHubOptions configure NewGitHub.
+type GitHubOptions struct {
+	Token   string       // a token with the Webhooks read permission (write to redeliver)
+	Hook    string       // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
+	BaseURL string       // default GitHubAPI
+	Client  *http.Client // default: 30 s timeout
+}
+
+// NewGitHub returns a GitHub webhook's deliveries API as a Provider.
+func NewGitHub(o GitHubOptions) (*GitHub, error) {
+	if o.Token == "" {
+		return nil, errors.New("github: no token (the credential must be a token with the Webhooks read permission)")
+	}
+	hook := strings.Trim(o.Hook, "/")
+	if !hookPattern.MatchString(hook) {
+		return nil, fmt.Errorf("github: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID (the hook id is in the webhook's settings URL)", o.Hook)
+	}
+	base, err := baseURL(o.BaseURL, GitHubAPI)
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+o.Token)
+	h.Set("Accept", "application/vnd.github+json")
+	h.Set("X-GitHub-Api-Version", "2022-11-28")
+	c := o.Client
+	if c == nil {
+		c = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &GitHub{api: &apiClient{provider: "github", base: base, http: c, header: h}, hook: hook}, nil
+}
+
+// Name implements Provider.
+func (g *GitHub) Name() string { return "github" }
+
+// Scope says what List is asked for.
+func (g *GitHub) Scope() string { return "every delivery of " + g.hook }
+
+// Retention implements Provider: github.com keeps deliveries 3 days.
+func (g *GitHub) Retention() time.Duration { return githubRetention }
+
+// ghItem is the hook-delivery-item schema (the fields reconcile reads).
+type ghItem struct {
+	ID          int64     `json:"id"`
+	GUID        string    `json:"guid"`
+	DeliveredAt time.Time `json:"delivered_at"`
+	Redelivery  bool      `json:"redelivery"`
+	StatusCode  int       `json:"status_code"`
+	Event       string    `json:"event"`
+}
+
+// ghEvent gathers one GUID's deliveries.
+type ghEvent struct {
+	guid, event  string
+	first        time.Time // the earliest delivery seen
+	firstIsRedo  bool      // the earliest delivery seen is a redelivery: the original is older
+	ok           bool      // some delivery got a 2xx
+	deliveryID   int64     // the earliest delivery's id
+	originalSeen bool
+}
+
+// List implements Provider. Events come oldest first. An event whose
+// original delivery is older than the window (only redeliveries seen) gets
+// a zero At: it cannot be judged safely and is counted as too old.
+func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error) error {
+	byGUID := map[string]*ghEvent{}
+	next := "/" + g.hook + "/deliveries?per_page=100"
+	for next != "" {
+		var page []ghItem
+		hdr, err := g.api.get(ctx, next, &page)
+		if err != nil {
+			return err
+		}
+		older := false
+		for _, it := range page {
+			if it.GUID == "" || it.ID == 0 {
+				return fmt.Errorf("github API: a listed delivery has no guid or id")
+			}
+			if it.DeliveredAt.Before(since) {
+				older = true
+				continue
+			}
+			e := byGUID[it.GUID]
+			if e == nil {
+				e = &ghEvent{guid: it.GUID, event: it.Event}
+				byGUID[it.GUID] = e
+			}
+			if e.first.IsZero() || it.DeliveredAt.Before(e.first) || (it.DeliveredAt.Equal(e.first) && it.ID < e.deliveryID) {
+				e.first, e.firstIsRedo, e.deliveryID = it.DeliveredAt, it.Redelivery, it.ID
+			}
+			if !it.Redelivery {
+				e.originalSeen = true
+			}
+			if it.StatusCode >= 200 && it.StatusCode < 300 {
+				e.ok = true
+			}
+		}
+		// Newest first: once a page reaches past the window, the rest is
+		// older still.
+		if older || len(page) == 0 {
+			break
+		}
+		next = nextLink(hdr.Get("Link"))
+		if next != "" && !sameOrigin(next, g.api.base) {
+			// Never send the token elsewhere.
+			return fmt.Errorf("github API: the next page's link %q leaves %s", redactURL(next), g.api.base)
+		}
+	}
+	events := make([]*ghEvent, 0, len(byGUID))
+	for _, e := range byGUID {
+		events = append(events, e)
+	}
+	slices.SortFunc(events, func(a, b *ghEvent) int {
+		if c := a.first.Compare(b.first); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.deliveryID, b.deliveryID)
+	})
+	for _, e := range events {
+		ev := Event{ID: e.guid, Type: e.event, At: e.first, Failed: !e.ok, ref: fmt.Sprint(e.deliveryID)}
+		if !e.originalSeen {
+			ev.At = time.Time{}
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkNext finds rel="next" in a Link header.
+var linkEntry = regexp.MustCompile(`<([^>]*)>\s*((?:;\s*[^;,]*)*)`)
+
+// nextLink returns the URL of rel="next" in a Link header, or "".
+func nextLink(h string) string {
+	for _, m := range linkEntry.FindAllStringSubmatch(h, -1) {
+		for _, p := range strings.Split(m[2], ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "rel") && slices.Contains(strings.Fields(strings.Trim(strings.TrimSpace(v), `"`)), "next") {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}
+
+// ghDelivery is the hook-delivery schema (the fields reconcile reads).
+type ghDelivery struct {
+	GUID    string `json:"guid"`
+	Event   string `json:"event"`
+	Request struct {
+		Headers map[string]string `json:"headers"`
+		Payload json.RawMessage   `json:"payload"`
+	} `json:"request"`
+}
+
+// passHeaders are the delivery headers carried over into a rebuilt
+// delivery; the signature, id and event headers are made anew.
+var passHeaders = []string{"X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID", "X-GitHub-Hook-Installation-Target-Type"}
+
+// Rebuild implements Provider.
+func (g *GitHub) Rebuild(ctx context.Context, ev Event) (Delivery, error) {
+	if ev.ref == "" {
+		return Delivery{}, fmt.Errorf("github delivery %s: no delivery id", ev.ID)
+	}
+	var d ghDelivery
+	if _, err := g.api.get(ctx, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref), &d); err != nil {
+		return Delivery{}, err
+	}
+	if d.GUID != ev.ID {
+		return Delivery{}, fmt.Errorf("github delivery %s: the API returned guid %q, want %q", ev.ref, d.GUID, ev.ID)
+	}
+	payload := bytes.TrimSpace(d.Request.Payload)
+	if len(payload) == 0 || payload[0] != '{' {
+		return Delivery{}, fmt.Errorf("github delivery %s: request.payload is not a JSON object", ev.ref)
+	}
+	var body bytes.Buffer
+	if err := json.Compact(&body, payload); err != nil {
+		return Delivery{}, fmt.Errorf("github delivery %s: request.payload: %w", ev.ref, err)
+	}
+	hdr := http.Header{}
+	ctype := "application/json"
+	for k, v := range d.Request.Headers {
+		switch {
+		case strings.EqualFold(k, "content-type"):
+			ctype = v
+		case slices.ContainsFunc(passHeaders, func(p string) bool { return strings.EqualFold(p, k) }):
+			hdr.Set(k, v)
+		}
+	}
+	b := body.Bytes()
+	if strings.HasPrefix(strings.ToLower(ctype), "application/x-www-form-urlencoded") {
+		// A hook with content type "form" sends the JSON as the payload field.
+		b = []byte("payload=" + url.QueryEscape(body.String()))
+	}
+	hdr.Set("Content-Type", ctype)
+	typ := d.Event
+	if typ == "" {
+		typ = ev.Type
+	}
+	return Delivery{Message: webhook.Message{ID: ev.ID, Type: typ, Body: b}, Header: hdr}, nil
+}
+
+// Redeliver implements Redeliverer: GitHub delivers the event again, with
+// the same GUID, genuinely signed.
+func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
+	if ev.ref == "" {
+		return fmt.Errorf("github delivery %s: no delivery id", ev.ID)
+	}
+	_, err := g.api.call(ctx, http.MethodPost, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref)+"/attempts", nil)
+	return err
+}
+
+// sameOrigin reports whether u is on base's scheme and host.
+func sameOrigin(u, base string) bool {
+	a, err1 := url.Parse(u)
+	b, err2 := url.Parse(base)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if a.Scheme == "" && a.Host == "" {
+		return true // relative
+	}
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
+}

@@ -1,0 +1,158 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/tools/providerstub"
+)
+
+func handlerConfig(t *testing.T) config.Config {
+	t.Helper()
+	c, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SourcesJSON = `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_h"]}}}}`
+	return c
+}
+
+func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
+	t.Parallel()
+	c := handlerConfig(t)
+	ok := `[{"source":"stripe","tenant":"acme","credential":"literal:sk_x"}]`
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{ReceiverFunction: "r"}, "HOOKLEDGER_RECONCILE is empty"},
+		{Settings{Specs: `[]`, ReceiverFunction: "r"}, "lists no source"},
+		{Settings{Specs: `{"source":"stripe"}`, ReceiverFunction: "r"}, "reconcile config"},
+		{Settings{Specs: `[{"source":"stripe","tenant":"nope","credential":"literal:x"},{"source":"github","tenant":"acme","credential":"literal:x"}]`, ReceiverFunction: "r"}, "no tenant \"nope\""},
+		{Settings{Specs: ok}, "HOOKLEDGER_RECEIVER_FUNCTION"},
+		{Settings{Specs: ok, WebhookURL: "hooks.example.com"}, "HOOKLEDGER_WEBHOOK_URL"},
+	} {
+		_, err := FromConfig(c, tc.s, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, quiet())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
+		}
+	}
+	// References outside what the template grants the reconciler's role
+	// stop it at cold start, as they stop the receiver.
+	_, err := FromConfig(c, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/elsewhere/stripe-api"}]`,
+		ReceiverFunction: "r", CredentialGrants: "ssm=/hookledger-reconcile/prod;secretsmanager="}, aws.Config{Region: "us-east-1"}, nil, quiet())
+	if err == nil || !strings.Contains(err.Error(), "ReconcileCredentialsParameterPath") {
+		t.Errorf("credential outside the grant: %v", err)
+	}
+	granted := c
+	granted.SourcesJSON = `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:/other/stripe"]}}}}`
+	granted.SecretGrants = "ssm=/hookledger/prod;secretsmanager=;secretsmanager_prefix="
+	if _, err := FromConfig(granted, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, nil, quiet()); err == nil || !strings.Contains(err.Error(), "could not read these signing secrets") {
+		t.Errorf("signing secret outside the grant: %v", err)
+	}
+	bad := c
+	bad.SourcesJSON = ""
+	if _, err := FromConfig(bad, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{}, nil, quiet()); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_SOURCES") {
+		t.Fatalf("no sources: %v", err)
+	}
+	if _, err := FromConfig(c, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, nil, quiet()); err != nil {
+		t.Fatalf("valid: %v", err)
+	}
+}
+
+// TestHandleEmitsMetrics runs the scheduled handler over one spec: the
+// counts go out as one EMF line, zeros included, and a failed feed fails the
+// run (so the function's Errors alarm fires).
+func TestHandleEmitsMetrics(t *testing.T) {
+	t.Parallel()
+	stub := providerstub.New(providerstub.Options{})
+	api := httptest.NewServer(stub)
+	defer api.Close()
+	stub.Stripe.SetEndpoint("http://127.0.0.1:1/unreachable", "whsec_h")
+	for i := range 3 {
+		stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(fmt.Sprintf(`{"id":"in_%d"}`, i)))
+	}
+	c := handlerConfig(t)
+	specs := fmt.Sprintf(`[{"source":"stripe","tenant":"acme","credential":"literal:sk_test_stub","api_url":%q,"min_age":"0s"}]`, api.URL)
+	h, err := FromConfig(c, Settings{Specs: specs, WebhookURL: "http://127.0.0.1:1/webhooks/{source}/{tenant}"}, aws.Config{Region: "us-east-1"}, nil, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var emf bytes.Buffer
+	h.Metrics = metric.New(&emf, "test")
+	accepting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Hookledger-Result", "accepted")
+	}))
+	defer accepting.Close()
+	h.Reconciler.Ledger = &memLedger{keys: map[string]bool{}}
+	h.Reconciler.Feeder = &HTTPFeeder{Webhook: accepting.URL}
+
+	sum, err := h.Handle(t.Context(), nil)
+	if err != nil || len(sum.Reports) != 1 || sum.Reports[0].Fed != 3 {
+		t.Fatalf("%+v %v", sum, err)
+	}
+	var line map[string]any
+	json.Unmarshal(emf.Bytes(), &line)
+	if line["ReconcileSeen"] != 3.0 || line["ReconcileMissing"] != 3.0 || line["ReconcileRecovered"] != 3.0 || line["ReconcileFailed"] != 0.0 {
+		t.Fatalf("metrics %s", emf.String())
+	}
+
+	// A receiver that refuses: the run fails and says why.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+	defer refusing.Close()
+	h.Reconciler.Feeder = &HTTPFeeder{Webhook: refusing.URL}
+	emf.Reset()
+	_, err = h.Handle(t.Context(), nil)
+	if err == nil || !strings.Contains(err.Error(), "3 missing events could not be fed") || !strings.Contains(emf.String(), `"ReconcileFailed":3`) {
+		t.Fatalf("refused: %v %s", err, emf.String())
+	}
+}
+
+// fakeConfig answers GetFunctionConfiguration with an environment.
+type fakeConfig struct {
+	vars  map[string]string
+	err   error
+	asked string
+}
+
+func (f *fakeConfig) GetFunctionConfiguration(_ context.Context, in *lambda.GetFunctionConfigurationInput, _ ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error) {
+	f.asked = *in.FunctionName
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &lambda.GetFunctionConfigurationOutput{Environment: &lambdatypes.EnvironmentResponse{Variables: f.vars}}, nil
+}
+
+func TestReceiverSources(t *testing.T) {
+	t.Parallel()
+	c := handlerConfig(t)
+	c.SourcesJSON = ""
+	f := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": `{"x":1}`, "HOOKLEDGER_SECRET_GRANTS": "ssm=/a"}}
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || c.SourcesJSON != `{"x":1}` || c.SecretGrants != "ssm=/a" || f.asked != "stack-receiver" {
+		t.Fatalf("%v %+v", err, c)
+	}
+	// Sources set locally win; nothing is asked.
+	f = &fakeConfig{}
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || f.asked != "" {
+		t.Fatalf("local sources: %v, asked %q", err, f.asked)
+	}
+	c.SourcesJSON = ""
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{err: errors.New("AccessDeniedException")}, "r"); err == nil || !strings.Contains(err.Error(), "lambda:GetFunctionConfiguration") {
+		t.Fatalf("denied: %v", err)
+	}
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{}}, "r"); err == nil || !strings.Contains(err.Error(), "no HOOKLEDGER_SOURCES") {
+		t.Fatalf("empty: %v", err)
+	}
+}

@@ -1,0 +1,497 @@
+// Package reconcile closes the gap the ledger cannot: events a sender never
+// managed to deliver (an endpoint down or misconfigured for longer than the
+// sender retries, or deliveries the sender dropped). It asks the provider's
+// API what it sent, or failed to send, in a window, looks each event up in
+// the ledger, and feeds every missing one through the receiver's own path:
+// a rebuilt delivery, signed with the tenant's webhook secret, posted to the
+// webhook URL or handed to the receiver function as API Gateway would. The
+// receiver then verifies, keys, dedups and enqueues it like any delivery, so
+// an event that arrives meanwhile, or is fed twice, is still processed once.
+//
+// Providers whose APIs allow it implement Provider (Stripe's List Events,
+// GitHub's hook deliveries); docs/reconcile.md lists the others and why they
+// cannot.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// Event is one event a provider says it sent, or tried to send, to the
+// endpoint.
+type Event struct {
+	// ID is the provider's id of the event: the key the receiver extracts
+	// by default (Stripe's event id, GitHub's delivery GUID).
+	ID string
+	// Type is the event type the delivery carries.
+	Type string
+	// At is when the provider created the event or first tried to deliver
+	// it; no ledger record of it can be older.
+	At time.Time
+	// Failed is set when the provider records no successful delivery.
+	Failed bool
+
+	ref  string // provider handle to fetch the delivery (GitHub: a delivery id)
+	body []byte // the body, when the list already carried it (Stripe)
+}
+
+// Delivery is a webhook rebuilt from the provider's API: the body and the
+// id and type the provider's headers carry, plus headers the provider sends
+// that are not about the signature. Signing is the reconciler's job.
+type Delivery struct {
+	Message webhook.Message
+	Header  http.Header
+}
+
+// Provider is what reconcile needs from a provider's API.
+type Provider interface {
+	// Name is the provider scheme ("stripe", "github").
+	Name() string
+	// Retention is how far back the provider's API reaches.
+	Retention() time.Duration
+	// List calls fn with every event sent or attempted at or after since,
+	// each once. It stops at fn's first error and returns it.
+	List(ctx context.Context, since time.Time, fn func(Event) error) error
+	// Rebuild returns the delivery of ev as far as the API tells.
+	Rebuild(ctx context.Context, ev Event) (Delivery, error)
+}
+
+// scoper is a provider that says what it lists.
+type scoper interface{ Scope() string }
+
+// Redeliverer is a provider that can send an event again itself (GitHub's
+// POST .../deliveries/{id}/attempts): a genuine, byte-identical delivery
+// through the front door.
+type Redeliverer interface {
+	Redeliver(ctx context.Context, ev Event) error
+}
+
+// existence is the slice of the ledger reconcile reads.
+type existence interface {
+	Exists(ctx context.Context, id ledger.ID) (bool, error)
+}
+
+var _ existence = (*ledger.Ledger)(nil)
+
+// Outcome is the receiver's answer to a fed delivery.
+type Outcome struct {
+	Status int    // HTTP status
+	Result string // the X-Hookledger-Result header: accepted, duplicate, ...
+}
+
+// Feeder hands a delivery to the receiver: by HTTP to the webhook URL
+// (HTTPFeeder), or by invoking the receiver function (LambdaFeeder).
+type Feeder interface {
+	Feed(ctx context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error)
+	// URL is the URL the receiver sees the delivery at, for schemes that
+	// sign it.
+	URL(source, tenant string) string
+}
+
+// RetentionMargin is kept between the reconcile window and the ledger's
+// retention: an event older than the retention minus this margin may have
+// had its record expire, and feeding it again would run its effects twice.
+const RetentionMargin = time.Hour
+
+// Job is one reconciliation: one source and tenant against one provider
+// API.
+type Job struct {
+	Source, Tenant string
+	Provider       Provider
+	// Verifier and Secrets are the source's verifier and the tenant's
+	// resolved signing secrets (the first signs; the receiver accepts any).
+	Verifier *webhook.Verifier
+	Secrets  []string
+	// KeyFromBody says the source's configuration takes the key from
+	// somewhere other than the provider's id (key_path, key_header), so the
+	// key must be read from the rebuilt delivery, as the receiver would.
+	KeyFromDelivery bool
+	// Window is how far back to look.
+	Window time.Duration
+	// MinAge leaves events younger than this to the sender's own delivery
+	// and retries.
+	MinAge time.Duration
+	// Retention is the ledger's retention; Window must stay RetentionMargin
+	// inside it.
+	Retention time.Duration
+	DryRun    bool
+	// Redeliver asks the provider to deliver missing events again itself,
+	// where it can (GitHub), instead of feeding rebuilt deliveries.
+	Redeliver bool
+}
+
+// Validate checks the job's window against the ledger's retention.
+func (j Job) Validate() error {
+	switch {
+	case j.Provider == nil || j.Verifier == nil:
+		return errors.New("reconcile: job without provider or verifier")
+	case len(j.Secrets) == 0 && !j.DryRun && !j.Redeliver:
+		return fmt.Errorf("reconcile %s/%s: the tenant has no signing secret to sign rebuilt deliveries with", j.Source, j.Tenant)
+	case j.Window <= 0:
+		return fmt.Errorf("reconcile %s/%s: the window must be positive", j.Source, j.Tenant)
+	case j.Retention > 0 && j.Window > j.Retention-RetentionMargin:
+		return fmt.Errorf("reconcile %s/%s: window %v reaches beyond the ledger's retention %v minus %v: records of older events may have expired, and feeding such an event again would run its effects twice; use a window of at most %v, or raise HOOKLEDGER_RETENTION",
+			j.Source, j.Tenant, j.Window, j.Retention, RetentionMargin, j.Retention-RetentionMargin)
+	case j.MinAge < 0:
+		return fmt.Errorf("reconcile %s/%s: min age must not be negative", j.Source, j.Tenant)
+	}
+	return nil
+}
+
+// Counts are a run's numbers.
+type Counts struct {
+	Seen      int `json:"seen"`       // distinct events the provider listed in the window
+	InLedger  int `json:"in_ledger"`  // of those, already in the ledger
+	Missing   int `json:"missing"`    // not in the ledger
+	Fed       int `json:"fed"`        // missing, fed and accepted as new (recovered)
+	Duplicate int `json:"duplicate"`  // missing, fed, but answered duplicate: it arrived meanwhile
+	Requested int `json:"requested"`  // missing, redelivery asked of the provider
+	Failed    int `json:"failed"`     // missing and could not be fed
+	TooRecent int `json:"too_recent"` // younger than MinAge: left to the sender
+	TooOld    int `json:"too_old"`    // original delivery outside the window: not judged
+}
+
+// Recovered is how many missing events were brought in (fed or redelivery
+// requested).
+func (c Counts) Recovered() int { return c.Fed + c.Duplicate + c.Requested }
+
+// Found is one missing event and what became of it.
+type Found struct {
+	Key    string    `json:"event_key"`
+	Type   string    `json:"event_type"`
+	At     time.Time `json:"at"`
+	Result string    `json:"result"` // accepted, duplicate, redelivery_requested, dry_run, or failed: reason
+}
+
+// Report is a run's result.
+type Report struct {
+	Source   string    `json:"source"`
+	Tenant   string    `json:"tenant"`
+	Provider string    `json:"provider"`
+	Since    time.Time `json:"since"`
+	Scope    string    `json:"scope"` // what the provider was asked for
+	DryRun   bool      `json:"dry_run,omitempty"`
+	Counts
+	Found []Found `json:"missing_events"` // the missing events, oldest first
+}
+
+// Reconciler runs jobs. Its fields are its dependencies.
+type Reconciler struct {
+	Ledger existence
+	Feeder Feeder // nil only for dry runs and redelivery
+	Log    *slog.Logger
+	Now    func() time.Time
+	// Concurrency is how many events are checked and fed at once (default 8).
+	Concurrency int
+	// Retries is how often a feed answered 5xx or unreachable is tried
+	// again (default 3), Backoff the first wait (default 1s, doubling).
+	Retries int
+	Backoff time.Duration
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// Run reconciles one job. The report holds what was done even when an
+// error stopped the run early (a provider API failure); per-event feed
+// failures are counted, not returned.
+func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
+	now := r.now()
+	rep := Report{Source: job.Source, Tenant: job.Tenant, Provider: job.Provider.Name(), Since: now.Add(-job.Window).UTC(), DryRun: job.DryRun, Scope: "every event"}
+	if s, ok := job.Provider.(scoper); ok {
+		rep.Scope = s.Scope()
+	}
+	if err := job.Validate(); err != nil {
+		return rep, err
+	}
+	if r.Feeder == nil && !job.DryRun && !job.Redeliver {
+		return rep, errors.New("reconcile: no feeder (webhook URL or receiver function) to feed missing events through")
+	}
+	if job.Window > job.Provider.Retention() {
+		r.log().WarnContext(ctx, "reconcile window is longer than the provider keeps events; older ones cannot be found",
+			"source", job.Source, "tenant", job.Tenant, "window", job.Window.String(), "provider_retention", job.Provider.Retention().String())
+	}
+	oldest := now.Add(-(job.Retention - RetentionMargin))
+	if job.Retention <= 0 {
+		oldest = rep.Since
+	}
+	recent := now.Add(-job.MinAge)
+
+	workers := r.Concurrency
+	if workers <= 0 {
+		workers = 8
+	}
+	var (
+		seen, inLedger, missing, fed, dup, requested, failed, tooRecent, tooOld atomic.Int64
+		mu                                                                      sync.Mutex
+		found                                                                   []Found
+		firstErr                                                                error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan Event)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ev := range work {
+				key, res, err := r.one(ctx, job, ev)
+				switch {
+				case err != nil:
+					// The ledger could not be read: the run cannot judge
+					// anything reliably; stop.
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				case res == "":
+					inLedger.Add(1)
+					continue
+				}
+				missing.Add(1)
+				switch {
+				case res == "accepted":
+					fed.Add(1)
+				case strings.HasPrefix(res, "duplicate"):
+					dup.Add(1)
+				case res == "redelivery_requested":
+					requested.Add(1)
+				case strings.HasPrefix(res, "failed"):
+					failed.Add(1)
+				}
+				mu.Lock()
+				found = append(found, Found{Key: key, Type: ev.Type, At: ev.At.UTC(), Result: res})
+				mu.Unlock()
+			}
+		})
+	}
+	listErr := job.Provider.List(ctx, rep.Since, func(ev Event) error {
+		seen.Add(1)
+		switch {
+		case ev.At.Before(oldest) || ev.At.Before(rep.Since):
+			tooOld.Add(1)
+			return nil
+		case ev.At.After(recent):
+			tooRecent.Add(1)
+			return nil
+		}
+		select {
+		case work <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(work)
+	wg.Wait()
+
+	rep.Counts = Counts{Seen: int(seen.Load()), InLedger: int(inLedger.Load()), Missing: int(missing.Load()), Fed: int(fed.Load()),
+		Duplicate: int(dup.Load()), Requested: int(requested.Load()), Failed: int(failed.Load()),
+		TooRecent: int(tooRecent.Load()), TooOld: int(tooOld.Load())}
+	slices.SortFunc(found, func(a, b Found) int { return a.At.Compare(b.At) })
+	rep.Found = found
+	if rep.Found == nil {
+		rep.Found = []Found{}
+	}
+	if firstErr != nil {
+		return rep, firstErr
+	}
+	if listErr != nil {
+		return rep, fmt.Errorf("reconcile %s/%s: list %s events: %w", job.Source, job.Tenant, job.Provider.Name(), listErr)
+	}
+	return rep, nil
+}
+
+// one judges one event: its key and "" when it is in the ledger, else
+// what was done with it. An error means the ledger could not be read.
+func (r *Reconciler) one(ctx context.Context, job Job, ev Event) (key, result string, _ error) {
+	key = ev.ID
+	var d *Delivery
+	if job.KeyFromDelivery {
+		// The source keys events differently from the provider's id: read
+		// the key from the delivery exactly as the receiver will.
+		rebuilt, err := job.Provider.Rebuild(ctx, ev)
+		if err != nil {
+			return key, "failed: rebuild: " + err.Error(), nil
+		}
+		d = &rebuilt
+		k, err := r.keyOf(job, rebuilt)
+		if err != nil {
+			return key, "failed: " + err.Error(), nil
+		}
+		key = k
+	}
+	id := ledger.ID{Source: job.Source, Tenant: job.Tenant, Key: key}
+	if err := id.Validate(); err != nil {
+		return key, "failed: " + err.Error(), nil
+	}
+	ok, err := r.Ledger.Exists(ctx, id)
+	if err != nil {
+		return key, "", fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	if ok {
+		return key, "", nil
+	}
+	result = r.missing(ctx, job, ev, key, d)
+	return key, result, nil
+}
+
+// missing brings in one event the ledger lacks, or only lists it.
+func (r *Reconciler) missing(ctx context.Context, job Job, ev Event, key string, d *Delivery) string {
+	log := r.log().With("source", job.Source, "tenant", job.Tenant, "event_key", key, "event_type", ev.Type)
+	if job.DryRun {
+		log.InfoContext(ctx, "reconcile: missing (dry run)")
+		return "dry_run"
+	}
+	if rd, ok := job.Provider.(Redeliverer); ok && job.Redeliver {
+		if err := rd.Redeliver(ctx, ev); err != nil {
+			log.WarnContext(ctx, "reconcile: redelivery request failed", "error", err.Error())
+			return "failed: redeliver: " + err.Error()
+		}
+		log.InfoContext(ctx, "reconcile: missing; redelivery requested")
+		return "redelivery_requested"
+	}
+	if d == nil {
+		rebuilt, err := job.Provider.Rebuild(ctx, ev)
+		if err != nil {
+			log.WarnContext(ctx, "reconcile: could not rebuild the delivery", "error", err.Error())
+			return "failed: rebuild: " + err.Error()
+		}
+		d = &rebuilt
+	}
+	res := r.feed(ctx, job, key, *d)
+	level := slog.LevelInfo
+	if strings.HasPrefix(res, "failed") {
+		level = slog.LevelWarn
+	}
+	log.Log(ctx, level, "reconcile: missing; fed through the receiver", "result", res)
+	return res
+}
+
+// sign returns the headers of d signed with the tenant's first secret.
+func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) {
+	if len(job.Secrets) == 0 {
+		return nil, errors.New("no signing secret")
+	}
+	m := d.Message
+	m.URL, m.Now = url, r.now()
+	hdr, err := job.Verifier.Sign(m, job.Secrets[0])
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range d.Header {
+		// The provider's own content type wins (GitHub's form-encoded
+		// hooks); other headers never replace the signature's.
+		if hdr.Get(k) == "" || http.CanonicalHeaderKey(k) == "Content-Type" {
+			hdr[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+	hdr.Set("User-Agent", "hookledger-reconcile")
+	return hdr, nil
+}
+
+// keyOf signs d and verifies it with the source's verifier, as the
+// receiver will, and returns the key that yields.
+func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
+	url := ""
+	if r.Feeder != nil {
+		url = r.Feeder.URL(job.Source, job.Tenant)
+	}
+	secrets := job.Secrets
+	if len(secrets) == 0 {
+		return "", errors.New("the key comes from the delivery and no signing secret is configured to read it")
+	}
+	hdr, err := r.sign(job, url, d)
+	if err != nil {
+		return "", fmt.Errorf("sign: %w", err)
+	}
+	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, secrets, r.now())
+	if err != nil {
+		return "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
+	}
+	return ev.Key, nil
+}
+
+// feed signs d and hands it to the receiver, retrying answers that say
+// "later" (5xx, no connection).
+func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) string {
+	url := r.Feeder.URL(job.Source, job.Tenant)
+	hdr, err := r.sign(job, url, d)
+	if err != nil {
+		return "failed: sign: " + err.Error()
+	}
+	// Check locally what the receiver will check, so a delivery it would
+	// key differently is never sent.
+	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, job.Secrets, r.now())
+	if err != nil {
+		return "failed: the rebuilt delivery does not verify: " + err.Error()
+	}
+	if ev.Key != key {
+		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", ev.Key, key)
+	}
+	retries, wait := r.Retries, r.Backoff
+	if retries <= 0 {
+		retries = 3
+	}
+	if wait <= 0 {
+		wait = time.Second
+	}
+	var last string
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			// Sign again: the signature's timestamp must stay within the
+			// receiver's tolerance.
+			if hdr, err = r.sign(job, url, d); err != nil {
+				return "failed: sign: " + err.Error()
+			}
+		}
+		out, err := r.Feeder.Feed(ctx, job.Source, job.Tenant, hdr, d.Message.Body)
+		switch {
+		case err == nil && out.Status >= 200 && out.Status < 300:
+			if out.Result == "" {
+				return "accepted"
+			}
+			return out.Result
+		case err == nil && out.Status < 500:
+			return fmt.Sprintf("failed: the receiver answered %d %s", out.Status, out.Result)
+		case err != nil:
+			last = err.Error()
+		default:
+			last = fmt.Sprintf("the receiver answered %d %s", out.Status, out.Result)
+		}
+		if attempt >= retries {
+			return "failed: " + last
+		}
+		select {
+		case <-ctx.Done():
+			return "failed: " + ctx.Err().Error()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}

@@ -1,0 +1,379 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/providerstub"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// memLedger is an in-memory stand-in for the ledger's Exists, for the unit
+// tests of reconcile's own logic (the emulator tests use the real ledger).
+type memLedger struct {
+	mu   sync.Mutex
+	keys map[string]bool
+	err  error
+}
+
+func (m *memLedger) Exists(_ context.Context, id ledger.ID) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.keys[id.Key], m.err
+}
+
+// recorder is a receiver stand-in: it verifies like the real one and
+// answers with a scripted status.
+type recorder struct {
+	mu       sync.Mutex
+	verifier *webhook.Verifier
+	secret   string
+	answers  []int // statuses to answer, in order; then 200
+	keys     []string
+	bodies   [][]byte
+	url      string
+}
+
+func (r *recorder) URL(source, tenant string) string {
+	return r.url + "/webhooks/" + source + "/" + tenant
+}
+
+func (r *recorder) Feed(_ context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.answers) > 0 {
+		s := r.answers[0]
+		r.answers = r.answers[1:]
+		if s != 200 {
+			return Outcome{Status: s, Result: "unavailable"}, nil
+		}
+	}
+	ev, err := r.verifier.Verify(&webhook.Request{Method: "POST", URL: r.URL(source, tenant), Header: hdr, Body: body}, []string{r.secret}, time.Now())
+	if err != nil {
+		return Outcome{Status: 401, Result: "rejected_signature"}, nil
+	}
+	r.keys = append(r.keys, ev.Key)
+	r.bodies = append(r.bodies, body)
+	return Outcome{Status: 200, Result: "accepted"}, nil
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// stubFixture is a provider stub whose endpoint nobody serves, so every
+// event emitted while down counts as failed.
+func stubFixture(t *testing.T, now func() time.Time) (*providerstub.Server, string) {
+	t.Helper()
+	stub := providerstub.New(providerstub.Options{Now: now})
+	api := httptest.NewServer(stub)
+	t.Cleanup(api.Close)
+	hooks := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(hooks.Close)
+	stub.Stripe.SetEndpoint(hooks.URL, "whsec_unit")
+	stub.GitHub.SetEndpoint(hooks.URL, "gh_unit")
+	return stub, api.URL
+}
+
+func TestKeyFromDeliveryUsesTheSourcesKeying(t *testing.T) {
+	t.Parallel()
+	stub, api := stubFixture(t, nil)
+	ctx := t.Context()
+	stub.Stripe.SetDown(true)
+	for i := range 3 {
+		stub.Stripe.Emit(ctx, "invoice.paid", json.RawMessage(fmt.Sprintf(`{"id":"in_%d","object":"invoice"}`, i)))
+	}
+	// The source keys Stripe events by the invoice id, not the event id.
+	v, err := webhook.New(webhook.Config{Provider: "stripe", KeyPath: "data.object.id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api})
+	rec := &recorder{verifier: v, secret: "whsec_unit", url: "https://hooks.example.com"}
+	mem := &memLedger{keys: map[string]bool{"in_1": true}}
+	r := &Reconciler{Ledger: mem, Feeder: rec, Log: quiet()}
+	rep, err := r.Run(ctx, Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_unit"},
+		KeyFromDelivery: true, Window: time.Hour, Retention: 168 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Seen != 3 || rep.InLedger != 1 || rep.Fed != 2 || strings.Join(rec.keys, ",") != "in_2,in_0" && strings.Join(rec.keys, ",") != "in_0,in_2" {
+		t.Fatalf("%+v fed %v", rep.Counts, rec.keys)
+	}
+	for _, f := range rep.Found {
+		if !strings.HasPrefix(f.Key, "in_") {
+			t.Fatalf("found key %q, want the source's key", f.Key)
+		}
+	}
+}
+
+func TestFeedRetriesUnavailableThenCountsFailures(t *testing.T) {
+	t.Parallel()
+	stub, api := stubFixture(t, nil)
+	ctx := t.Context()
+	stub.GitHub.SetDown(true)
+	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"ref":"a"}`))
+	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"ref":"b"}`))
+	v, _ := webhook.New(webhook.Config{Provider: "github"})
+	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
+
+	// Two 503s, then accepted: retried (with a fresh signature) and fed.
+	rec := &recorder{verifier: v, secret: "gh_unit", url: "https://h", answers: []int{503, 503}}
+	r := &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet(), Concurrency: 1, Backoff: time.Millisecond}
+	job := Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"gh_unit"}, Window: time.Hour, Retention: 168 * time.Hour}
+	rep, err := r.Run(ctx, job)
+	if err != nil || rep.Fed != 2 || rep.Failed != 0 {
+		t.Fatalf("%+v %v", rep.Counts, err)
+	}
+	// Rebuilt GitHub bodies are the payload, compact, in the API's key order.
+	if string(rec.bodies[0]) != `{"ref":"a"}` {
+		t.Fatalf("body %s", rec.bodies[0])
+	}
+	// Always unavailable: failed after the retries; a 4xx fails at once.
+	rec = &recorder{verifier: v, secret: "gh_unit", url: "https://h", answers: []int{503, 503, 503, 503, 400}}
+	r = &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet(), Concurrency: 1, Backoff: time.Millisecond}
+	rep, err = r.Run(ctx, job)
+	if err != nil || rep.Failed != 2 || rep.Fed != 0 || !strings.Contains(rep.Found[0].Result+rep.Found[1].Result, "answered 400") {
+		t.Fatalf("%+v %v %+v", rep.Counts, err, rep.Found)
+	}
+	// A wrong signing secret is caught before anything is sent.
+	rec = &recorder{verifier: v, secret: "gh_unit", url: "https://h"}
+	r = &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet()}
+	bad := job
+	bad.Secrets = []string{""}
+	rep, _ = r.Run(ctx, bad)
+	if rep.Failed != 2 || len(rec.keys) != 0 {
+		t.Fatalf("%+v", rep.Counts)
+	}
+}
+
+func TestLedgerErrorStopsTheRun(t *testing.T) {
+	t.Parallel()
+	stub, api := stubFixture(t, nil)
+	stub.Stripe.SetDown(true)
+	for range 30 {
+		stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(`{}`))
+	}
+	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
+	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api})
+	rec := &recorder{verifier: v, secret: "whsec_unit"}
+	r := &Reconciler{Ledger: &memLedger{err: ledger.ErrUnavailable}, Feeder: rec, Log: quiet()}
+	_, err := r.Run(t.Context(), Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_unit"}, Window: time.Hour})
+	if !errors.Is(err, ledger.ErrUnavailable) || len(rec.keys) != 0 {
+		t.Fatalf("err %v, fed %d", err, len(rec.keys))
+	}
+}
+
+func TestWindowsAndAges(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	stub, api := stubFixture(t, clock)
+	ctx := t.Context()
+	stub.GitHub.SetDown(true)
+	old, _, _ := stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":1}`))
+	advance(30 * time.Hour)
+	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":2}`))
+	advance(2 * time.Hour)
+	fresh, _, _ := stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":3}`))
+	// Redeliver the old one now: its original is outside a 24 h window.
+	var items []struct {
+		ID   int64
+		GUID string
+	}
+	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
+	p.api.get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
+	for _, it := range items {
+		if it.GUID == old {
+			p.Redeliver(ctx, Event{ID: old, ref: fmt.Sprint(it.ID)})
+		}
+	}
+	v, _ := webhook.New(webhook.Config{Provider: "github"})
+	r := &Reconciler{Ledger: &memLedger{}, Log: quiet(), Now: clock}
+	rep, err := r.Run(ctx, Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Window: 24 * time.Hour,
+		MinAge: time.Hour, Retention: 168 * time.Hour, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n=1: only its redelivery is in the window, so it is not judged; n=2:
+	// missing; n=3: younger than MinAge.
+	if rep.Seen != 3 || rep.TooOld != 1 || rep.Missing != 1 || rep.TooRecent != 1 {
+		t.Fatalf("%+v", rep.Counts)
+	}
+	if rep.Found[0].Key == fresh || rep.Found[0].Key == old {
+		t.Fatalf("found %+v", rep.Found)
+	}
+
+	// A window reaching past the ledger's retention is refused.
+	j := Job{Source: "s", Tenant: "t", Provider: p, Verifier: v, Secrets: []string{"x"}, Window: 168 * time.Hour, Retention: 168 * time.Hour}
+	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("validate: %v", err)
+	}
+	j.Window = 167 * time.Hour
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}},
+		"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh"]}}},
+		"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:sh"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{Sources: srcs, Retention: 168 * time.Hour}
+	for _, tc := range []struct {
+		spec Spec
+		want string // "" = valid
+	}{
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "env:STRIPE"}, ""},
+		{Spec{Source: "github", Tenant: "acme", Credential: "env:GH", Hook: "repos/acme/shop/hooks/1", Redeliver: true}, ""},
+		{Spec{Source: "github", Tenant: "acme", Credential: "env:GH", Hook: "orgs/acme/hooks/7"}, ""},
+		{Spec{Source: "nope", Tenant: "acme", Credential: "literal:x"}, "not in the sources"},
+		{Spec{Source: "stripe", Tenant: "globex", Credential: "literal:x"}, "no tenant"},
+		{Spec{Source: "shop", Tenant: "acme", Credential: "literal:x"}, "can ask only stripe and github"},
+		{Spec{Source: "stripe", Tenant: "acme"}, "no credential"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "sk_live_unprefixed"}, "no scheme"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"}, "bare ARN"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Window: "169h"}, "beyond the ledger's retention"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Window: "soon"}, "positive Go duration"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", MinAge: "-1m"}, "min_age"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1"}, "GitHub settings"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Types: []string{"in*voice"}}, "want an event type"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "ftp://x"}, "api_url"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
+	} {
+		err := c.Check(tc.spec)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+	if _, err := ParseSpecs([]byte(`[{"source":"stripe","tenant":"acme","credential":"x","windw":"1h"}]`)); err == nil || !strings.Contains(err.Error(), "windw") {
+		t.Fatalf("unknown field: %v", err)
+	}
+	// The default window: the provider's retention, capped by the ledger's.
+	if w, _ := c.window(Spec{}, "stripe"); w != 167*time.Hour {
+		t.Fatalf("stripe default window %v", w)
+	}
+	if w, _ := c.window(Spec{}, "github"); w != 72*time.Hour {
+		t.Fatalf("github default window %v", w)
+	}
+	for _, key := range []string{"pk_live_x", "whsec_x", ""} {
+		if _, err := NewStripe(StripeOptions{APIKey: key}); err == nil {
+			t.Errorf("stripe key %q accepted", key)
+		}
+	}
+}
+
+func TestNextLink(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ header, want string }{
+		{`<https://api.github.com/repos/o/r/hooks/1/deliveries?per_page=2&cursor=v1_123>; rel="next"`, "https://api.github.com/repos/o/r/hooks/1/deliveries?per_page=2&cursor=v1_123"},
+		{`<https://a/x?cursor=p>; rel="prev", <https://a/x?cursor=n>; rel="next"`, "https://a/x?cursor=n"},
+		{`<https://a/x?cursor=n>; rel="prev next"`, "https://a/x?cursor=n"},
+		{`<https://a/x?cursor=p>; rel="prev"`, ""},
+		{``, ""},
+	} {
+		if got := nextLink(tc.header); got != tc.want {
+			t.Errorf("nextLink(%q) = %q, want %q", tc.header, got, tc.want)
+		}
+	}
+	if sameOrigin("https://evil.example/x", "https://api.github.com") || !sameOrigin("https://api.github.com/x", "https://api.github.com") {
+		t.Fatal("sameOrigin")
+	}
+}
+
+func TestAPIErrorsAndThrottling(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch {
+		case strings.Contains(r.URL.Path, "throttled") && n < 3:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case strings.Contains(r.URL.Path, "throttled"):
+			w.Write([]byte(`[]`))
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"message":"Bad credentials"}`))
+		}
+	}))
+	defer srv.Close()
+	c := &apiClient{provider: "github", base: srv.URL, http: srv.Client(), backoff: time.Millisecond}
+	var out []any
+	if _, err := c.get(t.Context(), "/throttled", &out); err != nil || calls != 3 {
+		t.Fatalf("throttled: %v after %d calls", err, calls)
+	}
+	_, err := c.get(t.Context(), "/denied", &out)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 401 || !strings.Contains(err.Error(), "Bad credentials") || !strings.Contains(err.Error(), "credential reference") {
+		t.Fatalf("denied: %v", err)
+	}
+}
+
+func TestGitHubRebuildFormEncoded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"id":7,"guid":"g-1","event":"issues","request":{"headers":{"content-type":"application/x-www-form-urlencoded","X-GitHub-Hook-ID":"42"},
+			"payload":{"action": "opened", "issue": {"title": "a&b"}}}}`))
+	}))
+	defer srv.Close()
+	p, _ := NewGitHub(GitHubOptions{Token: "t", Hook: "repos/a/b/hooks/42", BaseURL: srv.URL, Client: srv.Client()})
+	d, err := p.Rebuild(t.Context(), Event{ID: "g-1", Type: "issues", ref: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "payload=" + strings.NewReplacer(`{`, "%7B", `}`, "%7D", `"`, "%22", `:`, "%3A", `,`, "%2C", `&`, "%26").Replace(`{"action":"opened","issue":{"title":"a&b"}}`)
+	if string(d.Message.Body) != want || d.Header.Get("Content-Type") != "application/x-www-form-urlencoded" || d.Header.Get("X-GitHub-Hook-ID") != "42" || d.Message.ID != "g-1" {
+		t.Fatalf("rebuilt %s %v", d.Message.Body, d.Header)
+	}
+	if _, err := p.Rebuild(t.Context(), Event{ID: "g-2", ref: "7"}); err == nil {
+		t.Fatal("a delivery with another guid was accepted")
+	}
+}
+
+func TestLambdaFeederEvent(t *testing.T) {
+	t.Parallel()
+	f := &LambdaFeeder{Function: "receiver"}
+	hdr := http.Header{}
+	hdr.Set("Stripe-Signature", "t=1,v1=ab")
+	hdr.Add("X-Multi", "a")
+	hdr.Add("X-Multi", "b")
+	ev := f.Event("stripe", "acme", hdr, []byte(`{"id":"evt_1"}`))
+	if ev.RawPath != "/webhooks/stripe/acme" || ev.PathParameters["source"] != "stripe" || ev.PathParameters["tenant"] != "acme" ||
+		ev.RequestContext.HTTP.Method != "POST" || ev.Headers["stripe-signature"] != "t=1,v1=ab" || ev.Headers["x-multi"] != "a,b" ||
+		ev.IsBase64Encoded || ev.Body != `{"id":"evt_1"}` {
+		t.Fatalf("event %+v", ev)
+	}
+	if ev := f.Event("s", "t", hdr, []byte{0xff, 0x00}); !ev.IsBase64Encoded || ev.Body != "/wA=" {
+		t.Fatalf("binary body %+v", ev)
+	}
+	h := &HTTPFeeder{Webhook: "https://x.example/webhooks/{source}/{tenant}"}
+	if got := h.URL("stripe", "acme"); got != "https://x.example/webhooks/stripe/acme" {
+		t.Fatal(got)
+	}
+	h.Webhook = "https://x.example/"
+	if got := h.URL("stripe", "acme"); got != "https://x.example/webhooks/stripe/acme" {
+		t.Fatal(got)
+	}
+}

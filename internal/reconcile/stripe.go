@@ -1,0 +1,205 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// StripeAPI is Stripe's API base URL.
+const StripeAPI = "https://api.stripe.com"
+
+// stripeRetention is how far back List Events reaches.
+const stripeRetention = 30 * 24 * time.Hour
+
+// Stripe lists events with List Events (GET /v1/events), newest first,
+// 100 a page, following starting_after while has_more. By default it asks
+// only for the events Stripe could not deliver (delivery_success=false:
+// pending, or failed to at least one of the account's endpoints); All asks
+// for every event in the window, for when the endpoint was disabled (Stripe
+// sends nothing to a disabled endpoint, so those events never failed).
+//
+// A rebuilt delivery is the Event object exactly as the API returned it.
+// It is the same event (id, type, created, data) but not the same bytes as
+// the original webhook: the API renders data in the event's api_version,
+// which differs from the webhook's when the endpoint pins another version,
+// and pending_webhooks is a live counter.
+type Stripe struct {
+	api *apiClient
+	// All lists every event in the window, not only undelivered ones.
+	All bool
+	// Types keeps only these event types (the endpoint's enabled_events);
+	// "prefix.*" matches a family. Empty keeps all.
+	Types []string
+}
+
+// StripeOptions configure NewStripe.
+type StripeOptions struct {
+	APIKey  string       // secret or restricted key (Events: read)
+	BaseURL string       // default StripeAPI
+	Account string       // a connected account (Stripe-Account header), optional
+	Client  *http.Client // default: 30 s timeout
+	All     bool
+	Types   []string
+}
+
+// NewStripe returns Stripe's events API as a Provider.
+func NewStripe(o StripeOptions) (*Stripe, error) {
+	if o.APIKey == "" {
+		return nil, errors.New("stripe: no API key (the credential must be a secret or restricted key with Events read access)")
+	}
+	if strings.HasPrefix(o.APIKey, "pk_") {
+		return nil, errors.New("stripe: the credential is a publishable key (pk_...); List Events needs a secret or restricted key (sk_... or rk_...)")
+	}
+	if strings.HasPrefix(o.APIKey, "whsec_") {
+		return nil, errors.New("stripe: the credential is a webhook signing secret (whsec_...); List Events needs an API key (sk_... or rk_...)")
+	}
+	base, err := baseURL(o.BaseURL, StripeAPI)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: %w", err)
+	}
+	for _, t := range o.Types {
+		if t == "" || strings.Contains(strings.TrimSuffix(t, "*"), "*") {
+			return nil, fmt.Errorf("stripe: type %q: want an event type (invoice.paid) or a family (invoice.*)", t)
+		}
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+o.APIKey)
+	if o.Account != "" {
+		h.Set("Stripe-Account", o.Account)
+	}
+	c := o.Client
+	if c == nil {
+		c = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Stripe{api: &apiClient{provider: "stripe", base: base, http: c, header: h}, All: o.All, Types: o.Types}, nil
+}
+
+// Name implements Provider.
+func (s *Stripe) Name() string { return "stripe" }
+
+// Scope says which events List is asked for.
+func (s *Stripe) Scope() string {
+	scope := "the events Stripe could not deliver (delivery_success=false)"
+	if s.All {
+		scope = "every event"
+	}
+	if len(s.Types) > 0 {
+		scope += " of types " + strings.Join(s.Types, ", ")
+	}
+	return scope
+}
+
+// Retention implements Provider: List Events covers 30 days.
+func (s *Stripe) Retention() time.Duration { return stripeRetention }
+
+type stripeList struct {
+	Object  string            `json:"object"`
+	HasMore bool              `json:"has_more"`
+	Data    []json.RawMessage `json:"data"`
+}
+
+type stripeEventHead struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+}
+
+// query builds the List Events parameters of one page.
+func (s *Stripe) query(since time.Time, after string) url.Values {
+	q := url.Values{}
+	q.Set("limit", "100")
+	q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
+	if !s.All {
+		q.Set("delivery_success", "false")
+	}
+	// types[] takes up to 20 exact names; families and longer lists are
+	// filtered here instead.
+	if len(s.Types) > 0 && len(s.Types) <= 20 && !slices.ContainsFunc(s.Types, func(t string) bool { return strings.HasSuffix(t, "*") }) {
+		for i, t := range s.Types {
+			q.Set(fmt.Sprintf("types[%d]", i), t)
+		}
+	}
+	if after != "" {
+		q.Set("starting_after", after)
+	}
+	return q
+}
+
+func (s *Stripe) wanted(typ string) bool {
+	if len(s.Types) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(s.Types, func(p string) bool {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			return strings.HasPrefix(typ, prefix)
+		}
+		return p == typ
+	})
+}
+
+// List implements Provider.
+func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error) error {
+	after := ""
+	seen := map[string]bool{}
+	for {
+		var page stripeList
+		if _, err := s.api.get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
+			return err
+		}
+		if page.Object != "list" {
+			return fmt.Errorf("stripe API: want a list object, got %q", page.Object)
+		}
+		for _, raw := range page.Data {
+			var h stripeEventHead
+			if err := json.Unmarshal(raw, &h); err != nil || h.ID == "" || h.Object != "event" {
+				return fmt.Errorf("stripe API: a listed item is not an event: %.120s", raw)
+			}
+			after = h.ID
+			if seen[h.ID] || !s.wanted(h.Type) {
+				continue
+			}
+			seen[h.ID] = true
+			// created[gte] keeps the list inside the window; a page that says
+			// has_more is still followed (the cursor moves on).
+			ev := Event{ID: h.ID, Type: h.Type, At: time.Unix(h.Created, 0).UTC(), Failed: !s.All, body: raw}
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			return nil
+		}
+	}
+}
+
+// Rebuild implements Provider: the Event object the list returned is the
+// body.
+func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
+	if len(ev.body) == 0 {
+		return Delivery{}, fmt.Errorf("stripe event %s: no body listed", ev.ID)
+	}
+	return Delivery{Message: webhook.Message{ID: ev.ID, Type: ev.Type, Body: ev.body}}, nil
+}
+
+// baseURL validates a configured API base URL.
+func baseURL(v, def string) (string, error) {
+	if v == "" {
+		return def, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" {
+		return "", fmt.Errorf("api_url %q: want an absolute http(s) URL such as %s", v, def)
+	}
+	return strings.TrimRight(v, "/"), nil
+}

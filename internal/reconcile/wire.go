@@ -1,0 +1,258 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// Settings are the reconciler's own environment variables, read in main.
+type Settings struct {
+	Specs            string // HOOKLEDGER_RECONCILE: the JSON array of Spec
+	ReceiverFunction string // HOOKLEDGER_RECEIVER_FUNCTION: feed by invoking the receiver function
+	WebhookURL       string // HOOKLEDGER_WEBHOOK_URL: or feed by posting to the webhook URL
+	// CredentialGrants is HOOKLEDGER_RECONCILE_GRANTS ("ssm=PATH;secretsmanager=ARN"):
+	// what the reconciler's role may read for credentials (template.yaml
+	// sets it; unset: not checked).
+	CredentialGrants string
+}
+
+// LoadSettings reads Settings through getenv.
+func LoadSettings(getenv func(string) string) Settings {
+	return Settings{Specs: getenv("HOOKLEDGER_RECONCILE"), ReceiverFunction: getenv("HOOKLEDGER_RECEIVER_FUNCTION"),
+		WebhookURL: getenv("HOOKLEDGER_WEBHOOK_URL"), CredentialGrants: getenv("HOOKLEDGER_RECONCILE_GRANTS")}
+}
+
+// NewConfig parses the sources and builds the secret resolver and the
+// ledger from the core configuration. HOOKLEDGER_SOURCES may be the JSON or,
+// as for the receiver, an "ssm:" or "secretsmanager:" reference to it (read
+// once). With HOOKLEDGER_SECRET_GRANTS set, every tenant's references are
+// checked against it, as the receiver checks them.
+func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Config, *ledger.Ledger, error) {
+	if err := c.ValidateReconciler(); err != nil {
+		return nil, nil, err
+	}
+	secrets := &source.Secrets{SSM: ssm.NewFromConfig(cfg), SecretsManager: secretsmanager.NewFromConfig(cfg), Getenv: getenv}
+	var grants *source.Grants
+	if c.SecretGrants != "" {
+		g, err := source.ParseGrants(c.SecretGrants)
+		if err != nil {
+			return nil, nil, err
+		}
+		grants = &g
+	}
+	raw, err := sourcesJSON(c.SourcesJSON, secrets, grants)
+	if err != nil {
+		return nil, nil, err
+	}
+	srcs, err := source.Parse([]byte(raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := source.NewRegistry(srcs, secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	if grants != nil {
+		if err := reg.CheckGrants(*grants); err != nil {
+			return nil, nil, fmt.Errorf("sources config: the reconciler could not read these signing secrets (AccessDenied on AWS):\n%w", err)
+		}
+	}
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Config{Sources: srcs, Registry: reg, Secrets: secrets, Retention: c.Retention, Client: &http.Client{Timeout: 30 * time.Second}}, l, nil
+}
+
+// sourcesJSON returns the sources JSON: HOOKLEDGER_SOURCES itself, or the
+// document an "ssm:" or "secretsmanager:" reference in it names.
+func sourcesJSON(v string, secrets *source.Secrets, grants *source.Grants) (string, error) {
+	t := strings.TrimSpace(v)
+	if !strings.HasPrefix(t, source.SchemeSSM+":") && !strings.HasPrefix(t, source.SchemeSecretsManager+":") {
+		return v, nil
+	}
+	ref, err := source.ParseRef(t)
+	if err != nil {
+		return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
+	}
+	if grants != nil {
+		if err := grants.Check(ref); err != nil {
+			return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := secrets.Document(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("HOOKLEDGER_SOURCES: read the sources JSON from %s: %w", ref, err)
+	}
+	return raw, nil
+}
+
+// configReader is the slice of the Lambda client that reads a function's
+// configuration.
+type configReader interface {
+	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
+}
+
+var _ configReader = (*lambda.Client)(nil)
+
+// ReceiverSources fills c's sources and secret grants from the receiver
+// function's own environment when c has none: the reconciler then verifies,
+// keys and signs with exactly the receiver's configuration, and its own
+// environment stays far below Lambda's 4 KB (the sources alone may take
+// most of it).
+func ReceiverSources(ctx context.Context, c *config.Config, api configReader, function string) error {
+	if c.SourcesJSON != "" {
+		return nil
+	}
+	out, err := api.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &function})
+	if err != nil {
+		return fmt.Errorf("read the sources from the receiver function %s: %w (the reconciler needs lambda:GetFunctionConfiguration on it, or HOOKLEDGER_SOURCES)", function, err)
+	}
+	var vars map[string]string
+	if out.Environment != nil {
+		vars = out.Environment.Variables
+	}
+	if vars["HOOKLEDGER_SOURCES"] == "" {
+		return fmt.Errorf("the receiver function %s has no HOOKLEDGER_SOURCES; set HOOKLEDGER_SOURCES for the reconciler", function)
+	}
+	c.SourcesJSON, c.SecretGrants = vars["HOOKLEDGER_SOURCES"], vars["HOOKLEDGER_SECRET_GRANTS"]
+	return nil
+}
+
+// FromConfig builds the scheduled reconciler function's handler. Without
+// HOOKLEDGER_SOURCES it reads the sources from the receiver function's
+// configuration. Every spec is checked now, so a misconfiguration stops the
+// function at cold start with a message naming the fix.
+func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
+	lam := lambda.NewFromConfig(cfg)
+	if s.ReceiverFunction != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := ReceiverSources(ctx, &c, lam, s.ReceiverFunction)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	rc, l, err := NewConfig(c, cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if s.CredentialGrants != "" {
+		g, err := source.ParseGrants(s.CredentialGrants)
+		if err != nil {
+			return nil, fmt.Errorf("HOOKLEDGER_RECONCILE_GRANTS: %w", err)
+		}
+		rc.CredentialGrants = &g
+	}
+	if s.Specs == "" {
+		return nil, errors.New("HOOKLEDGER_RECONCILE is empty: set it (template parameter ReconcileConfig) to a JSON array such as [{\"source\":\"stripe\",\"tenant\":\"acme\",\"credential\":\"ssm:/hookledger/acme/stripe-api\"}]")
+	}
+	specs, err := ParseSpecs([]byte(s.Specs))
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLEDGER_RECONCILE: %w", err)
+	}
+	if len(specs) == 0 {
+		return nil, errors.New("HOOKLEDGER_RECONCILE lists no source to reconcile")
+	}
+	var errs []error
+	for _, sp := range specs {
+		if err := rc.Check(sp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("HOOKLEDGER_RECONCILE: %w", err)
+	}
+	var feeder Feeder
+	switch {
+	case s.ReceiverFunction != "":
+		feeder = &LambdaFeeder{API: lam, Function: s.ReceiverFunction}
+	case s.WebhookURL != "":
+		if err := ParseWebhookURL(s.WebhookURL); err != nil {
+			return nil, fmt.Errorf("HOOKLEDGER_WEBHOOK_URL: %w", err)
+		}
+		feeder = &HTTPFeeder{Webhook: s.WebhookURL, Client: &http.Client{Timeout: 30 * time.Second}}
+	default:
+		return nil, errors.New("set HOOKLEDGER_RECEIVER_FUNCTION (the receiver function's name) or HOOKLEDGER_WEBHOOK_URL (the stack's WebhookUrl) so missing events can be fed through the receiver")
+	}
+	return &Handler{Config: rc, Specs: specs, Reconciler: &Reconciler{Ledger: l, Feeder: feeder, Log: log}, Metrics: c.Metrics(), Log: log}, nil
+}
+
+// Handler is the scheduled reconciler: one run reconciles every configured
+// source and tenant.
+type Handler struct {
+	Config     *Config
+	Specs      []Spec
+	Reconciler *Reconciler
+	Metrics    *metric.Emitter // nil: no metrics
+	Log        *slog.Logger
+}
+
+// Summary is a scheduled run's result.
+type Summary struct {
+	Reports []Report `json:"reports"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// Handle runs every spec. Each adds its counts to the metrics
+// ReconcileSeen, ReconcileMissing (events the front door lost: alarmed),
+// ReconcileRecovered and ReconcileFailed. It returns an error when any spec
+// could not run or any missing event could not be fed, so the function's
+// Errors alarm fires too.
+func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error) {
+	sum := Summary{Reports: []Report{}}
+	var errs []error
+	for _, sp := range h.Specs {
+		log := h.Log.With("source", sp.Source, "tenant", sp.Tenant)
+		job, err := h.Config.Job(ctx, sp, false)
+		var rep Report
+		if err == nil {
+			rep, err = h.Reconciler.Run(ctx, job)
+			sum.Reports = append(sum.Reports, rep)
+		}
+		h.Metrics.AddAll(map[string]int{"ReconcileSeen": rep.Seen, "ReconcileMissing": rep.Missing,
+			"ReconcileRecovered": rep.Recovered(), "ReconcileFailed": rep.Failed + boolInt(err != nil)})
+		attrs := []any{"provider", rep.Provider, "since", rep.Since, "seen", rep.Seen, "in_ledger", rep.InLedger,
+			"missing", rep.Missing, "fed", rep.Fed, "duplicate", rep.Duplicate, "requested", rep.Requested,
+			"failed", rep.Failed, "too_recent", rep.TooRecent, "too_old", rep.TooOld}
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			sum.Errors = append(sum.Errors, err.Error())
+			log.ErrorContext(ctx, "reconcile failed", append(attrs, "error", err.Error())...)
+		case rep.Failed > 0:
+			errs = append(errs, fmt.Errorf("reconcile %s/%s: %d missing events could not be fed", sp.Source, sp.Tenant, rep.Failed))
+			log.ErrorContext(ctx, "reconcile: missing events could not be fed", attrs...)
+		case rep.Missing > 0:
+			log.WarnContext(ctx, "reconcile: the front door lost events; recovered", attrs...)
+		default:
+			log.InfoContext(ctx, "reconcile: nothing missing", attrs...)
+		}
+	}
+	return sum, errors.Join(errs...)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,378 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+)
+
+func callClaim(f fixture, lease time.Duration) ledger.CallClaim {
+	now := f.clock.Now()
+	return ledger.CallClaim{LeaseUntil: now.Add(lease), ExpiresAt: now.Add(time.Hour), Validation: "v1"}
+}
+
+func claimCall(t *testing.T, f fixture, key string) ledger.Call {
+	t.Helper()
+	c, claimed, err := f.l.ClaimCall(t.Context(), key, callClaim(f, time.Minute))
+	if err != nil || !claimed {
+		t.Fatalf("claim %s: claimed=%v err=%v", key, claimed, err)
+	}
+	return c
+}
+
+func callResult(f fixture, data string) ledger.CallResult {
+	return ledger.CallResult{Data: []byte(data), ExpiresAt: f.clock.Now().Add(time.Hour)}
+}
+
+// TestCallLifecycle pins the request budget: a first call is one PutItem
+// and one UpdateItem; a repeat is one failed PutItem that brings the stored
+// result back, with no read.
+func TestCallLifecycle(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#abc"
+	c := claimCall(t, f, key)
+	if c.Status != ledger.Processing || c.Attempts != 1 || c.LeaseOwner == "" || c.Validation != "v1" {
+		t.Fatalf("claim gave %+v", c)
+	}
+	if _, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, `{"order":"o-1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if snap := f.meter.Snapshot(); len(snap) != 2 || snap["DynamoDB.PutItem"] != 1 || snap["DynamoDB.UpdateItem"] != 1 {
+		t.Errorf("first call cost %v, want one PutItem and one UpdateItem", snap)
+	}
+	f.meter.Reset()
+	old, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || claimed {
+		t.Fatalf("repeat: claimed=%v err=%v", claimed, err)
+	}
+	if old.Status != ledger.Done || string(old.Result) != `{"order":"o-1"}` || old.Attempts != 1 || old.Validation != "v1" || old.LeaseOwner != c.LeaseOwner {
+		t.Fatalf("repeat saw %+v", old)
+	}
+	if snap := f.meter.Snapshot(); len(snap) != 1 || snap["DynamoDB.PutItem"] != 1 {
+		t.Errorf("repeat cost %v, want exactly one PutItem", snap)
+	}
+	// A call record is invisible to the event views.
+	recs, err := f.l.List(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Key, key) {
+			t.Fatalf("List returned the call record as an event: %+v", r)
+		}
+	}
+	// And it never enters the due index.
+	out, err := f.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &f.table, ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "idem#" + key}, "sk": &types.AttributeValueMemberS{Value: "idem"}}})
+	if err != nil || out.Item == nil {
+		t.Fatalf("raw read: %v", err)
+	}
+	if _, ok := out.Item["due_shard"]; ok {
+		t.Error("call record carries due_shard")
+	}
+}
+
+func TestCallClaimRefusedWhileLeased(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := emulator.Name("op") + "#k"
+	c := claimCall(t, f, key)
+	old, claimed, err := f.l.ClaimCall(t.Context(), key, callClaim(f, time.Minute))
+	if err != nil || claimed || old.Status != ledger.Processing || old.LeaseOwner != c.LeaseOwner {
+		t.Fatalf("second claim: %+v claimed=%v err=%v", old, claimed, err)
+	}
+}
+
+// TestCallTakeOverAfterLapse is the crash or timeout case: the lease ends,
+// the next claim runs the call as attempt 2, and the lapsed caller's late
+// completion is refused.
+func TestCallTakeOverAfterLapse(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	first := claimCall(t, f, key)
+	f.clock.Advance(time.Minute)
+	f.meter.Reset()
+	second, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || !claimed || second.Attempts != 2 || second.LeaseOwner == first.LeaseOwner {
+		t.Fatalf("take-over: %+v claimed=%v err=%v", second, claimed, err)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["DynamoDB.UpdateItem"] != 1 || len(snap) != 2 {
+		t.Errorf("take-over cost %v, want one failed PutItem and one UpdateItem", snap)
+	}
+	if _, err := f.l.CompleteCall(ctx, key, first.LeaseOwner, callResult(f, "late")); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("late completion: %v, want ErrLeaseLost", err)
+	}
+	if err := f.l.FailCall(ctx, key, first.LeaseOwner, "late"); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("late failure: %v, want ErrLeaseLost", err)
+	}
+	if _, err := f.l.CompleteCall(ctx, key, second.LeaseOwner, callResult(f, "ok")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.l.GetCall(ctx, key)
+	if err != nil || got.Status != ledger.Done || string(got.Result) != "ok" || got.Attempts != 2 {
+		t.Fatalf("after take-over: %+v %v", got, err)
+	}
+}
+
+func TestCallFailedRunsAgainUpToMaxAttempts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	spec := callClaim(f, time.Minute)
+	spec.MaxAttempts = 2
+	for attempt := 1; attempt <= 2; attempt++ {
+		c, claimed, err := f.l.ClaimCall(ctx, key, spec)
+		if err != nil || !claimed || c.Attempts != attempt {
+			t.Fatalf("attempt %d: %+v claimed=%v err=%v", attempt, c, claimed, err)
+		}
+		if err := f.l.FailCall(ctx, key, c.LeaseOwner, "boom "+strings.Repeat("x", 400)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, claimed, err := f.l.ClaimCall(ctx, key, spec)
+	if err != nil || claimed || old.Status != ledger.Failed || old.Attempts != 2 || !strings.HasPrefix(old.LastError, "boom x") || len(old.LastError) != 256 {
+		t.Fatalf("exhausted: %+v claimed=%v err=%v", old, claimed, err)
+	}
+	// Without a limit it runs again.
+	spec.MaxAttempts = 0
+	if c, claimed, err := f.l.ClaimCall(ctx, key, spec); err != nil || !claimed || c.Attempts != 3 {
+		t.Fatalf("unlimited: %+v claimed=%v err=%v", c, claimed, err)
+	}
+}
+
+// TestCallExpiredIsFresh: a record past its window is treated as absent
+// even though TTL has not deleted it, and the new window starts at attempt 1.
+func TestCallExpiredIsFresh(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	c := claimCall(t, f, key)
+	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "old"))
+	f.clock.Advance(time.Hour + time.Second)
+	if _, err := f.l.GetCall(ctx, key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("get expired: %v, want ErrNotFound", err)
+	}
+	f.meter.Reset()
+	n, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || !claimed || n.Attempts != 1 || n.Result != nil {
+		t.Fatalf("claim over expired: %+v claimed=%v err=%v", n, claimed, err)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || len(snap) != 1 {
+		t.Errorf("claim over an expired record cost %v, want one PutItem", snap)
+	}
+	got, _ := f.l.GetCall(ctx, key)
+	if got.Status != ledger.Processing || got.Result != nil || got.ResultSize != 0 {
+		t.Fatalf("the old result survived the new window: %+v", got)
+	}
+}
+
+func TestCallForget(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	c := claimCall(t, f, key)
+	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r"))
+	if err := f.l.ForgetCall(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute)); err != nil || !claimed {
+		t.Fatalf("claim after forget: claimed=%v err=%v", claimed, err)
+	}
+	if err := f.l.ForgetCall(ctx, "nope#"+emulator.Name("k")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("forget unknown: %v", err)
+	}
+}
+
+// TestCallResultSizes: results from 512 bytes are stored compressed when
+// that is smaller (a 3 KB JSON result costs one write unit), and a result
+// that cannot fit an item is recorded as unstored instead of failing the
+// write, so repeats see that the call ran.
+func TestCallResultSizes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#json"
+	c := claimCall(t, f, key)
+	big := []byte(`{"items":[` + strings.Repeat(`{"sku":"abc-123","qty":1},`, 120) + `{}]}`)
+	got, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: big, ExpiresAt: f.clock.Now().Add(time.Hour)})
+	if err != nil || got.Unstored != "" || got.StoredSize >= 1000 || got.ResultSize != len(big) {
+		t.Fatalf("complete %d bytes: %+v %v", len(big), got, err)
+	}
+	back, err := f.l.GetCall(ctx, key)
+	if err != nil || !bytes.Equal(back.Result, big) {
+		t.Fatalf("read back: %v (%d bytes)", err, len(back.Result))
+	}
+
+	key = emulator.Name("op") + "#huge"
+	c = claimCall(t, f, key)
+	noise := make([]byte, ledger.MaxCallResult+10)
+	rand.Read(noise) // incompressible
+	got, err = f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: noise, ExpiresAt: f.clock.Now().Add(time.Hour)})
+	if err != nil || !strings.Contains(got.Unstored, "limit") || got.Result != nil {
+		t.Fatalf("complete huge: %+v %v", got.Unstored, err)
+	}
+	back, err = f.l.GetCall(ctx, key)
+	if err != nil || back.Status != ledger.Done || back.Unstored == "" || back.ResultSize != len(noise) || back.Result != nil {
+		t.Fatalf("huge read back: %+v %v", back, err)
+	}
+	if old, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute)); err != nil || claimed || old.Unstored == "" {
+		t.Fatalf("repeat of an unstored call: claimed=%v err=%v", claimed, err)
+	}
+}
+
+func TestCallConcurrentClaimsOneWinner(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := emulator.Name("op") + "#k"
+	const n = 30
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			_, claimed, err := f.l.ClaimCall(t.Context(), key, callClaim(f, time.Minute))
+			if err != nil {
+				t.Error(err)
+			}
+			if claimed {
+				won.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d claims won, want 1", won.Load())
+	}
+}
+
+// lostPut sends every PutItem twice and returns the second answer (see
+// lostUpdate).
+type lostPut struct{ *dynamodb.Client }
+
+func (c lostPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if _, err := c.Client.PutItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.PutItem(ctx, in, o...)
+}
+
+// TestCallWritesWhoseAnswerWasLost: a claim, a completion and a failure
+// that the SDK retried after the first answer was lost recognise their own
+// write by the claim token instead of reporting a duplicate or a lost lease.
+func TestCallWritesWhoseAnswerWasLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	lp, _ := ledger.New(lostPut{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	lu, _ := ledger.New(lostUpdate{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	key := emulator.Name("op") + "#k"
+	c, claimed, err := lp.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || !claimed {
+		t.Fatalf("claim with a lost answer: claimed=%v err=%v", claimed, err)
+	}
+	if err := lu.FailCall(ctx, key, c.LeaseOwner, "boom"); err != nil {
+		t.Fatalf("fail with a lost answer: %v", err)
+	}
+	c, claimed, err = lu.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || !claimed || c.Attempts != 2 {
+		t.Fatalf("take-over with a lost answer: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if _, err := lu.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "ok")); err != nil {
+		t.Fatalf("complete with a lost answer: %v", err)
+	}
+}
+
+func TestCallRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	for _, key := range []string{"", strings.Repeat("k", ledger.MaxCallKey+1), "bad\xff"} {
+		if _, _, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute)); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("claim %q: %v, want ErrInvalid", key, err)
+		}
+	}
+	past := callClaim(f, -time.Second)
+	if _, _, err := f.l.ClaimCall(ctx, "op#k", past); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("lease in the past: %v", err)
+	}
+	if _, err := f.l.CompleteCall(ctx, "op#k", "", callResult(f, "x")); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("empty token: %v", err)
+	}
+	if n := f.meter.Snapshot(); len(n) != 0 {
+		t.Errorf("bad input reached DynamoDB: %v", n)
+	}
+}
+
+// TestCallLargestResultFits: a result of exactly MaxCallResult stored bytes,
+// under the longest key, fits the item the emulator (which enforces
+// DynamoDB's 400 KB limit) accepts.
+func TestCallLargestResultFits(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#" + strings.Repeat("k", ledger.MaxCallKey-20)
+	spec := callClaim(f, time.Minute)
+	spec.Validation = strings.Repeat("v", 64)
+	c, claimed, err := f.l.ClaimCall(ctx, key, spec)
+	if err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if err := f.l.FailCall(ctx, key, c.LeaseOwner, strings.Repeat("e", 300)); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err = f.l.ClaimCall(ctx, key, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, ledger.MaxCallResult)
+	rand.Read(data)
+	got, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: data, ExpiresAt: f.clock.Now().Add(time.Hour)})
+	if err != nil || got.Unstored != "" {
+		t.Fatalf("largest result: %v %q", err, got.Unstored)
+	}
+	back, err := f.l.GetCall(ctx, key)
+	if err != nil || !bytes.Equal(back.Result, data) {
+		t.Fatalf("read back: %v", err)
+	}
+}
+
+// TestCallRepeatWithoutAllOld: where an endpoint omits the old item from a
+// failed condition, a repeat costs one consistent read more.
+func TestCallRepeatWithoutAllOld(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	l, _ := ledger.New(noOld{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	key := emulator.Name("op") + "#k"
+	c := claimCall(t, f, key)
+	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r"))
+	f.meter.Reset()
+	old, claimed, err := l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || claimed || string(old.Result) != "r" {
+		t.Fatalf("repeat: %+v claimed=%v err=%v", old, claimed, err)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["DynamoDB.GetItem"] != 1 {
+		t.Errorf("fallback cost %v, want one PutItem and one GetItem", snap)
+	}
+}

@@ -1,0 +1,194 @@
+package ledger_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookledger/hookledger/ledger"
+)
+
+func TestDueFromWalksEachEntryOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Shards = 1 })
+	want := map[ledger.ID]bool{}
+	for range 7 {
+		id := newID(t)
+		create(t, f, id)
+		want[id] = true
+		f.clock.Advance(time.Millisecond) // distinct due_at, so the order is defined
+	}
+	f.clock.Advance(time.Minute)
+	got := map[ledger.ID]bool{}
+	var sizes []int
+	cur := ledger.DueCursor{}
+	for i := 0; !cur.Done(); i++ {
+		if i > 5 {
+			t.Fatal("the walk does not end")
+		}
+		ids, next, err := f.l.DueFrom(t.Context(), 0, f.clock.Now(), 3, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(ids))
+		for _, id := range ids {
+			if got[id] {
+				t.Errorf("%v returned twice", id)
+			}
+			got[id] = true
+			// Handled as the reclaimer does, while the walk goes on.
+			rec, _ := f.l.Get(t.Context(), id)
+			if _, err := f.l.Requeue(t.Context(), rec, f.clock.Now().Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur = next
+	}
+	if len(got) != len(want) {
+		t.Fatalf("walked %d of %d due records (pages %v)", len(got), len(want), sizes)
+	}
+	if sizes[0] != 3 || sizes[1] != 3 {
+		t.Errorf("pages %v, want 3, 3, 1 (and possibly an empty last one)", sizes)
+	}
+	if ids, next, err := f.l.DueFrom(t.Context(), 0, f.clock.Now(), 3, cur); len(ids) != 0 || !next.Done() || err != nil {
+		t.Errorf("a finished walk went on: %v %v %v", ids, next.Done(), err)
+	}
+}
+
+func TestGetManyAndPayloads(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Retention = time.Hour })
+	var ids []ledger.ID
+	bodies := map[ledger.ID][]byte{}
+	for i := range 130 { // more than one BatchGetItem's 100 keys
+		id := newID(t)
+		create(t, f, id)
+		ids = append(ids, id)
+		if i%10 == 0 {
+			continue // no payload stored
+		}
+		body := []byte(fmt.Sprintf(`{"id":%q,"pad":%q}`, id.Key, bytes.Repeat([]byte("x"), i*20))) // some compressed, some not
+		if err := f.l.PutPayload(t.Context(), id, body); err != nil {
+			t.Fatal(err)
+		}
+		bodies[id] = body
+	}
+	missing := newID(t)
+	f.meter.Reset()
+	recs, err := f.l.GetMany(t.Context(), append(append([]ledger.ID{missing}, ids...), ids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(ids) {
+		t.Fatalf("GetMany found %d of %d records", len(recs), len(ids))
+	}
+	for _, id := range ids {
+		if r, ok := recs[id]; !ok || r.ID != id || r.Status != ledger.Received || r.Version != 1 {
+			t.Fatalf("record %v: %+v", id, r)
+		}
+	}
+	if _, ok := recs[missing]; ok {
+		t.Error("a record that does not exist was returned")
+	}
+	if calls := f.meter.Snapshot()["DynamoDB.BatchGetItem"]; calls != 2 {
+		t.Errorf("131 distinct keys took %d BatchGetItem calls, want 2", calls)
+	}
+	got, err := f.l.Payloads(t.Context(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(bodies) {
+		t.Fatalf("Payloads found %d of %d", len(got), len(bodies))
+	}
+	for id, b := range bodies {
+		if !bytes.Equal(got[id], b) {
+			t.Fatalf("payload %v: %q", id, got[id])
+		}
+	}
+	// Expired records are absent, as Get treats them.
+	f.clock.Advance(2 * time.Hour)
+	if recs, err := f.l.GetMany(t.Context(), ids[:5]); err != nil || len(recs) != 0 {
+		t.Errorf("expired records returned: %d, %v", len(recs), err)
+	}
+}
+
+func TestUnsentTakesBackTheReclaim(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	id := newID(t)
+	rec := create(t, f, id)
+	f.clock.Advance(time.Minute)
+	requeued, err := f.l.Requeue(ctx, rec, f.clock.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	soon := f.clock.Now().Add(5 * time.Second)
+	back, err := f.l.Unsent(ctx, requeued, soon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Reclaims != 0 || !back.DueAt.Equal(soon) || back.Status != ledger.Received || back.Version != requeued.Version+1 {
+		t.Fatalf("after unsent: %+v", back)
+	}
+	// Only once, and only on the record as the re-drive left it.
+	if _, err := f.l.Unsent(ctx, requeued, soon); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("second unsent: %v", err)
+	}
+	again, err := f.l.Requeue(ctx, back, f.clock.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Claim(ctx, id, time.Minute); err != nil { // the message did arrive after all
+		t.Fatal(err)
+	}
+	if _, err := f.l.Unsent(ctx, again, soon); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("unsent after a claim: %v", err)
+	}
+	if r, _ := f.l.Get(ctx, id); r.Status != ledger.Processing || r.Reclaims != 1 {
+		t.Errorf("record after the refused unsent: %+v", r)
+	}
+}
+
+func TestRunLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	until := f.clock.Now().Add(time.Minute)
+	if err := f.l.LockRun(ctx, "run-a", until); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("a second run took a held lock: %v", err)
+	}
+	if err := f.l.LockRun(ctx, "run-a", until.Add(time.Minute)); err != nil {
+		t.Fatalf("the holder (handing over to its continuation) could not take it again: %v", err)
+	}
+	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("someone else's unlock released the lock: %v", err)
+	}
+	f.clock.Advance(2 * time.Minute) // the holder died; its time passed
+	if err := f.l.LockRun(ctx, "run-b", f.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("an expired lock was not taken over: %v", err)
+	}
+	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.LockRun(ctx, "run-c", f.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("a released lock: %v", err)
+	}
+	// The lock is no record: not listed, never due.
+	if recs, err := f.l.List(ctx, "", 0); err != nil || len(recs) != 0 {
+		t.Fatalf("listed %v, %v", recs, err)
+	}
+	for shard := range f.l.Shards() {
+		if ids, _ := f.l.Due(ctx, shard, f.clock.Now().Add(48*time.Hour), 10); len(ids) != 0 {
+			t.Fatalf("due: %v", ids)
+		}
+	}
+}
