@@ -133,15 +133,29 @@ func (c *Config) Check(s Spec) error {
 	return nil
 }
 
+// retention is how long the ledger keeps the source's records: its own
+// retention, or HOOKLEDGER_RETENTION raised to its provider's retry horizon
+// (docs/retention.md), as the receiver decides it; Retention without a
+// registry.
+func (c *Config) retention(src string) time.Duration {
+	if c.Registry != nil && c.Retention > 0 {
+		if r, ok := c.Registry.Retentions(c.Retention)[src]; ok {
+			return r.Duration
+		}
+	}
+	return c.Retention
+}
+
 // window is the spec's window, or the default one.
 func (c *Config) window(s Spec, provider string) (time.Duration, error) {
+	retention := c.retention(s.Source)
 	if s.Window == "" {
 		w := stripeRetention
 		if provider == "github" {
 			w = githubRetention
 		}
-		if c.Retention > 0 {
-			w = min(w, c.Retention-RetentionMargin)
+		if retention > 0 {
+			w = min(w, retention-RetentionMargin)
 		}
 		return w, nil
 	}
@@ -149,9 +163,9 @@ func (c *Config) window(s Spec, provider string) (time.Duration, error) {
 	if err != nil || w <= 0 {
 		return 0, fmt.Errorf("reconcile %s/%s: window %q: want a positive Go duration such as 72h", s.Source, s.Tenant, s.Window)
 	}
-	if c.Retention > 0 && w > c.Retention-RetentionMargin {
-		return 0, fmt.Errorf("reconcile %s/%s: window %v reaches beyond the ledger's retention %v minus %v: records of older events may have expired, and feeding such an event again would run its effects twice; use at most %v, or raise HOOKLEDGER_RETENTION",
-			s.Source, s.Tenant, w, c.Retention, RetentionMargin, c.Retention-RetentionMargin)
+	if retention > 0 && w > retention-RetentionMargin {
+		return 0, fmt.Errorf("reconcile %s/%s: window %v reaches beyond the ledger's retention %v minus %v: records of older events may have expired, and feeding such an event again would run its effects twice; use at most %v, or raise HOOKLEDGER_RETENTION (or the source's \"retention\")",
+			s.Source, s.Tenant, w, retention, RetentionMargin, retention-RetentionMargin)
 	}
 	return w, nil
 }
@@ -180,7 +194,7 @@ func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	}
 	keyFromDelivery := src.KeyHeader != "" || src.KeyPath != ""
 	job := Job{Source: s.Source, Tenant: s.Tenant, Verifier: verifier, KeyFromDelivery: keyFromDelivery,
-		Retention: c.Retention, DryRun: dryRun, Redeliver: s.Redeliver}
+		Retention: c.retention(s.Source), DryRun: dryRun, Redeliver: s.Redeliver}
 	job.Window, _ = c.window(s, src.Provider)
 	job.MinAge, _ = minAge(s)
 	if !dryRun || keyFromDelivery {

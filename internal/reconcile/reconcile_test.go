@@ -273,6 +273,23 @@ func TestConfigCheck(t *testing.T) {
 	if w, _ := c.window(Spec{}, "github"); w != 72*time.Hour {
 		t.Fatalf("github default window %v", w)
 	}
+	// A source's own retention caps its window, not the global one: a
+	// window past it would feed events whose records expired.
+	srcs["stripe"] = source.Source{Config: srcs["stripe"].Config, Retention: "96h", Tenants: srcs["stripe"].Tenants}
+	reg, err := source.NewRegistry(srcs, &source.Secrets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &Config{Sources: srcs, Registry: reg, Retention: 168 * time.Hour}
+	if w, _ := c.window(Spec{Source: "stripe"}, "stripe"); w != 95*time.Hour {
+		t.Errorf("stripe default window with the source's 96h: %v, want 95h", w)
+	}
+	if err := c.Check(Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Window: "100h"}); err == nil || !strings.Contains(err.Error(), "retention 96h0m0s") {
+		t.Errorf("a window past the source's retention: %v", err)
+	}
+	if w, _ := c.window(Spec{Source: "github"}, "github"); w != 72*time.Hour {
+		t.Errorf("github (HOOKLEDGER_RETENTION 168h): %v, want 72h", w)
+	}
 	for _, key := range []string{"pk_live_x", "whsec_x", ""} {
 		if _, err := NewStripe(StripeOptions{APIKey: key}); err == nil {
 			t.Errorf("stripe key %q accepted", key)
