@@ -76,10 +76,10 @@ type Handler struct {
 	Unrouted string
 	// Store reads the bodies kept in the S3 payload store (nil: none
 	// configured; a message that references one then fails).
-	Store objects
-	Log      *slog.Logger
-	Metrics  *metric.Emitter // nil: no metrics
-	Now      func() time.Time
+	Store   objects
+	Log     *slog.Logger
+	Metrics *metric.Emitter // nil: no metrics
+	Now     func() time.Time
 	// Point is called at the processor's and the steps' named crash points
 	// (nil: inject.Crash, which does nothing outside proof builds). Tests
 	// set it to stop a run dead at a point, as a crash would.
