@@ -132,7 +132,7 @@ func normalize(raw []byte, volatile [][]string) ([]byte, error) {
 	return canonicalJSON(doc)
 }
 
-// deriveKey derives the DESIGN §2 key of an event without a provider id:
+// deriveKey derives the docs/design.md §2 key of an event without a provider id:
 // "derived:" + hex(sha256(type + "\x00" + canonical JSON)). doc is modified:
 // the volatile paths are removed from it. Canonical JSON never contains a raw
 // NUL byte, so the last NUL splits the hashed input unambiguously and two

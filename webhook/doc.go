@@ -48,7 +48,7 @@
 //
 // Config.KeyHeader and Config.KeyPath override where the key comes from;
 // Config.TypePath overrides where the type comes from. When a scheme yields no
-// key, one is derived from the body (DESIGN §2): the body is parsed as JSON (a
+// key, one is derived from the body (docs/design.md §2): the body is parsed as JSON (a
 // form-encoded body of twilio or slack becomes an object of its fields), the
 // volatile fields (Config.VolatileFields, or the provider's default list) are
 // removed, the rest is encoded canonically (sorted keys, no insignificant

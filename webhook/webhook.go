@@ -72,7 +72,7 @@ type Request struct {
 type Event struct {
 	Key       string     // idempotency key: the provider's event/delivery id, or a derived key
 	Type      string     // provider event type ("" when the scheme has none)
-	Derived   bool       // Key was derived (DESIGN §2), not given by the provider
+	Derived   bool       // Key was derived (docs/design.md §2), not given by the provider
 	Handshake *Handshake // non-nil: answer this and touch nothing (Slack url_verification, Zoom endpoint.url_validation, Twitch webhook_callback_verification, Intercom ping); Key is then ""
 }
 
@@ -153,7 +153,7 @@ const (
 	keyFromMeta   keySource = iota // the scheme's id header
 	keyFromHeader                  // Config.KeyHeader
 	keyFromBody                    // a JSON path in the body (Stripe "id", Config.KeyPath)
-	keyDerived                     // DESIGN §2 derivation
+	keyDerived                     // docs/design.md §2 derivation
 )
 
 // typeSource says where an event's type comes from.

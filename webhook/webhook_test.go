@@ -557,7 +557,7 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-// TestDerivedKey checks DESIGN §2 derivation on fixtures: a retry that changes
+// TestDerivedKey checks docs/design.md §2 derivation on fixtures: a retry that changes
 // only volatile fields, key order and whitespace gets the same key, another
 // event gets another key, and the key matches one computed independently.
 func TestDerivedKey(t *testing.T) {

@@ -71,7 +71,7 @@ type Config struct {
 	FunctionName string
 	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (default 60s)
 	Unrouted     string        // HOOKLEDGER_UNROUTED: done (default) or fail, for events no route matches
-	Payload      string        // HOOKLEDGER_PAYLOAD: always (default) or on-trouble (receiver, processor)
+	Payload      string        // HOOKLEDGER_PAYLOAD: on-trouble (default) or always (receiver, processor)
 	// PayloadBucket is the S3 payload store's bucket (HOOKLEDGER_PAYLOAD_BUCKET;
 	// empty: no store, and bodies a ledger item cannot hold get 413).
 	PayloadBucket string
@@ -100,7 +100,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
 		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
-		Payload: PayloadAlways, PayloadPrefix: DefaultPayloadPrefix,
+		Payload: PayloadOnTrouble, PayloadPrefix: DefaultPayloadPrefix,
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
 	}
 	var errs []error

@@ -1,6 +1,6 @@
 // Package receiver is the receiver Lambda's handler: it verifies a webhook
 // delivery, claims its idempotency key in the ledger and enqueues it, and
-// answers the sender as DESIGN §4 says. It never performs side effects.
+// answers the sender as docs/design.md §4 says. It never performs side effects.
 package receiver
 
 import (

@@ -51,6 +51,8 @@ func TestFromConfigGivesEachSourceItsRetention(t *testing.T) {
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
 			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_RETENTION": "24h",
+			// Every body stored as it arrives, so the payload's expiry can be read.
+			"HOOKLEDGER_PAYLOAD": "always",
 			"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + stripeSecret + `"]}}},
 				"billing":{"provider":"stripe","retention":"240h","tenants":{"acme":{"secrets":["literal:` + stripeSecret + `"]}}}}`,
 		}[k]

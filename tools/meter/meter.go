@@ -1,7 +1,13 @@
-// Package meter counts the AWS requests an SDK client sends, by service and
+// Package meter counts the AWS requests an SDK client makes, by service and
 // operation, with SDK middleware. Tests use it to prove request budgets
 // (a duplicate delivery costs one DynamoDB request and no SQS request);
 // benchmarks use it to price events.
+//
+// A request is one API call as the code makes it. The SDK may send it more
+// than once (a throttled, failed or cut-short attempt is retried): those
+// extra attempts are counted apart (Retries), so a budget test does not
+// fail because the emulator cut a response short, and a benchmark can still
+// say how many attempts it took.
 package meter
 
 import (
@@ -15,22 +21,45 @@ import (
 
 // Meter counts requests. The zero value is not usable; call New.
 type Meter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu       sync.Mutex
+	counts   map[string]int // calls
+	attempts map[string]int // attempts, retries included
 }
 
 // New returns an empty meter.
-func New() *Meter { return &Meter{counts: map[string]int{}} }
+func New() *Meter { return &Meter{counts: map[string]int{}, attempts: map[string]int{}} }
 
 // APIOption installs the meter on a client (config.WithAPIOptions or a
-// client's APIOptions). It counts every attempt that reaches the transport,
-// so SDK retries count too.
+// client's APIOptions). It counts each call once, before the retry loop,
+// and each attempt after the first inside it.
 func (m *Meter) APIOption(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("hookledger.meter",
-		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("hookledger.meter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			m.add(awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx))
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before); err != nil {
+		return err
+	}
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("hookledger.meter.attempts",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			m.mu.Lock()
+			m.attempts[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+			m.mu.Unlock()
 			return next.HandleFinalize(ctx, in)
 		}), middleware.After)
+}
+
+// Retries returns the attempts beyond the first, keyed like Snapshot.
+func (m *Meter) Retries() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range m.attempts {
+		if r := v - m.counts[k]; r > 0 {
+			out[k] = r
+		}
+	}
+	return out
 }
 
 func (m *Meter) add(op string) {
@@ -43,6 +72,7 @@ func (m *Meter) add(op string) {
 func (m *Meter) Reset() {
 	m.mu.Lock()
 	clear(m.counts)
+	clear(m.attempts)
 	m.mu.Unlock()
 }
 

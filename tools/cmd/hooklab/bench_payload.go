@@ -384,7 +384,7 @@ func (b *benchRun) latency(ctx context.Context) error {
 		"The handlers run against the local emulator with tools/latency adding a uniform wait per request (per attempt, before it is sent) from these published figures:"},
 		latency.Sources()...)
 	t.Notes = append(t.Notes, "The emulator's own time (1–2 ms a call on this machine) comes on top. ∥ marks calls made at the same time: the sender waits for the slower. "+
-		"The round-trip target (DESIGN §8: at most two on the new-event path) is met when the new-event rows sit near two round trips (about 20–30 ms), not three (about 30–40 ms).")
+		"The round-trip target (docs/design.md §8: at most two on the new-event path) is met when the new-event rows sit near two round trips (about 20–30 ms), not three (about 30–40 ms).")
 	t.Print(b.out)
 	return nil
 }
@@ -429,9 +429,10 @@ func (b *benchRun) costSideBySide() error {
 		target             float64
 	}
 	rows := []cfgRow{
-		{"shipped defaults", "HTTP API", config.PayloadAlways, 1, 5},
-		{"shipped defaults, sustained traffic", "HTTP API", config.PayloadAlways, 10, 5},
-		{"on-trouble", "HTTP API", config.PayloadOnTrouble, 1, 0},
+		{"shipped defaults", "HTTP API", config.PayloadOnTrouble, 1, 5},
+		{"shipped defaults, sustained traffic", "HTTP API", config.PayloadOnTrouble, 10, 5},
+		{"always (every body kept)", "HTTP API", config.PayloadAlways, 1, 0},
+		{"always, sustained traffic", "HTTP API", config.PayloadAlways, 10, 0},
 		{"on-trouble + function URL", "function URL", config.PayloadOnTrouble, 1, 4},
 		{"on-trouble + function URL, sustained traffic", "function URL", config.PayloadOnTrouble, 10, 4},
 	}
