@@ -404,6 +404,10 @@ func (b *benchRun) accounting(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	// Every path, re-drives from a stored body included, needs the body in
+	// the ledger: this section measures the always policy (the payload
+	// section compares the two, and the side-by-side cost the defaults).
+	env.conf.Payload = config.PayloadAlways
 	m := meter.New()
 	acc := &bench.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]bench.Table{env.table: ledgerTable}}
 	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
@@ -439,7 +443,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 		return take(), nil
 	}
 
-	t := &bench.MD{Title: "Request accounting per event (measured against the emulator; units computed from item sizes)",
+	t := &bench.MD{Title: "Request accounting per event, payload policy always (measured against the emulator; units computed from item sizes)",
 		Header: []string{"step", "payload", "AWS calls", "calls", "WCU table", "WCU index", "RCU", "SQS billed", "log B"}}
 	b.newProfile, b.dupProfile, b.stored = map[int]bench.Profile{}, map[int]bench.Profile{}, map[int][2]int{}
 	sizes := &bench.MD{Title: "Stored sizes (realistic JSON invoice events; payload gzip'd when smaller)",
@@ -637,7 +641,7 @@ func (b *benchRun) cost(ctx context.Context) error {
 	prices.Notes = []string{"These pages could not be opened live from this machine; each figure is the most recent found through the search tool (archived page or a dated secondary source quoting it). Free tiers are ignored."}
 	prices.Print(b.out)
 
-	t := &bench.MD{Title: fmt.Sprintf("Dollars per million deliveries (arm64, %d MB, processor batch %s, 7-day ledger retention, 30-day logs)", a.MemoryMB, bench.Num(a.ProcessorBatch)),
+	t := &bench.MD{Title: fmt.Sprintf("Dollars per million deliveries, payload policy always (arm64, %d MB, processor batch %s, 7-day ledger retention, 30-day logs)", a.MemoryMB, bench.Num(a.ProcessorBatch)),
 		Header: []string{"payload", "duplicates", "API GW", "Lambda", "DynamoDB", "SQS", "Logs", "total", "per 1M unique events"}}
 	rows := []int{payload.Sizes[0], 3 << 10, payload.Sizes[1], payload.Sizes[2]}
 	for _, size := range rows {
@@ -665,7 +669,7 @@ func (b *benchRun) cost(ctx context.Context) error {
 	if c.Total() >= 5 {
 		verdict = "NOT met"
 	}
-	fmt.Fprintf(b.out, "\nTarget: under $5 per million events with 3 KB payloads and 30%% duplicates: %s ($%.2f per million deliveries, $%.2f per million unique events).\n", verdict, c.Total(), c.Total()/0.7)
+	fmt.Fprintf(b.out, "\nWith payload policy always, 3 KB payloads and 30%% duplicates: $%.2f per million deliveries ($%.2f per million unique events; under $5: %s). The side-by-side table below prices the shipped defaults against the targets.\n", c.Total(), c.Total()/0.7, verdict)
 
 	// What moves the 3 KB / 30% figure, one lever at a time and together.
 	lv := &bench.MD{Title: "Levers on the 3 KB / 30% duplicates figure (per million deliveries)", Header: []string{"lever", "total", "saving"}}
@@ -1110,6 +1114,9 @@ func (b *benchRun) coldstart(ctx context.Context) error {
 			"AWS_ENDPOINT_URL=" + b.ep,
 			"HOOKLEDGER_TABLE=" + env.table, "HOOKLEDGER_QUEUE_URL=" + env.queueURL,
 			"HOOKLEDGER_SOURCES=" + env.conf.SourcesJSON, "LOG_LEVEL=info",
+			// The shipped effect's settings: the processor refuses to start
+			// without them (nothing calls them during a cold start).
+			"PAYMENTS_URL=http://127.0.0.1:9", "NOTIFY_URL=http://127.0.0.1:9",
 		}
 	}
 	t := &bench.MD{Title: fmt.Sprintf("Cold start (init = process start → first GET /2018-06-01/runtime/invocation/next on a fake Runtime API; median of %d, this machine's amd64)", b.runs),
@@ -1220,7 +1227,9 @@ func (b *benchRun) throughput(ctx context.Context) error {
 		return err
 	}
 	logs := &logCounter{}
-	d, err := local.New(env.conf, cfg, hookledger.NewRouter(), func(string) string { return "" }, env.conf.Logger(logs))
+	routes := hookledger.NewRouter() // a routed effect that does nothing
+	routes.HandleFunc(hookledger.Any, hookledger.Any, func(context.Context, *hookledger.Event) error { return nil })
+	d, err := local.New(env.conf, cfg, routes, func(string) string { return "" }, env.conf.Logger(logs))
 	if err != nil {
 		return err
 	}
@@ -1297,7 +1306,7 @@ func (b *benchRun) throughput(ctx context.Context) error {
 	t.Add("receiver (HTTP answer)", float64(b.tpEvents)/sendDur.Seconds(), bench.Median(lat), bench.Percentile(lat, 99), fmt.Sprintf("%d non-200", bad.Load()))
 	t.Add("end to end (received → done)", float64(processed)/e2eDur.Seconds(), "", "", fmt.Sprintf("%d of %d processed in %.1f s", processed, b.tpEvents, e2eDur.Seconds()))
 	t.Add("emulator: bare conditional PutItem", float64(len(putLat))/putDur.Seconds(), bench.Median(putLat), bench.Percentile(putLat, 99), "the ceiling the emulator sets")
-	t.Notes = []string{"Each accepted event costs 3 receiver requests and 2 processor writes plus SQS receive/delete, so the end-to-end rate is bounded by the emulator's request rate divided by ~6–7; the Go side is not the bottleneck here (see the micro-benchmarks)."}
+	t.Notes = []string{"Each accepted event costs 2 receiver requests (3 with payload policy always) and 2 processor writes plus SQS receive/delete, so the end-to-end rate is bounded by the emulator's request rate divided by ~6; the Go side is not the bottleneck here (see the micro-benchmarks)."}
 	t.Print(b.out)
 	return nil
 }
