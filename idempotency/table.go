@@ -2,14 +2,11 @@ package idempotency
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // TableInput is the smallest table a Store needs, for functions that use
@@ -34,45 +31,11 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 }
 
 // TableAPI is what CreateTable needs.
-type TableAPI interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
+type TableAPI = ledger.TableAPI
 
 // CreateTable creates TableInput's table unless it exists, waits until it
 // is active and enables TTL on expires_at. For tests and local runs; in
 // AWS your template owns the table.
 func CreateTable(ctx context.Context, db TableAPI, name string) error {
-	_, err := db.CreateTable(ctx, TableInput(name))
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", name, err)
-	}
-	for i := 0; ; i++ {
-		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			return fmt.Errorf("describe table %s: %w", name, err)
-		}
-		if out.Table.TableStatus == types.TableStatusActive {
-			break
-		}
-		if i > 300 {
-			return fmt.Errorf("table %s not active after 60s (status %s)", name, out.Table.TableStatus)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
-	})
-	var ve interface{ ErrorMessage() string }
-	if err != nil && !(errors.As(err, &ve) && strings.Contains(ve.ErrorMessage(), "already enabled")) {
-		return fmt.Errorf("enable TTL on %s: %w", name, err)
-	}
-	return nil
+	return ledger.CreateTableFrom(ctx, db, TableInput(name))
 }

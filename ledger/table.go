@@ -57,7 +57,15 @@ type TableAPI interface {
 // is active and enables TTL on expires_at. For tests and local runs; in AWS
 // the SAM template owns the table.
 func CreateTable(ctx context.Context, db TableAPI, name string) error {
-	_, err := db.CreateTable(ctx, TableInput(name))
+	return CreateTableFrom(ctx, db, TableInput(name))
+}
+
+// CreateTableFrom creates the table in unless it exists, waits until it is
+// active and enables TTL on expires_at (the attribute every item of this
+// package, and of package idempotency, expires by).
+func CreateTableFrom(ctx context.Context, db TableAPI, in *dynamodb.CreateTableInput) error {
+	name := aws.ToString(in.TableName)
+	_, err := db.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("create table %s: %w", name, err)

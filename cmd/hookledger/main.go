@@ -8,30 +8,25 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
+
+	"github.com/hookledger/hookledger/internal/cli"
 )
 
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-func commands() map[string]command {
-	return map[string]command{
-		"dev":       {"serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", runDev},
-		"send":      {"sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", runSend},
-		"sign":      {"print the headers a sender would send for a body", plain(runSign)},
-		"verify":    {"verify a delivery's signature and print its idempotency key", plain(runVerify)},
-		"inspect":   {"show one event's ledger record", runInspect},
-		"list":      {"list ledger records, optionally by status", runList},
-		"setup":     {"create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", runSetup},
-		"replay":    {"replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", runReplay},
-		"reconcile": {"ask a provider's API what it sent and feed events the ledger lacks through the receiver (after an outage)", runReconcile},
+func commands() map[string]cli.Command {
+	return map[string]cli.Command{
+		"dev":       {Summary: "serve the receiver on localhost, poll SQS into the processor, run the reclaimer on a ticker", Run: runDev},
+		"send":      {Summary: "sign a webhook for a provider and post it (--repeat, --concurrency make duplicates)", Run: runSend},
+		"sign":      {Summary: "print the headers a sender would send for a body", Run: plain(runSign)},
+		"verify":    {Summary: "verify a delivery's signature and print its idempotency key", Run: plain(runVerify)},
+		"inspect":   {Summary: "show one event's ledger record", Run: runInspect},
+		"list":      {Summary: "list ledger records, optionally by status", Run: runList},
+		"setup":     {Summary: "create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", Run: runSetup},
+		"replay":    {Summary: "replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", Run: runReplay},
+		"reconcile": {Summary: "ask a provider's API what it sent and feed events the ledger lacks through the receiver (after an outage)", Run: runReconcile},
 	}
 }
 
@@ -39,18 +34,9 @@ func plain(f func(args []string, stdout, stderr io.Writer) int) func(context.Con
 	return func(_ context.Context, args []string, stdout, stderr io.Writer) int { return f(args, stdout, stderr) }
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hookledger <command> [flags]\n\ncommands:")
-	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'hookledger <command> --help' for a command's flags.\nAWS_ENDPOINT_URL=http://localhost:4566 points every command at a local emulator.")
+func program() cli.Program {
+	return cli.Program{Name: "hookledger", Commands: commands(),
+		Footer: "AWS_ENDPOINT_URL=http://localhost:4566 points every command at a local emulator."}
 }
 
 func main() {
@@ -61,20 +47,5 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		usage(stdout)
-		return 0
-	}
-	cmd, ok := commands()[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "hookledger: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	return program().Run(ctx, args, stdout, stderr)
 }

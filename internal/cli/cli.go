@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 )
@@ -93,4 +94,52 @@ func Post(ctx context.Context, client *http.Client, url string, hdr http.Header,
 func SampleInvoice(id string, amount int) []byte {
 	return fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.paid","created":%d,"data":{"object":{"object":"invoice","amount_paid":%d,"currency":"usd","customer":"cus_%s"}}}`,
 		id, time.Now().Unix(), amount, RandomHex(6))
+}
+
+// Command is one subcommand of a program.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// Program is a command-line program made of subcommands.
+type Program struct {
+	Name     string
+	Commands map[string]Command
+	Footer   string // printed after the list of commands
+}
+
+// Usage prints the program's commands.
+func (p Program) Usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", p.Name)
+	names := make([]string, 0, len(p.Commands))
+	for n := range p.Commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, p.Commands[n].Summary)
+	}
+	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's flags.\n%s\n", p.Name, p.Footer)
+}
+
+// Run runs the subcommand args name and returns the exit code: 2 for a
+// missing or unknown command, 0 for help.
+func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		p.Usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		p.Usage(stdout)
+		return 0
+	}
+	cmd, ok := p.Commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", p.Name, args[0])
+		p.Usage(stderr)
+		return 2
+	}
+	return cmd.Run(ctx, args[1:], stdout, stderr)
 }

@@ -12,37 +12,19 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"syscall"
+
+	"github.com/hookledger/hookledger/internal/cli"
 )
 
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-func commands() map[string]command {
-	return map[string]command{
-		"demo":     {"run the pipeline end to end with duplicates and crashes, and check every charge and notification happened once", runDemo},
-		"chaos":    {"inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", runChaos},
-		"bench":    {"measure requests, write units, dollars, cold start and throughput per event against the emulator", runBench},
-		"payments": {"serve the local payments stub (honours Idempotency-Key) and notification stub (does not)", runPayments},
-		"outage":   {"lose deliveries in a simulated outage and heal it with hookledger reconcile, checked by the payments stub", runOutage},
+func commands() map[string]cli.Command {
+	return map[string]cli.Command{
+		"demo":     {Summary: "run the pipeline end to end with duplicates and crashes, and check every charge and notification happened once", Run: runDemo},
+		"chaos":    {Summary: "inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", Run: runChaos},
+		"bench":    {Summary: "measure requests, write units, dollars, cold start and throughput per event against the emulator", Run: runBench},
+		"payments": {Summary: "serve the local payments stub (honours Idempotency-Key) and notification stub (does not)", Run: runPayments},
+		"outage":   {Summary: "lose deliveries in a simulated outage and heal it with hookledger reconcile, checked by the payments stub", Run: runOutage},
 	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: hooklab <command> [flags]\n\ncommands:")
-	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'hooklab <command> --help' for a command's flags. The make targets (demo, chaos, bench)\nbuild and start everything these need.")
 }
 
 func main() {
@@ -53,22 +35,8 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		usage(stdout)
-		return 0
-	}
-	cmd, ok := commands()[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "hooklab: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return 2
-	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	return cli.Program{Name: "hooklab", Commands: commands(),
+		Footer: "The make targets (demo, chaos, bench, outage) build and start everything these need."}.Run(ctx, args, stdout, stderr)
 }
 
 // operatorBinary finds the hookledger binary whose dev and replay commands
