@@ -128,7 +128,8 @@ type Config struct {
 	// Kinds are the phases to run.
 	Kinds []Kind
 	// Payloads are the payload policies (HOOKLEDGER_PAYLOAD) every kind
-	// runs under, each as its own phase (default: always).
+	// runs under, each as its own phase (default: on-trouble, the shipped
+	// default).
 	Payloads []string
 	// Concurrency is how many deliveries are in flight at once.
 	Concurrency int
@@ -165,7 +166,7 @@ func (c *Config) defaults() error {
 		c.Kinds = Kinds
 	}
 	if len(c.Payloads) == 0 {
-		c.Payloads = []string{"always"}
+		c.Payloads = []string{"on-trouble"}
 	}
 	for _, pl := range c.Payloads {
 		if pl != "always" && pl != "on-trouble" {

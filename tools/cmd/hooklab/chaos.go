@@ -44,7 +44,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := cli.NewFlags("hooklab", "chaos", "chaos [--deliveries 4000] [--kinds all] [--concurrency 16] [--workers 3] [--timeout 5m] [--faults SPEC] [--seed N] [--parallel]", stderr)
 	deliveries := fs.Int("deliveries", 4000, "valid deliveries in all, duplicates included, split evenly over the kinds (invalid requests come on top)")
 	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow (or all)")
-	payloads := fs.String("payload", "always", "payload policies (HOOKLEDGER_PAYLOAD) every kind runs under, comma-separated: always, on-trouble (or both)")
+	payloads := fs.String("payload", "on-trouble", "payload policies (HOOKLEDGER_PAYLOAD) every kind runs under, comma-separated: on-trouble (the shipped default), always (or both)")
 	conc := fs.Int("concurrency", 16, "deliveries in flight at once")
 	workers := fs.Int("workers", 3, "hookledger dev processes per phase, sharing the queue (at least 2)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per phase: how long sending, and then settling, may take")
