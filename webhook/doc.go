@@ -37,7 +37,8 @@
 //   - intercom: X-Hub-Signature (sha1=); key = body id; the ping topic is a
 //     handshake.
 //   - gitlab: X-Gitlab-Token compared with the secret; key = Idempotency-Key,
-//     else X-Gitlab-Event-UUID.
+//     else derived from the body (X-Gitlab-Event-UUID is shared by recursive
+//     webhooks, so it is not an event id).
 //   - shopify: X-Shopify-Hmac-Sha256 (base64); key = X-Shopify-Event-Id, else
 //     X-Shopify-Webhook-Id.
 //

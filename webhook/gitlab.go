@@ -17,9 +17,12 @@ import (
 //     HMAC and no timestamp. It is compared in constant time (as SHA-256
 //     digests, so not even its length leaks), against each secret.
 //   - Idempotency-Key (GitLab 17.4 and later) is the same on every retry of a
-//     webhook and is the key; older versions send only X-Gitlab-Event-UUID,
-//     used when Idempotency-Key is absent. X-Gitlab-Event names the event
-//     (Push Hook, Merge Request Hook...).
+//     webhook and is the key. Without it (older GitLab) the key is derived
+//     from the body: X-Gitlab-Event-UUID is not an event id, since recursive
+//     webhooks (those triggered by an API call a webhook handler made with
+//     the UUID passed on) share one value, so keying on it would drop a
+//     different event as a duplicate. X-Gitlab-Event names the event (Push
+//     Hook, Merge Request Hook...).
 const (
 	gitlabTokenHeader       = "X-Gitlab-Token"
 	gitlabEventHeader       = "X-Gitlab-Event"
@@ -29,7 +32,7 @@ const (
 
 var gitlabSpec = providerSpec{
 	build: func(Config, time.Duration) (providerSetup, error) {
-		return providerSetup{scheme: gitlabScheme{}, keySrc: keyFromMeta, typeSrc: typeFromMeta}, nil
+		return providerSetup{scheme: gitlabScheme{}, keySrc: keyFromMeta, derive: true, typeSrc: typeFromMeta}, nil
 	},
 }
 
@@ -61,9 +64,6 @@ func (gitlabScheme) authenticate(req *Request, secrets []string, _ time.Time) (m
 	}
 	var m meta
 	m.id, m.idErr = singleValue(req.Header, gitlabIdempotencyHeader)
-	if m.idErr != nil && errorsIsMissing(m.idErr) {
-		m.id, m.idErr = singleValue(req.Header, gitlabEventUUIDHeader)
-	}
 	m.typ, m.typErr = singleValue(req.Header, gitlabEventHeader)
 	return m, nil
 }

@@ -25,6 +25,10 @@ const (
 )
 
 var intercomSpec = providerSpec{
+	// The notification's delivery bookkeeping changes from one attempt to
+	// the next (webhook model: delivery_status, delivery_attempts,
+	// delivered_at, first_sent_at), so it is left out of the body's digest.
+	volatile: []string{"delivery_status", "delivery_attempts", "delivered_at", "first_sent_at"},
 	build: func(Config, time.Duration) (providerSetup, error) {
 		return providerSetup{
 			scheme: intercomScheme{},

@@ -29,6 +29,10 @@ const (
 
 var linearSpec = providerSpec{
 	tolerance: time.Minute,
+	// webhookTimestamp is the send time, which a retry must renew to pass
+	// the one-minute window, so it is left out of the body's digest: a
+	// retry of the same delivery is not a different body.
+	volatile: []string{linearTimestampField},
 	build: func(_ Config, tol time.Duration) (providerSetup, error) {
 		return providerSetup{scheme: linearScheme{tolerance: tol}, keySrc: keyFromMeta, typeSrc: typeFromMeta}, nil
 	},

@@ -617,13 +617,6 @@ func TestProviderSpecifics(t *testing.T) {
 		{name: "intercom sha256 signature", cfg: Config{Provider: "intercom"}, m: Message{Body: []byte(`{"id":"n"}`)}, change: func(r *Request) {
 			r.Header.Set("X-Hub-Signature", "sha256="+strings.Repeat("0", 64))
 		}, wantErr: ErrMalformedHeader},
-		{name: "gitlab falls back to X-Gitlab-Event-UUID", cfg: Config{Provider: "gitlab"}, m: Message{ID: "u1", Type: "Push Hook", Body: []byte(`{}`)}, change: func(r *Request) {
-			r.Header.Del("Idempotency-Key")
-		}, want: key("u1", "Push Hook")},
-		{name: "gitlab without ids", cfg: Config{Provider: "gitlab"}, m: Message{ID: "u1", Type: "Push Hook", Body: []byte(`{}`)}, change: func(r *Request) {
-			r.Header.Del("Idempotency-Key")
-			r.Header.Del("X-Gitlab-Event-UUID")
-		}, wantErr: ErrMissingHeader},
 		{name: "gitlab token prefix only", cfg: Config{Provider: "gitlab"}, m: Message{ID: "u1", Type: "Push Hook", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Set("X-Gitlab-Token", secretNew[:len(secretNew)-1])
 		}, wantErr: ErrBadSignature},

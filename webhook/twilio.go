@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"cmp"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -171,6 +170,38 @@ func twilioBodyHash(u string) (string, bool) {
 	return q.Get(twilioBodyParam), true
 }
 
+// signedURL is the URL Twilio signed for a request that arrived at reqURL:
+// reqURL itself, or Config.URL when set (the URL as configured in Twilio,
+// which the receiver may not see, behind a proxy or custom domain). For a
+// JSON body Twilio appends bodySHA256 to the configured URL before signing,
+// so a bodySHA256 that arrived on the request is carried over to Config.URL
+// when Config.URL has none of its own.
+func (s twilioScheme) signedURL(reqURL string) string {
+	if s.url == "" {
+		return reqURL
+	}
+	sum, ok := twilioBodyHash(reqURL)
+	if !ok {
+		return s.url
+	}
+	if _, has := twilioBodyHash(s.url); has {
+		return s.url
+	}
+	base, fragment, hasFragment := strings.Cut(s.url, "#")
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+		if strings.HasSuffix(base, "?") || strings.HasSuffix(base, "&") {
+			sep = ""
+		}
+	}
+	u := base + sep + twilioBodyParam + "=" + url.QueryEscape(sum)
+	if hasFragment {
+		u += "#" + fragment
+	}
+	return u
+}
+
 func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
 	values := headerValues(req.Header, twilioSignatureHeader)
 	if len(values) == 0 {
@@ -184,7 +215,7 @@ func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 	if err != nil {
 		return meta{}, err
 	}
-	u := cmp.Or(s.url, req.URL)
+	u := s.signedURL(req.URL)
 	if u == "" {
 		return meta{}, errNoURL(providerTwilio)
 	}
@@ -221,7 +252,7 @@ func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 }
 
 func (s twilioScheme) sign(m Message, secret string) (http.Header, error) {
-	u := cmp.Or(s.url, m.URL)
+	u := s.signedURL(m.URL)
 	if u == "" {
 		return nil, fmt.Errorf("message needs the webhook URL (URL)")
 	}
