@@ -10,11 +10,9 @@ import (
 )
 
 // PutPayloadIfAbsent stores body as id's payload unless a payload is stored
-// already, with one conditional put, and reports whether it stored it. The
-// receiver calls it for a record still received whose payload may be
-// missing (the receiver that created the record failed before storing it)
-// when the delivery's body digest differs from the record's: the payload
-// that is there stays, and one that is not there is never left missing.
+// already, with one conditional put, and reports whether it stored it: a
+// payload that is there is never written over. (EnsurePayload does the same
+// for a role that may update items but not put them.)
 func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err

@@ -40,13 +40,6 @@ func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte) error {
 	return nil
 }
 
-func (f *fuzzLedger) PutPayloadIfAbsent(context.Context, ledger.ID, []byte) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.stores++
-	return true, nil
-}
-
 func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.ID, _ string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -30,7 +30,6 @@ import (
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
 	PutPayload(ctx context.Context, id ledger.ID, body []byte) error
-	PutPayloadIfAbsent(ctx context.Context, id ledger.ID, body []byte) (bool, error)
 	ClaimBody(ctx context.Context, id ledger.ID, digest string) (string, error)
 }
 
@@ -304,6 +303,10 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`), none
 	}
+	if len(ev.Type) > MaxTypeBytes {
+		log.WarnContext(ctx, "event type too long", "bytes", len(ev.Type), "limit", MaxTypeBytes)
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type too long"}`), none
+	}
 	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
 	if err := id.Validate(); err != nil {
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`), ev
@@ -403,31 +406,27 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body)
 }
 
+// MaxTypeBytes bounds an event type. Real types are a few dozen bytes
+// (invoice.paid, pull_request, orders/create); the type rides in the record,
+// the message and every log line, and a signed body can carry any string
+// there, so a long one is refused before anything is written.
+const MaxTypeBytes = 256
+
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
 	// The record decides where its body lives, not this delivery's size.
 	msg.Ref = rec.PayloadRef
 	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
-		log.WarnContext(ctx, "idempotency key reused with a different body",
+		// Nothing of this body is written, even under a record that has no
+		// payload yet (as every record does while its first message is on
+		// the queue under on-trouble). For many providers the id is not
+		// covered by the signature (docs/providers.md), so a captured,
+		// genuinely signed body sent again under a pending event's id would
+		// otherwise become that event's payload, and every recovery path
+		// would run the effects on it. A conforming sender's retry has the
+		// same digest: the provider's volatile fields are left out of it.
+		log.WarnContext(ctx, "idempotency key reused with a different body; nothing stored",
 			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
-		if rec.Status == ledger.Received && rec.PayloadRef == "" {
-			// The receiver that created the record may have failed before
-			// storing the payload, and this may be the sender's last try:
-			// store this body unless a payload is there, so the reclaimer
-			// can always re-drive the event. (A body in the payload store
-			// was written before the first answer; this one is not
-			// written over it.)
-			if err := ledger.CheckPayloadSize(msg.ID(), msg.Body); err == nil {
-				stored, err := h.Ledger.PutPayloadIfAbsent(ctx, msg.ID(), msg.Body)
-				if err != nil {
-					log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
-					return ansUnavailable
-				}
-				if stored {
-					log.WarnContext(ctx, "payload was missing; stored this delivery's body", "event_key", msg.Key, "status", string(rec.Status))
-				}
-			}
-		}
 		if h.Mismatch == MismatchReject {
 			return jsonAnswer(http.StatusConflict, Conflict, `{"error":"idempotency key reused with a different body"}`)
 		}
@@ -440,6 +439,17 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		grace = DefaultRequeueAfter
 	}
 	if rec.Status != ledger.Received {
+		if rec.PayloadRef != "" && rec.Status != ledger.Done {
+			// The first receiver writes the stored object beside the
+			// enqueue; if it died after the send and before the write, the
+			// message carries only the reference and nothing else holds
+			// the body. This delivery is the same body (the digest
+			// matched), so write it before answering 2xx.
+			if err := h.keep(ctx, msg); err != nil {
+				log.ErrorContext(ctx, "payload store for duplicate failed", "event_key", msg.Key, "status", string(rec.Status), "error", err.Error())
+				return ansUnavailable
+			}
+		}
 		return ansDuplicate
 	}
 	// Still received: the receiver that created the record may have died
