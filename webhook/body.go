@@ -164,13 +164,35 @@ func deriveRawKey(eventType string, raw []byte) string {
 	return derivedPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
+// canonicalBody is implemented by a scheme whose signature covers a
+// canonical form of the body rather than its bytes.
+type canonicalBody interface {
+	// signedContent is what the signature covers of raw, or false when raw
+	// is signed as it is.
+	signedContent(raw []byte) ([]byte, bool)
+}
+
 // BodyDigest is the hex SHA-256 the ledger keeps of a delivery's body to
 // tell a retry from a different body under the same key. When the source
 // has volatile fields (Zoom's event_ts by default) and the body is JSON, it
 // digests the canonical body with them removed, so a retry that differs
 // only in a delivery timestamp digests the same; otherwise it digests the
 // raw bytes.
+//
+// A scheme that signs something other than the raw bytes (Twilio's form
+// fields, sorted and concatenated) digests what it signs: bytes that
+// re-encode the same signed content (fields reordered, %20 for +, a
+// trailing &) are the same delivery, so the replay guard must not take them
+// for a new body.
 func (v *Verifier) BodyDigest(raw []byte) string {
+	if v != nil {
+		if c, ok := v.scheme.(canonicalBody); ok {
+			if signed, ok := c.signedContent(raw); ok {
+				sum := sha256.Sum256(signed)
+				return hex.EncodeToString(sum[:])
+			}
+		}
+	}
 	if v != nil && len(v.volatile) > 0 {
 		if canon, err := normalize(raw, v.volatile); err == nil {
 			sum := sha256.Sum256(canon)

@@ -116,3 +116,52 @@ func TestRetryBookkeepingIsNotABodyChange(t *testing.T) {
 		}
 	}
 }
+
+// Twilio signs a form's fields, sorted and concatenated, not its bytes:
+// bytes that re-encode the same fields are the same delivery for the body
+// digest (and so for the replay guard), and for a derived key.
+func TestTwilioReencodedFormIsTheSameBody(t *testing.T) {
+	t.Parallel()
+	const u = "https://hooks.example.com/webhooks/twilio/acme"
+	v, err := New(Config{Provider: "twilio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := "AccountSid=AC1&Body=pay+100&From=%2B15550001&MessageSid=SM1"
+	same := []string{
+		"MessageSid=SM1&From=%2B15550001&Body=pay%20100&AccountSid=AC1", // reordered, %20
+		"AccountSid=AC1&Body=pay+100&From=%2B15550001&MessageSid=SM1&",  // trailing &
+		"AccountSid=AC1&Body=pay+100&From=%2B15550001&MessageSid=SM1&MessageSid=SM1",
+		"AccountSid=AC1Bodypay+100&From=%2B15550001&MessageSid=SM1", // fields re-split: the signature cannot tell
+	}
+	want := v.BodyDigest([]byte(original))
+	for _, b := range same {
+		if got := v.BodyDigest([]byte(b)); got != want {
+			t.Errorf("%q digests apart from %q", b, original)
+		}
+	}
+	if v.BodyDigest([]byte("AccountSid=AC1&Body=pay+101&From=%2B15550001&MessageSid=SM1")) == want {
+		t.Error("a changed field digests the same")
+	}
+	json := []byte(`{"a":1}`)
+	if v.BodyDigest(json) != v.BodyDigest([]byte(`{"a":1}`)) || v.BodyDigest(json) == v.BodyDigest([]byte(`{"a": 1}`)) {
+		t.Error("a JSON body (signed through bodySHA256, its exact bytes) must digest its bytes")
+	}
+	// Without an idempotency token the key is derived from the fields as
+	// signed: a field repeated in transit is the same event.
+	h, err := v.Sign(Message{URL: u, Body: []byte(original)}, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(body string) string {
+		t.Helper()
+		ev, err := v.Verify(&Request{URL: u, Header: h, Body: []byte(body)}, []string{"tok"}, time.Now())
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		return ev.Key
+	}
+	if a, b := key(original), key(same[2]); a != b {
+		t.Errorf("a repeated field derived a new key: %q vs %q", a, b)
+	}
+}

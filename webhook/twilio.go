@@ -157,6 +157,41 @@ func twilioPayload(vals url.Values) string {
 	return b.String()
 }
 
+// twilioDoc is the form's fields as a document to derive a key from, in
+// the signature's terms: a repeated field's values sorted and each once, so
+// that a field repeated in transit (which the signature cannot see) does
+// not make a new key.
+func twilioDoc(vals url.Values) map[string]any {
+	doc := make(map[string]any, len(vals))
+	for k, vs := range vals {
+		vs = slices.Compact(slices.Sorted(slices.Values(vs)))
+		if len(vs) == 1 {
+			doc[k] = vs[0]
+			continue
+		}
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		doc[k] = list
+	}
+	return doc
+}
+
+// signedContent is what Twilio signs of a form body: its fields sorted
+// and concatenated (twilioPayload). A JSON body is signed through the
+// URL's bodySHA256, its exact bytes, so it is digested as it is.
+func (twilioScheme) signedContent(raw []byte) ([]byte, bool) {
+	if _, err := decodeJSON(raw); err == nil {
+		return nil, false
+	}
+	_, vals, err := formDoc(raw)
+	if err != nil {
+		return nil, false
+	}
+	return []byte(twilioPayload(vals)), true
+}
+
 // twilioBodyHash returns the bodySHA256 query parameter of u, if any.
 func twilioBodyHash(u string) (string, bool) {
 	parsed, err := url.Parse(u)
@@ -223,12 +258,12 @@ func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 	payload := ""
 	bodyHash, jsonBody := twilioBodyHash(u)
 	if !jsonBody {
-		doc, vals, err := formDoc(req.Body)
+		_, vals, err := formDoc(req.Body)
 		if err != nil {
 			return meta{}, err
 		}
 		payload = twilioPayload(vals)
-		m.doc, m.hasDoc = doc, true
+		m.doc, m.hasDoc = twilioDoc(vals), true
 	}
 	urls := twilioURLs(u)
 	compute := func(key []byte) [][]byte {
