@@ -513,7 +513,11 @@ func (h *Handler) decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, *answe
 func headers(in map[string]string) http.Header {
 	h := make(http.Header, len(in))
 	for k, v := range in {
-		h.Set(k, v)
+		// Add, not Set: should the map ever hold one header under two
+		// spellings (both front doors lowercase names, so they do not),
+		// the verifier sees two values and refuses the ambiguity, rather
+		// than one picked by map order.
+		h.Add(k, v)
 	}
 	return h
 }
