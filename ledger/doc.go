@@ -31,7 +31,9 @@
 //	dead, failed ──Replay (operator)──▶ received
 //
 // Claim succeeds from received, failed, or processing whose lease has
-// expired; it sets a fresh owner token, lease_until and attempts+1, and
+// expired (and from received or failed only once a lease_until that Fail
+// kept, because a step was left started, has passed); it sets a fresh
+// owner token, lease_until and attempts+1, and
 // returns a Lease: the ID, the token, the end of the lease and the record as
 // claimed. Every write only the lease holder may make takes the Lease:
 // SaveSteps, Complete, Fail, Bury and Extend succeed only while its token

@@ -392,19 +392,25 @@ func isWord(c byte) bool {
 // write only the holder may make (Extend, SaveSteps, Complete, Fail, Bury)
 // takes. It is a value; Extend returns the extended one.
 type Lease struct {
-	ID     ID
-	Token  string    // the owner token stored in lease_owner
-	Until  time.Time // when the lease ends, by the ledger's clock
-	Record Record    // the record as the claim left it (attempts, steps)
+	ID    ID
+	Token string    // the owner token stored in lease_owner
+	Until time.Time // when the lease ends, by the ledger's clock
+	// Record is the record as the claim left it (attempts, steps). A holder
+	// that sets it to what its later writes returned (SaveSteps) saves Fail
+	// a second write; Fail never trusts it blindly.
+	Record Record
 }
 
 // Claim takes a lease on id for the given duration. It succeeds from
 // received, failed, or processing whose lease has expired, and returns the
 // lease with the record as claimed: a fresh owner token, attempts
-// incremented, and the steps earlier attempts recorded.
+// incremented, and the steps earlier attempts recorded. A received or
+// failed record that kept an earlier lease's end (Fail with a step left
+// started) is claimed only once that end has passed, like a processing one.
 //
 // Refusals: ErrNotFound; ErrTerminal when done or dead (the StateError's
-// Record says which); ErrLeased when another worker's lease is live.
+// Record says which); ErrLeased when another worker's lease, or the end an
+// earlier one left behind, is live.
 func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, error) {
 	if err := id.Validate(); err != nil {
 		return Lease{}, err
@@ -420,7 +426,9 @@ func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, erro
 				":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
 				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()),
 			}),
-		"attribute_exists(pk) AND expires_at > :nows AND (#st IN (:received, :failed) OR (#st = :processing AND lease_until <= :now))")
+		"attribute_exists(pk) AND expires_at > :nows AND ("+
+			"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR "+
+			"(#st = :processing AND lease_until <= :now))")
 	lease := func(r Record) Lease { return Lease{ID: id, Token: token, Until: r.LeaseUntil, Record: r} }
 	if err != nil {
 		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }); ok {
@@ -458,8 +466,8 @@ func (l *Ledger) refusal(op string, id ID, old *Record, now time.Time) error {
 const ownerCond = "#st = :processing AND lease_owner = :tok AND lease_until > :now"
 
 // owned runs a lease holder's write: p plus the step changes, conditioned on
-// the lease.
-func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts, changes []StepChange) (Record, error) {
+// the lease and on extra, when given.
+func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts, changes []StepChange, extra string) (Record, error) {
 	if err := lease.ID.Validate(); err != nil {
 		return Record{}, err
 	}
@@ -481,7 +489,11 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 		p.set = append(p.set, attrWriter+" = :tok")
 	}
 	mine := func(r Record) bool { return final != "" && r.Status == final && r.writer == lease.Token }
-	rec, old, failed, err := l.update(ctx, op, lease.ID, p, ownerCond)
+	cond := ownerCond
+	if extra != "" {
+		cond += " AND " + extra
+	}
+	rec, old, failed, err := l.update(ctx, op, lease.ID, p, cond)
 	if err != nil {
 		if r, ok := l.readBack(ctx, lease.ID, err, mine); ok {
 			return r, nil
@@ -512,7 +524,7 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 	if len(changes) == 0 {
 		return Record{}, fmt.Errorf("%w: no step changes to save", ErrInvalid)
 	}
-	return l.owned(ctx, "save steps", lease, parts([]string{"updated_at = :now"}, nil, nil), changes)
+	return l.owned(ctx, "save steps", lease, parts([]string{"updated_at = :now"}, nil, nil), changes, "")
 }
 
 // Complete marks a leased record done, records the given step changes in
@@ -521,21 +533,78 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "complete", lease,
 		parts([]string{"#st = :done", "updated_at = :now"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
-			map[string]types.AttributeValue{":done": s(string(Done))}), changes)
+			map[string]types.AttributeValue{":done": s(string(Done))}), changes, "")
 }
 
 // Fail records a retryable failure: status failed, the error text (trimmed
 // to 1 KB of the caller's choosing; never put secrets in it), the step
 // changes, and a due time retryAfter from now when the reclaimer re-drives
 // it if SQS has not.
+//
+// A Fail that leaves a step started and not done (an at-most-once step
+// whose request failed on our side, say a client timeout) keeps the
+// lease's end (lease_until) on the record, and due_at no earlier: the
+// downstream may still apply that request until the lease ends, and a
+// retry that asked the step's check before then could be told "not done"
+// and send it again. Claim refuses the record until then. Any other Fail
+// clears the lease, so an ordinary retry need not wait.
+//
+// Which steps are started is judged from lease.Record with the changes
+// applied. Clearing the lease on that judgement is conditioned on the
+// record's version being lease.Record's, so a stale lease.Record (steps
+// saved since the claim) costs a second write judged from the record as
+// stored, never a cleared lease over a started step.
 func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter time.Duration, changes ...StepChange) (Record, error) {
-	now := l.now()
-	return l.owned(ctx, "fail", lease,
-		parts([]string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{
-				":failed": s(string(Failed)), ":err": s(trim(cause)),
-				":shard": n(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": ms(now.Add(retryAfter)),
-			}), changes)
+	for try := 0; ; try++ {
+		now := l.now()
+		// After two stale judgements (a reclaimer's Postpone can move the
+		// version too) keep the lease: waiting for it is always safe.
+		keep := try == 2 || leavesStarted(lease.Record.Steps, changes)
+		due := now.Add(retryAfter)
+		remove := []string{"lease_owner", "lease_until"}
+		guard := ""
+		if keep {
+			remove = remove[:1]
+			if due.Before(lease.Until) {
+				due = lease.Until // the reclaimer has nothing to do before
+			}
+		} else {
+			guard = "ver = :seen"
+		}
+		rec, err := l.owned(ctx, "fail", lease,
+			parts([]string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}, remove,
+				map[string]types.AttributeValue{
+					":failed": s(string(Failed)), ":err": s(trim(cause)), ":seen": n(lease.Record.Version),
+					":shard": n(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": ms(due),
+				}), changes, guard)
+		var se *StateError
+		if guard != "" && errors.As(err, &se) && errors.Is(err, ErrLeaseLost) &&
+			se.Record.Status == Processing && se.Record.LeaseOwner == lease.Token && se.Record.LeaseUntil.After(now) {
+			// Only the guard failed: the lease is still ours, but the
+			// record moved on since lease.Record. Judge again from it.
+			lease.Record = se.Record
+			continue
+		}
+		return rec, err
+	}
+}
+
+// leavesStarted reports whether a step is started and not done once changes
+// (the last per name wins, as in addSteps) apply to steps.
+func leavesStarted(steps map[string]Step, changes []StepChange) bool {
+	after := make(map[string]StepStatus, len(steps)+len(changes))
+	for name, st := range steps {
+		after[name] = st.Status
+	}
+	for _, c := range changes {
+		after[c.Name] = c.Status
+	}
+	for _, st := range after {
+		if st == StepStarted {
+			return true
+		}
+	}
+	return false
 }
 
 // Bury marks a leased record dead (a permanent error, attempts exhausted,
@@ -544,7 +613,7 @@ func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter
 func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "bury", lease,
 		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
-			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes)
+			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes, "")
 }
 
 // Extend moves a live lease's end to now+d, for handlers that run long, and
@@ -554,7 +623,7 @@ func (l *Ledger) Extend(ctx context.Context, lease Lease, d time.Duration) (Leas
 		return Lease{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
 	}
 	rec, err := l.owned(ctx, "extend", lease,
-		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(l.now().Add(d))}), nil)
+		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(l.now().Add(d))}), nil, "")
 	if err != nil {
 		return Lease{}, err
 	}

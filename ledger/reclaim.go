@@ -314,7 +314,9 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 // the given step changes applied (mark a step done with its result after
 // checking by hand that its effect happened, or clear it so it runs again).
 // The caller enqueues it. Replaying is safe to repeat: effects carry the
-// same downstream idempotency keys as before.
+// same downstream idempotency keys as before. A lease end that a failed
+// record kept (see Fail) stays: the claim still waits for it, since a
+// request sent under that lease may yet take effect.
 func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Record, error) {
 	if err := id.Validate(); err != nil {
 		return Record{}, err
@@ -322,7 +324,7 @@ func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Reco
 	now := l.now()
 	token := newToken()
 	p := parts([]string{"#st = :received", "attempts = :zero", "reclaims = :zero", "updated_at = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
-		[]string{"lease_owner", "lease_until"},
+		[]string{"lease_owner"},
 		map[string]types.AttributeValue{
 			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),
 			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()), ":by": s(token),

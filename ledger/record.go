@@ -138,9 +138,11 @@ func (r Record) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 }
 
-// LeaseLive reports whether a processing record's lease is still held at now.
+// LeaseLive reports whether a lease still bars claims at now: a processing
+// record's, or the end a failed (or then replayed) record kept because a
+// step was left started (see Ledger.Fail).
 func (r Record) LeaseLive(now time.Time) bool {
-	return r.Status == Processing && now.Before(r.LeaseUntil)
+	return !r.Status.Terminal() && now.Before(r.LeaseUntil)
 }
 
 // Sentinel errors. Callers branch on them with errors.Is; the ledger wraps

@@ -109,6 +109,110 @@ func TestFailFoldsAndClearsSteps(t *testing.T) {
 	}
 }
 
+// TestFailWithAStartedStepKeepsTheLease: a Fail that leaves an at-most-once
+// step started (its request timed out on our side; the downstream may still
+// apply it) keeps the lease's end on the record, and no claim, from any
+// copy of the message, gets the event before it: a retry asks the step's
+// check only once the earlier request can no longer take effect.
+func TestFailWithAStartedStepKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := newID(t)
+	create(t, f, id)
+	lease := claimed(t, f, id, time.Minute)
+	// The lease value is the claim's: Fail must not trust it to know the
+	// steps started since.
+	if _, err := f.l.SaveSteps(t.Context(), lease, ledger.StepChange{Name: "sms", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(10 * time.Second)
+	rec, err := f.l.Fail(t.Context(), lease, "sms: request timed out", 0)
+	if err != nil || rec.Status != ledger.Failed || rec.LeaseOwner != "" || !rec.LeaseUntil.Equal(lease.Until) {
+		t.Fatalf("fail: %+v %v, want failed with lease_until %v kept", rec, err, lease.Until)
+	}
+	if rec.DueAt.Before(lease.Until) {
+		t.Errorf("due_at %v before the kept lease's end %v: the reclaimer would look too early", rec.DueAt, lease.Until)
+	}
+	if !rec.LeaseLive(f.clock.Now()) {
+		t.Error("LeaseLive is false for a failed record under a kept lease: the reclaimer would re-drive it")
+	}
+	_, err = f.l.Claim(t.Context(), id, time.Minute)
+	var se *ledger.StateError
+	if !errors.Is(err, ledger.ErrLeased) || !errors.As(err, &se) || se.Record.Status != ledger.Failed {
+		t.Fatalf("claim right after the fail: %v, want ErrLeased (failed, lease kept)", err)
+	}
+	f.clock.Advance(lease.Until.Sub(f.clock.Now()) - time.Millisecond)
+	if _, err := f.l.Claim(t.Context(), id, time.Minute); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("claim a millisecond before the lease ends: %v, want ErrLeased", err)
+	}
+	f.clock.Advance(time.Millisecond)
+	next := claimed(t, f, id, time.Minute)
+	if next.Record.Attempts != 2 || next.Record.Steps["sms"].Status != ledger.StepStarted {
+		t.Fatalf("claim once the lease ended: %+v", next.Record)
+	}
+	// A fresh lease (the processor folds its step writes into it) costs the
+	// one write, as any Fail.
+	rec, err = f.l.SaveSteps(t.Context(), next, ledger.StepChange{Name: "email", Status: ledger.StepStarted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Record = rec
+	f.meter.Reset()
+	if rec, err = f.l.Fail(t.Context(), next, "email: request timed out", 0); err != nil || !rec.LeaseUntil.Equal(next.Until) {
+		t.Fatalf("second fail: %+v %v", rec, err)
+	}
+	if snap := f.meter.Snapshot(); len(snap) != 1 || snap["DynamoDB.UpdateItem"] != 1 {
+		t.Errorf("fail with a fresh lease cost %v, want one UpdateItem", snap)
+	}
+	// An operator's replay does not let the retry in early either.
+	if rec, err = f.l.Replay(t.Context(), id); err != nil || rec.Status != ledger.Received || !rec.LeaseUntil.Equal(next.Until) {
+		t.Fatalf("replay: %+v %v, want received with the lease's end kept", rec, err)
+	}
+	if _, err := f.l.Claim(t.Context(), id, time.Minute); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("claim after the replay: %v, want ErrLeased", err)
+	}
+	f.clock.Advance(time.Minute)
+	claimed(t, f, id, time.Minute)
+}
+
+// TestFailWithoutAStartedStepFreesTheEvent: a Fail that leaves no step
+// started (none was, the step's function said its effect did not happen,
+// or its completion rides on the Fail) clears the lease as ever: the next
+// claim need not wait.
+func TestFailWithoutAStartedStepFreesTheEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		started bool // an at-most-once step was marked started before the Fail
+		changes []ledger.StepChange
+	}{
+		{"no steps", false, nil},
+		{"an at-least-once step done", false, []ledger.StepChange{{Name: "charge", Status: ledger.StepDone, Result: "ch_1"}}},
+		{"the started step cleared", true, []ledger.StepChange{{Name: "sms"}}},
+		{"the started step done", true, []ledger.StepChange{{Name: "sms", Status: ledger.StepDone, Result: "sms_1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			id := newID(t)
+			create(t, f, id)
+			lease := claimed(t, f, id, time.Minute)
+			if tc.started {
+				if _, err := f.l.SaveSteps(t.Context(), lease, ledger.StepChange{Name: "sms", Status: ledger.StepStarted}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, err := f.l.Fail(t.Context(), lease, "boom", 0, tc.changes...)
+			if err != nil || rec.Status != ledger.Failed || rec.LeaseOwner != "" || !rec.LeaseUntil.IsZero() {
+				t.Fatalf("fail: %+v %v, want failed with no lease", rec, err)
+			}
+			if next := claimed(t, f, id, time.Minute); next.Record.Attempts != 2 {
+				t.Fatalf("immediate claim: %+v", next.Record)
+			}
+		})
+	}
+}
+
 func TestInvalidStepChangesWriteNothing(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

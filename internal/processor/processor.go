@@ -384,11 +384,22 @@ func (w *work) Save(ctx context.Context, changes []steps.Change) error {
 	w.mu.Lock()
 	lease := w.lease
 	w.mu.Unlock()
-	_, err := w.h.Ledger.SaveSteps(ctx, lease, ledgerChanges(changes)...)
+	rec, err := w.h.Ledger.SaveSteps(ctx, lease, ledgerChanges(changes)...)
 	if errors.Is(err, ledger.ErrLeaseLost) {
 		return fmt.Errorf("%w: %w", hookledger.ErrLeaseLost, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The lease carries the record as last written (an Extend may have
+	// written since), so that a Fail knows a step started here without a
+	// second write (see ledger.Fail).
+	w.mu.Lock()
+	if rec.Version > w.lease.Record.Version {
+		w.lease.Record = rec
+	}
+	w.mu.Unlock()
+	return nil
 }
 
 func (w *work) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -328,6 +329,67 @@ func TestStartedStepWithoutCheckIsIndeterminate(t *testing.T) {
 	}
 	if n := f.down.times("x", key(k, "x")); n != 1 {
 		t.Fatalf("step x ran %d times after the replay marked it done", n)
+	}
+}
+
+// TestTimedOutStepWaitsForItsLease: an at-most-once step whose request
+// timed out on our side fails the event, and the downstream applies the
+// request only later. A copy of the message that arrives meanwhile (an SQS
+// duplicate, a re-drive) finds the event busy and goes back to the queue
+// instead of asking the check too early and sending the request again; the
+// retry after the lease ended finds the effect through the check. It
+// happened once.
+func TestTimedOutStepWaitsForItsLease(t *testing.T) {
+	t.Parallel()
+	f := setupSteps(t)
+	d := f.down
+	var mu sync.Mutex
+	calls := 0
+	f.h.Routes.HandleFunc("stripe", "notify", func(ctx context.Context, ev *hookledger.Event) error {
+		_, err := ev.Step(ctx, "n", func(ctx context.Context, key string) (string, error) {
+			mu.Lock()
+			calls++
+			first := calls == 1
+			mu.Unlock()
+			if first {
+				return "", fmt.Errorf("notify: %w", context.DeadlineExceeded) // the downstream has it, but not yet applied
+			}
+			return d.do("n", key), nil
+		}, hookledger.AtMostOnce(), hookledger.Check(d.check("n")))
+		return err
+	})
+	var logs bytes.Buffer
+	f.h.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	k := "evt_timed_out"
+	msg := f.message(t, k, "notify")
+	if f.deliver(t, msg) {
+		t.Fatal("the timed-out run acknowledged its message")
+	}
+	if rec := f.record(t, k); rec.Status != ledger.Failed || rec.Steps["n"].Status != ledger.StepStarted || rec.LeaseUntil.IsZero() {
+		t.Fatalf("after the timeout: %+v, want failed, step n started, the lease's end kept", rec)
+	}
+	if f.deliver(t, msg) {
+		t.Fatal("a duplicate during the lease acknowledged its message")
+	}
+	if !strings.Contains(logs.String(), `"outcome":"`+string(processor.Busy)+`"`) {
+		t.Errorf("the duplicate's outcome is not %s: %s", processor.Busy, logs.String())
+	}
+	mu.Lock()
+	n := calls
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("step n ran %d times before the first request's lease ended, want once", n)
+	}
+	d.do("n", key(k, "n")) // the downstream applies the timed-out request
+	f.clock.Advance(time.Minute)
+	if !f.deliver(t, msg) {
+		t.Fatalf("the retry after the lease failed: %+v", f.record(t, k))
+	}
+	if rec := f.record(t, k); rec.Status != ledger.Done || rec.Steps["n"].Result != "n-result" {
+		t.Fatalf("after the retry: %+v", rec)
+	}
+	if n := d.times("n", key(k, "n")); n != 1 {
+		t.Fatalf("effect n happened %d times, want once", n)
 	}
 }
 

@@ -183,6 +183,51 @@ func TestResetKeepsRecordedSteps(t *testing.T) {
 	}
 }
 
+// TestFailedUnderAKeptLeaseWaitsForIt: a failed record that kept its lease's
+// end (a step left started; see ledger.Fail) is not re-driven before that
+// end: the reclaimer postpones it without counting a reclaim, as it does a
+// live processing lease, and re-drives it after.
+func TestFailedUnderAKeptLeaseWaitsForIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := f.event(t, "evt_notify_timed_out")
+	lease, err := f.l.Claim(t.Context(), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.SaveSteps(t.Context(), lease, ledger.StepChange{Name: "notify", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	// Extended to 5 minutes, but failed with the claim's lease value: its
+	// due time comes before the lease the record keeps.
+	if _, err := f.l.Extend(t.Context(), lease, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Fail(t.Context(), lease, "notify: request timed out", 0); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	if rep := f.run(t); rep.Postponed != 1 || rep.Requeued != 0 {
+		t.Fatalf("kept lease still live: %+v", rep)
+	}
+	if keys := f.drain(t); len(keys) != 0 {
+		t.Fatalf("re-driven under a live kept lease: %v", keys)
+	}
+	if rec := f.get(t, id); rec.Status != ledger.Failed || rec.Reclaims != 0 {
+		t.Fatalf("record %+v", rec)
+	}
+	f.clock.Advance(4 * time.Minute) // lease over, grace over
+	if rep := f.run(t); rep.Requeued != 1 {
+		t.Fatalf("after the kept lease: %+v", rep)
+	}
+	if keys := f.drain(t); len(keys) != 1 {
+		t.Fatalf("queue %v", keys)
+	}
+	if _, err := f.l.Claim(t.Context(), id, time.Minute); err != nil {
+		t.Fatalf("claim after the kept lease: %v", err)
+	}
+}
+
 func TestExhaustedReclaimsMarkDead(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
