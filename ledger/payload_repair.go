@@ -44,26 +44,53 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte) (bo
 // the processor, whose role may update items but not put them, can keep
 // the body of an event in trouble: one redelivered, failed or buried while
 // its payload was never stored (HOOKLEDGER_PAYLOAD=on-trouble, or a
-// receiver whose payload write failed while its enqueue succeeded). It is
-// billed like a put of the payload, and a payload already there costs one
-// failed conditional write of its size; a ledger not given the source's
-// retention (the processor's) first reads the record's expires_at (half a
-// read unit), so that the payload expires with its record.
+// receiver whose payload write failed beside a successful enqueue). An
+// empty body is stored as an empty payload.
+//
+// It writes only for a record that can still need its body: it first reads
+// the record (one consistent GetItem of its status and expires_at, one read
+// unit) and stores nothing, reporting false, when the record is done (it is
+// never re-driven nor replayed) or gone (missing, or past its retention: a
+// payload written then would outlive its record). A dead record gets its
+// body: the replay that follows needs it. The processor calls it before claiming a
+// redelivered message, when the record may well be done already. The read
+// is consistent so that a record just written is never taken for a gone
+// one; a record that turns done between the read and the write only gets
+// a payload it will not need, which expires with it. The payload expires
+// with its record (its expires_at), whatever retention this ledger was
+// given. A failed read is returned as ErrUnavailable, and nothing is
+// written. The write is billed like a put of the payload, and a payload
+// already there costs one failed conditional write of its size.
 func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
+	}
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &l.opt.Table, Key: key(id, skRecord), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#st, " + attrExpires), ExpressionAttributeNames: map[string]string{"#st": attrStatus}})
+	if err != nil {
+		return false, unavailable("ensure payload: read record", id, err)
+	}
+	expires := getN(out.Item, attrExpires)
+	switch {
+	case out.Item == nil, expires <= l.now().Unix():
+		return false, nil // gone: nothing to keep a body for
+	case Status(getS(out.Item, attrStatus)) == Done:
+		return false, nil // done: never re-driven nor replayed
+	}
+	if body == nil {
+		body = []byte{}
 	}
 	stored, enc := storedBody(body)
 	set := "SET #b = :b, expires_at = :e"
 	vals := map[string]types.AttributeValue{
 		":b": &types.AttributeValueMemberB{Value: stored},
-		":e": n(l.payloadExpiry(ctx, id)), // with its record, whatever the source's retention
+		":e": n(expires), // with its record, whatever the source's retention
 	}
 	if enc != "" {
 		set += ", enc = :enc"
 		vals[":enc"] = s(enc)
 	}
-	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &l.opt.Table, Key: key(id, skPayload),
 		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String("attribute_not_exists(#b)"),

@@ -23,6 +23,7 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := newID(t)
+			create(t, f, id)
 			stored, err := f.l.EnsurePayload(t.Context(), id, tc.first)
 			if err != nil || !stored {
 				t.Fatalf("absent: stored=%v err=%v", stored, err)
@@ -36,6 +37,7 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 			}
 			// A payload PutPayloadIfAbsent wrote is recognised as well.
 			id2 := newID(t)
+			create(t, f, id2)
 			if _, err := f.l.PutPayloadIfAbsent(t.Context(), id2, tc.first); err != nil {
 				t.Fatal(err)
 			}
@@ -46,6 +48,62 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 	}
 	if _, err := f.l.EnsurePayload(t.Context(), ledger.ID{Source: "s"}, []byte("x")); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("invalid id: %v, want ErrInvalid", err)
+	}
+}
+
+// EnsurePayload keeps a body only for a record that may still need it: not
+// for one that is done (never re-driven nor replayed) or gone (no record,
+// or one past its retention), and it does for a dead one (a replay follows).
+// The processor calls it before claiming a redelivered message, which may
+// find its event done or expired. An empty body is kept as an empty payload.
+func TestEnsurePayloadOnlyForRecordsThatMayNeedIt(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Retention = 24 * time.Hour })
+	ctx := t.Context()
+	done, dead, expired, empty := newID(t), newID(t), newID(t), newID(t)
+	for _, id := range []ledger.ID{done, dead, expired, empty} {
+		create(t, f, id)
+	}
+	for id, settle := range map[ledger.ID]func(ledger.Lease) error{
+		done: func(l ledger.Lease) error { _, err := f.l.Complete(ctx, l); return err },
+		dead: func(l ledger.Lease) error { _, err := f.l.Bury(ctx, l, "declined"); return err },
+	} {
+		lease, err := f.l.Claim(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := settle(lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, tc := range map[string]struct {
+		id   ledger.ID
+		keep bool
+	}{
+		"done":      {done, false},
+		"dead":      {dead, true},
+		"no record": {newID(t), false},
+		"empty":     {empty, true},
+	} {
+		body := []byte(`{"id":"x"}`)
+		if name == "empty" {
+			body = []byte{}
+		}
+		stored, err := f.l.EnsurePayload(ctx, tc.id, body)
+		if err != nil || stored != tc.keep {
+			t.Errorf("%s: stored=%v err=%v, want stored=%v", name, stored, err, tc.keep)
+		}
+		got, err := f.l.Payload(ctx, tc.id)
+		switch {
+		case tc.keep && (err != nil || !bytes.Equal(got, body)):
+			t.Errorf("%s: payload %q %v, want %q", name, got, err, body)
+		case !tc.keep && !errors.Is(err, ledger.ErrNotFound):
+			t.Errorf("%s: payload %q %v, want none", name, got, err)
+		}
+	}
+	f.clock.Advance(25 * time.Hour) // past the record's retention; TTL has not removed it yet
+	if stored, err := f.l.EnsurePayload(ctx, expired, []byte("late")); err != nil || stored {
+		t.Errorf("expired record: stored=%v err=%v, want nothing stored", stored, err)
 	}
 }
 

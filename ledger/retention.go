@@ -1,12 +1,8 @@
 package ledger
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // MinRetention is the shortest retention the pipeline accepts, globally and
@@ -34,23 +30,4 @@ func checkRetentions(m map[string]time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// payloadExpiry is when a payload of id written now should expire: with its
-// record. A ledger that was given the source's retention knows it; one that
-// was not (the processor's: it does not read the sources configuration) reads
-// the record's expires_at, set once at Create, with one eventually
-// consistent GetItem of that attribute alone. Without a record to read, the
-// source's retention from now.
-func (l *Ledger) payloadExpiry(ctx context.Context, id ID) int64 {
-	if _, known := l.opt.SourceRetention[id.Source]; !known {
-		out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &l.opt.Table, Key: key(id, skRecord),
-			ProjectionExpression: aws.String(attrExpires)})
-		if err == nil {
-			if e := getN(out.Item, attrExpires); e > 0 {
-				return e
-			}
-		}
-	}
-	return l.now().Add(l.retention(id.Source)).Unix()
 }

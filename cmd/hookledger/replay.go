@@ -291,7 +291,7 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 	}
 	body, err := blob.Body(ctx, r.ledger, r.store, rec)
 	if errors.Is(err, blob.ErrMissing) {
-		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it (or, if its message is in the dead-letter queue, redrive that with --dlq)", rec.ID)
+		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it (or, if its message is in the dead-letter queue, redrive that with --dlq: the processor keeps the body of a dead event it finds there, and this replay then works)", rec.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: read payload: %w", rec.ID, err)
@@ -367,7 +367,7 @@ func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 		fmt.Fprintf(r.stdout, "would redrive about %d messages from %s to %s\n", n, o.dlq, r.queueURL)
 		return 0
 	}
-	moved, kept, failed := 0, 0, 0
+	moved, kept, failed, dead := 0, 0, 0, 0
 	for o.limit == 0 || moved < o.limit {
 		n := int32(10)
 		if o.limit > 0 {
@@ -398,10 +398,24 @@ func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 				fmt.Fprintf(r.stderr, "replay: %s: sent, but not deleted from the DLQ (%v); it may be processed twice, which the ledger absorbs\n", msg.ID(), err)
 			}
 			moved++
+			// The processor acknowledges the message of a dead event
+			// without running it (a dead event runs again only when an
+			// operator replays it), keeping its body if the ledger has
+			// none: the reclaimer buries a record whose body survives only
+			// in this queue. Say which events need that replay.
+			if rec, err := r.ledger.Get(ctx, msg.ID()); err == nil && rec.Status == ledger.Dead {
+				dead++
+				fmt.Fprintf(r.stdout, "redriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --key %s)\n",
+					msg.ID(), msg.Source, msg.Tenant, msg.Key)
+				continue
+			}
 			fmt.Fprintf(r.stdout, "redriven %s\n", msg.ID())
 		}
 	}
 	fmt.Fprintf(r.stdout, "redrove %d messages from %s to %s; %d left (undecodable), %d failed\n", moved, o.dlq, r.queueURL, kept, failed)
+	if dead > 0 {
+		fmt.Fprintf(r.stdout, "%d of them belong to dead events: the processor keeps their bodies; replay them afterwards (hookledger replay --status dead)\n", dead)
+	}
 	if failed > 0 || kept > 0 {
 		return 1
 	}

@@ -243,8 +243,13 @@ func receiveCount(msg events.SQSMessage) int {
 // re-drive from the ledger has its body there, or its message is still on
 // the queue. Bodies in the S3 payload store were written by the receiver
 // before its answer and need nothing here.
+//
+// An empty body is kept as an empty payload; a message that does not carry
+// its body (queue.Message.BodyOmitted) has nothing to keep, and the body it
+// refers to is stored already. EnsurePayload writes nothing for a record
+// that is done or gone.
 func (h *Handler) keep(ctx context.Context, m queue.Message, log *slog.Logger, why string) error {
-	if m.Ref != "" || m.Body == nil {
+	if m.Ref != "" || m.BodyOmitted {
 		return nil
 	}
 	stored, err := h.Ledger.EnsurePayload(ctx, m.ID(), m.Body)
@@ -262,6 +267,18 @@ func (h *Handler) keep(ctx context.Context, m queue.Message, log *slog.Logger, w
 func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (Outcome, error) {
 	id := m.ID()
 	log := h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key)
+	if receives > 1 {
+		// An earlier delivery did not finish: its worker may have died
+		// holding the message, and so may this one, anywhere from here on.
+		// Keep the body before anything else, the claim included, so that
+		// a message that comes back at least once has its body stored even
+		// if every later delivery dies too (its last one moves it to the
+		// DLQ, and the reclaimer can re-drive only what the ledger holds).
+		// EnsurePayload stores nothing for a record that is done or gone,
+		// the common case of a redelivery. A failure is not fatal: the
+		// message stays the carrier.
+		h.keep(ctx, m, log, "message redelivered")
+	}
 	lease, err := h.Ledger.Claim(ctx, id, h.lease(ctx))
 	var se *ledger.StateError
 	switch {
@@ -283,23 +300,19 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		return Error, err
 	}
 	h.point(inject.ProcessorAfterClaim)
-	if receives > 1 {
-		// An earlier delivery did not finish: keep the body before this one
-		// runs, so that a crash here leaves the reclaimer something to
-		// re-drive. A failure is not fatal: the message stays the carrier.
-		h.keep(ctx, m, log, "message redelivered")
-	}
 
 	body := m.Body
 	switch {
-	case body == nil && m.Ref != "":
+	case !m.BodyOmitted:
+		// The message carries the body (an empty one included).
+	case m.Ref != "":
 		if h.Store == nil {
 			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", m.Ref))
 		}
 		if body, err = h.Store.Get(ctx, m.Ref); err != nil {
 			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
 		}
-	case body == nil && m.SHA256 != "":
+	default: // left out of the message for its size: the ledger holds it
 		if body, err = h.Ledger.Payload(ctx, id); err != nil {
 			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
 		}

@@ -244,7 +244,7 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
 	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
 	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`))
-	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x"})
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x", BodyOmitted: true})
 	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
 	if len(resp.BatchItemFailures) != 0 || string(got) != `{"big":true}` {
 		t.Fatalf("failures %v, body %q", resp.BatchItemFailures, got)

@@ -38,41 +38,83 @@ const maxBodyBytes = 8 << 20
 
 // Message is one event on the queue.
 type Message struct {
-	V          int    `json:"v"`
-	Source     string `json:"source"`
-	Tenant     string `json:"tenant"`
-	Key        string `json:"key"`
-	Type       string `json:"type,omitempty"`
-	SHA256     string `json:"sha256,omitempty"`
+	V      int    `json:"v"`
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	Key    string `json:"key"`
+	Type   string `json:"type,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Body is the event's body. Unless BodyOmitted is set, the message
+	// carries it, and a nil or empty Body is an empty body (some providers
+	// deliver those: GitHub's ping-like events, Standard Webhooks with no
+	// payload), which the processor runs as such.
 	Body       []byte `json:"body,omitempty"`
 	BodyGzip   []byte `json:"body_gz,omitempty"`     // the body, gzip-compressed; Decode restores Body
 	ReceivedAt int64  `json:"received_at,omitempty"` // unix milliseconds
 	// Ref is the body's key in the payload store (an S3 object) when it is
 	// kept there; the message then carries the body only if it fits.
 	Ref string `json:"ref,omitempty"`
+	// BodyOmitted marks a message that does not carry its body: it was too
+	// large for the message (Encode sets it), or the sender did not have it
+	// (a Ref with a nil Body means the same: a body kept by reference is
+	// never empty). The processor then reads the body from the payload
+	// store (Ref) or the ledger's payload item. Without it, the body rides
+	// in the message, empty or not. Decode sets it for old messages that
+	// left their body out without the marker (see Decode).
+	BodyOmitted bool `json:"body_omitted,omitempty"`
 }
+
+// wire is a Message as Encode writes it: the body is written whenever the
+// message carries it, an empty one as "body":"" (Message.Body's omitempty
+// would drop it, and a reader could not tell it from a body left out).
+// Processors of the previous version decode "" as an empty, non-nil body
+// and run it as such, so the field stays compatible both ways.
+type wire struct {
+	Message
+	Body *[]byte `json:"body,omitempty"` // shadows Message.Body
+}
+
+// EmptyBodySHA256 is the hex SHA-256 of an empty body.
+const EmptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // ID is the ledger identity the message is about.
 func (m Message) ID() ledger.ID {
 	return ledger.ID{Source: m.Source, Tenant: m.Tenant, Key: m.Key}
 }
 
-// Encode renders m as the message body, dropping the event body when the
-// result would exceed MaxMessageBytes.
+// Encode renders m as the message body. The body rides in the message (an
+// empty body as an empty body) unless m.BodyOmitted is set, m has a Ref
+// and a nil Body, or the result would exceed MaxMessageBytes: then the
+// message says so (body_omitted) and the processor reads the body from the
+// payload store or the ledger.
 func Encode(m Message) (string, error) {
 	m.V = 1
-	if len(m.Body) >= compressAbove {
-		if z := zip.Compress(m.Body); len(z) < len(m.Body) {
-			m.Body, m.BodyGzip = nil, z
+	if m.BodyOmitted || m.Ref != "" && m.Body == nil {
+		m.Body, m.BodyOmitted = nil, true
+	}
+	w := wire{Message: m}
+	w.BodyGzip = nil
+	if !m.BodyOmitted {
+		body := m.Body
+		if body == nil {
+			body = []byte{}
+		}
+		if len(body) >= compressAbove {
+			if z := zip.Compress(body); len(z) < len(body) {
+				w.BodyGzip = z
+			}
+		}
+		if w.BodyGzip == nil {
+			w.Body = &body
 		}
 	}
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(w)
 	if err != nil {
 		return "", fmt.Errorf("encode message %s: %w", m.ID(), err)
 	}
 	if len(b) > MaxMessageBytes {
-		m.Body, m.BodyGzip = nil, nil
-		if b, err = json.Marshal(m); err != nil {
+		w.Body, w.BodyGzip, w.BodyOmitted = nil, nil, true
+		if b, err = json.Marshal(w); err != nil {
 			return "", fmt.Errorf("encode message %s: %w", m.ID(), err)
 		}
 	}
@@ -83,7 +125,9 @@ func Encode(m Message) (string, error) {
 // retried usefully and goes to the DLQ.
 var ErrMalformed = errors.New("queue: malformed message")
 
-// Decode parses a message body.
+// Decode parses a message body. Afterwards either BodyOmitted is set (the
+// body is to be read from Ref or the ledger, Body is nil) or Body holds the
+// body, non-nil even when empty.
 func Decode(body string) (Message, error) {
 	var m Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
@@ -95,12 +139,34 @@ func Decode(body string) (Message, error) {
 	if err := m.ID().Validate(); err != nil {
 		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if m.BodyGzip != nil {
+	switch {
+	case m.BodyGzip != nil:
 		body, err := zip.Decompress(m.BodyGzip, maxBodyBytes)
 		if err != nil {
 			return Message{}, fmt.Errorf("%w: body_gz: %v", ErrMalformed, err)
 		}
-		m.Body, m.BodyGzip = body, nil
+		m.Body, m.BodyGzip, m.BodyOmitted = body, nil, false
+	case m.Body != nil:
+		m.BodyOmitted = false // carried: a marker beside it is a contradiction the body wins
+	case m.BodyOmitted:
+	case m.Ref != "" || m.SHA256 != "" && m.SHA256 != EmptyBodySHA256:
+		// No body and no marker. Encode always writes a carried body, so
+		// only a message of the previous version looks like this: it wrote
+		// no marker and dropped empty bodies and bodies left out alike
+		// (omitempty). Read as that version meant it where the message
+		// tells: one naming a Ref left its body out (a body kept by
+		// reference is never empty), and so did one whose digest is not
+		// the empty body's (the receiver, the reclaimer and replay all send
+		// the ledger's digest of the body). The processor reads such a body
+		// from the payload store or the ledger, as that version did.
+		m.BodyOmitted = true
+	default:
+		// No body, no marker, and a digest of the empty body (or none, as
+		// only hand-made messages have): an empty body. The previous
+		// version read this one from the ledger, where under
+		// HOOKLEDGER_PAYLOAD=on-trouble it is not, and retried it until
+		// it was dead.
+		m.Body = []byte{}
 	}
 	return m, nil
 }

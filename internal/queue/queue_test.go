@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestLargeBodyLeavesTheMessage(t *testing.T) {
 		t.Fatalf("message is %d bytes", len(s))
 	}
 	m, err := Decode(s)
-	if err != nil || m.Body != nil || m.SHA256 != "ab" {
+	if err != nil || m.Body != nil || !m.BodyOmitted || m.SHA256 != "ab" {
 		t.Fatalf("%+v %v", m, err)
 	}
 }
@@ -107,7 +108,76 @@ func TestRefSurvivesWhenTheBodyLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := Decode(s)
-	if err != nil || m.Body != nil || m.Ref != "payloads/abc" {
+	if err != nil || m.Body != nil || !m.BodyOmitted || m.Ref != "payloads/abc" {
 		t.Fatalf("%d body bytes, ref %q, %v; want no body and the reference", len(m.Body), m.Ref, err)
+	}
+}
+
+// An accepted empty body (GitHub, Standard Webhooks and generic sources
+// with an id header accept one) rides in the message as an empty body. The
+// previous encoding dropped it (omitempty), and the processor took the
+// missing body for one left out for size and read the ledger's payload,
+// which under HOOKLEDGER_PAYLOAD=on-trouble does not exist.
+func TestEmptyBodyIsCarried(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{{"empty", []byte{}}, {"nil", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Encode(Message{Source: "github", Tenant: "acme", Key: "d-1", SHA256: EmptyBodySHA256, Body: tc.body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(s, `"body":""`) || strings.Contains(s, "body_omitted") {
+				t.Errorf("encoded %s, want the empty body written out and no marker", s)
+			}
+			m, err := Decode(s)
+			if err != nil || m.Body == nil || len(m.Body) != 0 || m.BodyOmitted {
+				t.Fatalf("decoded body %v (nil %v), omitted %v, %v; want an empty, carried body", m.Body, m.Body == nil, m.BodyOmitted, err)
+			}
+		})
+	}
+	// A marker set by the sender leaves the body out even when it is empty.
+	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", BodyOmitted: true})
+	if m, err := Decode(s); err != nil || m.Body != nil || !m.BodyOmitted {
+		t.Errorf("explicitly omitted: %+v %v", m, err)
+	}
+	// A reference without a body: the body is in the payload store.
+	s, _ = Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Ref: "payloads/abc"})
+	if m, err := Decode(s); err != nil || m.Body != nil || !m.BodyOmitted || !strings.Contains(s, `"body_omitted":true`) {
+		t.Errorf("reference without a body: %s -> %+v %v", s, m, err)
+	}
+}
+
+// Messages written by the previous version (no body_omitted marker, empty
+// bodies and bodies left out both without "body") keep their meaning where
+// the message tells it: a Ref or a digest other than the empty body's
+// means the body was left out; otherwise the body is empty. And the new
+// encoding of an empty body reads as an empty body under the previous
+// decoder's rules as well (a non-nil, empty []byte).
+func TestMessagesOfThePreviousVersionDecode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, msg string
+		omitted   bool
+	}{
+		{"left out for size", `{"v":1,"source":"s","tenant":"t","key":"k","sha256":"ab"}`, true},
+		{"left out, body in the payload store", `{"v":1,"source":"s","tenant":"t","key":"k","sha256":"` + EmptyBodySHA256 + `","ref":"payloads/abc"}`, true},
+		{"empty body", `{"v":1,"source":"s","tenant":"t","key":"k","sha256":"` + EmptyBodySHA256 + `"}`, false},
+		{"empty body, no digest", `{"v":1,"source":"s","tenant":"t","key":"k"}`, false},
+		{"carried", `{"v":1,"source":"s","tenant":"t","key":"k","sha256":"ab","body":"eyJpZCI6MX0="}`, false},
+	} {
+		m, err := Decode(tc.msg)
+		if err != nil || m.BodyOmitted != tc.omitted || tc.omitted != (m.Body == nil) {
+			t.Errorf("%s: omitted %v, body %q (nil %v), %v; want omitted %v", tc.name, m.BodyOmitted, m.Body, m.Body == nil, err, tc.omitted)
+		}
+	}
+	var old struct {
+		Body []byte `json:"body,omitempty"`
+	}
+	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: EmptyBodySHA256, Body: []byte{}})
+	if err := json.Unmarshal([]byte(s), &old); err != nil || old.Body == nil || len(old.Body) != 0 {
+		t.Errorf("the previous decoder reads %q as %v (nil %v), %v; want an empty body it runs as such", s, old.Body, old.Body == nil, err)
 	}
 }

@@ -1,6 +1,7 @@
 package reclaimer_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,87 @@ func TestReclaimerRedrivesBodiesInThePayloadStore(t *testing.T) {
 	m, err := queue.Decode(*out.Messages[0].Body)
 	if err != nil || m.Ref != st.Key(id) || string(m.Body) != `{"id":"evt_stored_in_s3"}` {
 		t.Errorf("message %+v %v, want the reference and the body", m, err)
+	}
+}
+
+// Under on-trouble a worker that claims a message and is killed before it
+// keeps the body, on every delivery, leaves the only copy of the body in
+// the message, which SQS moves to the dead-letter queue after
+// maxReceiveCount deliveries. The record (processing, expired lease, no
+// payload) must still end dead before it expires, with the default 7-day
+// retention: it used to wait for MessageLifetime (14 days), expire first,
+// and vanish without a Dead alarm. Dead, it says why and how to get the
+// body back from the DLQ.
+func TestBodyOnlyInTheDLQEndsDeadBeforeTheRecordExpires(t *testing.T) {
+	t.Parallel()
+	f := setup(t) // the ledger's default retention: 7 days
+	ctx := t.Context()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_body_in_dlq"}
+	rec, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rec.ExpiresAt.Sub(rec.CreatedAt); d <= 7*24*time.Hour-time.Second || d > 7*24*time.Hour { // expires_at is in whole seconds
+		t.Fatalf("retention %v, want the default 7 days", rec.ExpiresAt.Sub(rec.CreatedAt))
+	}
+	for range 5 { // maxReceiveCount deliveries, each worker killed after its claim
+		if _, err := f.l.Claim(ctx, id, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(3 * time.Minute) // the visibility timeout
+	}
+	var dead ledger.Record
+	for f.clock.Now().Before(rec.ExpiresAt) {
+		f.run(t)
+		got, err := f.l.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("at %v (expires %v): %v", f.clock.Now().Sub(rec.CreatedAt), rec.ExpiresAt.Sub(rec.CreatedAt), err)
+		}
+		if got.Status == ledger.Dead {
+			dead = got
+			break
+		}
+		f.clock.Advance(time.Hour)
+	}
+	if dead.Status != ledger.Dead {
+		t.Fatalf("record not dead by its expiry (%v)", rec.ExpiresAt)
+	}
+	if left := rec.ExpiresAt.Sub(f.clock.Now()); left < 12*time.Hour {
+		t.Errorf("dead only %v before it expires; want about a day for the operator", left)
+	}
+	for _, want := range []string{"not seen since", "hookledger replay --dlq", "--key evt_body_in_dlq"} {
+		if !strings.Contains(dead.LastError, want) {
+			t.Errorf("cause %q does not say %q", dead.LastError, want)
+		}
+	}
+	if keys := f.drain(t); len(keys) != 0 {
+		t.Errorf("enqueued without a payload: %v", keys)
+	}
+}
+
+// An event with an empty body whose payload was kept (an empty payload) is
+// re-driven with an empty body, which the processor runs as such.
+func TestEmptyPayloadIsRedrivenAsAnEmptyBody(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	id := ledger.ID{Source: "github", Tenant: "acme", Key: "d-empty"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.EnsurePayload(ctx, id, []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute)
+	if rep := f.run(t); rep.Requeued != 1 {
+		t.Fatalf("report %+v, want it requeued", rep)
+	}
+	out, err := f.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &f.queue, MaxNumberOfMessages: 1})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive %v %d", err, len(out.Messages))
+	}
+	m, err := queue.Decode(*out.Messages[0].Body)
+	if err != nil || m.BodyOmitted || m.Body == nil || len(m.Body) != 0 {
+		t.Errorf("message %s -> %+v %v, want an empty body carried", *out.Messages[0].Body, m, err)
 	}
 }

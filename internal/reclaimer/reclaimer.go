@@ -328,6 +328,13 @@ func (h *Handler) backoff(reclaims int) time.Duration {
 	return min(d, time.Hour)
 }
 
+func (h *Handler) maxReclaims() int {
+	if h.MaxReclaims > 0 {
+		return h.MaxReclaims
+	}
+	return DefaultMaxReclaims
+}
+
 func (h *Handler) perShard() int {
 	if h.PerShard > 0 {
 		return h.PerShard
@@ -560,11 +567,7 @@ func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, 
 		rep.Postponed++
 		return false, nil
 	}
-	max := h.MaxReclaims
-	if max <= 0 {
-		max = DefaultMaxReclaims
-	}
-	if rec.Reclaims < max {
+	if rec.Reclaims < h.maxReclaims() {
 		return true, nil
 	}
 	cause := fmt.Sprintf("reclaimed %d times without completing (last status %s", rec.Reclaims, rec.Status)
@@ -646,16 +649,31 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 				}
 				continue
 			}
-			// The receiver died between the record and the payload and the
-			// sender has not retried yet. Count a reclaim and wait for that
-			// retry (it re-stores the payload); the record dies when reclaims
-			// run out.
-			if _, err := h.Ledger.Requeue(ctx, rec, next); err != nil {
+			// Past the wait: the message is gone from the queue, or the
+			// record's retention is running out. Perhaps the receiver died
+			// between the record and the payload and the sender retries
+			// (that re-stores the payload): count a reclaim and look again
+			// after its backoff. The look that would spend the last reclaim
+			// buries the record instead, saying why, so that it ends dead
+			// (alarmed, listed for replay) before it expires. A processing
+			// record (its worker died, and its message went to the DLQ) is
+			// reset to received: Requeue takes only received and failed
+			// ones, and would refuse it on every look until it expired.
+			if rec.Reclaims+1 >= h.maxReclaims() {
+				h.buryBodiless(ctx, rec, rep)
+				continue
+			}
+			var err error
+			if rec.Status == ledger.Processing {
+				_, err = h.Ledger.Reset(ctx, rec, next)
+			} else {
+				_, err = h.Ledger.Requeue(ctx, rec, next)
+			}
+			if err != nil {
 				h.count(ctx, rec, err, rep)
 				continue
 			}
-			h.logger().WarnContext(ctx, "payload missing; waiting for the sender's retry", "source", rec.Source, "tenant", rec.Tenant,
-				"event_key", rec.Key, "status", string(rec.Status), "reclaims", rec.Reclaims+1)
+			log.WarnContext(ctx, "payload missing and its message not seen; waiting for the sender's retry", "reclaims", rec.Reclaims+1)
 			rep.Postponed++
 			continue
 		}
@@ -723,6 +741,44 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 // long).
 const MessageLifetime = 14 * 24 * time.Hour
 
+// ExpiryMargin is how long before a record's expiry the reclaimer stops
+// waiting for the message of a record whose body is stored nowhere (see
+// awaitMessage), at most: half the record's retention when that is
+// shorter, and never less than twice the time its remaining reclaims take.
+//
+// Past the wait, the record takes the ordinary way to dead: one counted
+// reclaim per look, each look after the backoff (1, 2, 4, 8, 16 minutes
+// with the defaults), buried at the look that would spend the last of
+// MaxReclaims — 31 minutes after the wait ends with the defaults, at most
+// MaxReclaims hours (the backoff stops at an hour). A day leaves the rest
+// for a reclaimer that is down, throttled or held back by a full queue, and
+// the operator a day, once the Dead alarm fires, to redrive the dead-letter
+// queue and replay before the record expires. Without the cap, a record
+// whose body survives only in the DLQ waited for MessageLifetime (14 days),
+// longer than the default retention (7 days): it expired still waiting,
+// never dead, never alarmed, silently lost.
+const ExpiryMargin = 24 * time.Hour
+
+// awaitUntil is when the reclaimer stops waiting for rec's message: the
+// earlier of the longest the message can stay on the queue and the
+// record's expiry less the margin its burial needs (ExpiryMargin).
+func (h *Handler) awaitUntil(rec ledger.Record) time.Time {
+	until := rec.CreatedAt.Add(MessageLifetime)
+	if rec.ExpiresAt.IsZero() {
+		return until
+	}
+	margin := min(ExpiryMargin, rec.ExpiresAt.Sub(rec.CreatedAt)/2)
+	var burial time.Duration
+	for i := rec.Reclaims; i < h.maxReclaims(); i++ {
+		burial += h.backoff(i)
+	}
+	margin = max(margin, 2*burial)
+	if cap := rec.ExpiresAt.Add(-margin); cap.Before(until) {
+		return cap
+	}
+	return until
+}
+
 // awaitMessage decides what to do with a record whose body is stored
 // nowhere the reclaimer can read. The body of an event whose message is
 // still on the queue may live only in that message: with
@@ -731,20 +787,53 @@ const MessageLifetime = 14 * 24 * time.Hour
 // ledger only once the event runs into trouble (a redelivery, a failure,
 // a burial). Such a record cannot be re-driven, and counting reclaims
 // would bury an event that a backlogged or redelivered message would still
-// complete. So while the message may still be on the queue (younger than
-// MessageLifetime) the record is postponed without counting a reclaim,
-// looking again after its age (1 minute to 1 hour). Past that, it reports
-// false and the caller counts reclaims and buries as before.
+// complete. So while the message may still be on the queue, and the record
+// is not so close to its expiry that it could no longer go dead in time
+// (awaitUntil), the record is postponed without counting a reclaim,
+// looking again after its age (1 minute to 1 hour, never past the end of
+// the wait). Past that, it reports false and the caller counts reclaims
+// and buries as before.
 func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
 	age := now.Sub(rec.CreatedAt)
-	if rec.CreatedAt.IsZero() || age >= MessageLifetime {
+	until := h.awaitUntil(rec)
+	if rec.CreatedAt.IsZero() || !now.Before(until) {
 		return false, nil
 	}
-	if _, err := h.Ledger.Postpone(ctx, rec, now.Add(min(max(age, time.Minute), time.Hour))); err != nil {
+	next := now.Add(min(max(age, time.Minute), time.Hour))
+	if next.After(until) {
+		next = until
+	}
+	if _, err := h.Ledger.Postpone(ctx, rec, next); err != nil {
 		return false, err
 	}
 	h.Metrics.Count("AwaitingMessage")
 	log.InfoContext(ctx, "payload not stored; waiting for the event's message, which may still be on the queue",
-		"age_s", int(age.Seconds()), "attempts", rec.Attempts)
+		"age_s", int(age.Seconds()), "attempts", rec.Attempts, "until", until)
 	return true, nil
+}
+
+// buryBodiless marks dead a record whose body was never stored and whose
+// message has not come back for the whole wait: past awaitUntil, after its
+// reclaims. BuryStale holds for received, failed and processing records
+// with an expired lease, and needs no payload. The cause tells the
+// operator where the body may still be: a message its workers kept dying
+// on went to the dead-letter queue with it (maxReceiveCount deliveries).
+// Redriving that queue (hookledger replay --dlq) hands the message to the
+// processor, which finds the event dead and keeps the body; the event is
+// then replayed like any dead one.
+func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
+	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d reclaims, last status %s): the body was never stored in the ledger "+
+		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --key %s",
+		rec.CreatedAt.UTC().Format(time.RFC3339), rec.Attempts, rec.Reclaims, rec.Status, rec.Source, rec.Tenant, rec.Key)
+	if rec.LastError != "" {
+		cause += "; last error: " + rec.LastError
+	}
+	if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
+		h.count(ctx, rec, err, rep)
+		return
+	}
+	rep.Buried++
+	h.Metrics.Count("Dead")
+	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
 }
