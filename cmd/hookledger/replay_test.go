@@ -87,22 +87,12 @@ func (f *replayFixture) status(t *testing.T, id ledger.ID) ledger.Status {
 func (f *replayFixture) drain(t *testing.T, url string) []queue.Message {
 	t.Helper()
 	var out []queue.Message
-	for empty := 0; empty < 2; {
-		res, err := f.sq.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	for _, b := range emulator.Drain(t, f.sq, url) {
+		msg, err := queue.Decode(b)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("malformed message %q: %v", b, err)
 		}
-		if len(res.Messages) == 0 {
-			empty++
-			continue
-		}
-		for _, m := range res.Messages {
-			msg, err := queue.Decode(aws.ToString(m.Body))
-			if err != nil {
-				t.Fatalf("malformed message %q: %v", aws.ToString(m.Body), err)
-			}
-			out = append(out, msg)
-		}
+		out = append(out, msg)
 	}
 	return out
 }
@@ -147,8 +137,11 @@ func TestReplay(t *testing.T) {
 	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: deadOld.Key}); code != 0 {
 		t.Fatalf("--key exit %d: %s", code, f.err)
 	}
-	if f.status(t, deadOld) != ledger.Received || len(f.drain(t, f.qurl)) != 1 {
-		t.Fatal("--key did not replay the old dead event")
+	if st := f.status(t, deadOld); st != ledger.Received {
+		t.Fatalf("--key left the old dead event %s", st)
+	}
+	if msgs := f.drain(t, f.qurl); len(msgs) != 1 || msgs[0].ID() != deadOld {
+		t.Fatalf("--key queued %+v; want the old dead event once", msgs)
 	}
 
 	// Failed events by status.
