@@ -148,6 +148,18 @@ func TestIAMIsEnforced(t *testing.T) {
 		_, err := c.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, VisibilityTimeout: 0, WaitTimeSeconds: 0})
 		return err
 	}
+	// The reclaimer takes the bodies only the dead-letter queue holds: it
+	// receives from it and deletes what the ledger now holds. (The DLQ is
+	// empty here, so the receive takes nothing.)
+	dlqURL := e.dlqURL
+	receiveDLQ := func(c clients) error {
+		_, err := c.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &dlqURL, MaxNumberOfMessages: 1, VisibilityTimeout: 0, WaitTimeSeconds: 0})
+		return err
+	}
+	deleteDLQ := func(c clients) error {
+		_, err := c.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: &dlqURL, ReceiptHandle: aws.String("iam-probe-names-no-message")})
+		return err
+	}
 	deleteMessage := func(c clients) error {
 		_, err := c.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: aws.String("iam-probe-names-no-message")})
 		return err
@@ -311,6 +323,9 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:PutItem", false, putItem},
 			{"dynamodb:DeleteItem", false, deleteItem},
 			{"sqs:ReceiveMessage", false, receive},
+			{"sqs:DeleteMessage", false, deleteMessage},
+			{"sqs:ReceiveMessage", true, receiveDLQ},
+			{"sqs:DeleteMessage", true, deleteDLQ},
 			{"ssm:GetParameter", false, getParameter(ssmName)},
 			{"s3:GetObject", true, getObject(probeObject)},
 			{"s3:PutObject", false, putObject(probeObject)},

@@ -49,6 +49,7 @@ const DefaultPayloadPrefix = "payloads/"
 type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
+	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue)
 	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
 	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (default 262144)
@@ -141,6 +142,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	str("HOOKLEDGER_TABLE", &c.Table)
 	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
+	str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
 	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
 	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
 	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON == "" {
@@ -238,6 +240,9 @@ func (c Config) ValidateReclaimer() error {
 	errs := c.validateCommon()
 	if c.QueueURL == "" {
 		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	if c.DLQURL != "" && c.DLQURL == c.QueueURL {
+		errs = append(errs, errors.New("HOOKLEDGER_DLQ_URL is the processing queue's URL: set it to the dead-letter queue's (reading the processing queue would take messages from the processor), or leave it unset"))
 	}
 	if c.ReclaimBatch > 1000 {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_RECLAIM_BATCH=%d: at most 1000 records per shard query", c.ReclaimBatch))

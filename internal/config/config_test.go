@@ -98,7 +98,7 @@ func TestReclaimerSettings(t *testing.T) {
 			t.Errorf("%s=%s: %v", k, v, err)
 		}
 	}
-	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_CHAIN": "16", "HOOKLEDGER_RECLAIM_BATCH": "1001"} {
+	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_CHAIN": "16", "HOOKLEDGER_RECLAIM_BATCH": "1001", "HOOKLEDGER_DLQ_URL": "q"} {
 		c, _ := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", k: v}))
 		if err := c.ValidateReclaimer(); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, v, err)

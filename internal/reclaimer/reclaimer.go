@@ -134,6 +134,10 @@ type Handler struct {
 	Now     func() time.Time
 	// Store reads the bodies kept in the S3 payload store (nil: none).
 	Store *blob.Store
+	// DeadLetters, when set, takes the bodies the ledger lacks out of the
+	// dead-letter queue at the start of each scheduled run (see
+	// DeadLetters).
+	DeadLetters *DeadLetters
 }
 
 // Input is what a run is invoked with: the schedule's event (whose fields
@@ -176,6 +180,9 @@ type Report struct {
 	Errors    int    `json:"errors"`
 	PacedMS   int64  `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
 	RunMS     int64  `json:"run_ms"`   // wall time of the run
+	// DeadLetters is what the run did with the dead-letter queue (a
+	// scheduled run, with DeadLetters configured).
+	DeadLetters DeadLetterReport `json:"dead_letters"`
 }
 
 // Redriven is how many records the run put back on the queue.
@@ -208,9 +215,14 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 		log.InfoContext(ctx, "reclaim run skipped: another run holds the run lock", "chain", in.Chain)
 		return Report{Chain: in.Chain, Stopped: StopLocked}, nil
 	}
+	var dead DeadLetterReport
+	if h.DeadLetters != nil && in.Chain == 0 {
+		dead = h.deadLetters(ctx, log)
+	}
 	r := h.newRun(ctx, in)
 	r.work()
 	rep := r.report()
+	rep.DeadLetters = dead
 	if rep.Stopped == StopBudget || rep.Stopped == StopPaced {
 		rep.Continued = h.continueRun(ctx, in, token, rep)
 	}
@@ -222,11 +234,25 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	log.InfoContext(ctx, "reclaim run", "chain", rep.Chain, "stopped", rep.Stopped, "backlog", rep.Backlog, "continued", rep.Continued,
 		"pages", rep.Pages, "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
 		"buried", rep.Buried, "conflicts", rep.Conflicts, "unsent", rep.Unsent, "rejected", rep.Rejected, "errors", rep.Errors,
-		"paced_ms", rep.PacedMS, "run_ms", rep.RunMS)
+		"paced_ms", rep.PacedMS, "run_ms", rep.RunMS, "dead_letters_read", dead.Read, "dead_letters_cleared", dead.Cleared, "dead_letters_left", dead.Left)
 	if r.failed > 0 && r.failed == h.Ledger.Shards() {
 		return rep, fmt.Errorf("reclaim: all %d shards failed", r.failed)
 	}
 	return rep, nil
+}
+
+// deadLetters runs the DLQ pass within its budget (at most a quarter of
+// the time the invocation has) and counts it.
+func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterReport {
+	budget := deadLetterBudget
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/4)
+	}
+	dctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	rep := h.DeadLetters.Run(dctx, log)
+	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left})
+	return rep
 }
 
 func inputOf(ev any) Input {

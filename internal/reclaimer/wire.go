@@ -33,6 +33,9 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
 		Log: log, Metrics: c.Metrics(),
 	}
+	if c.DLQURL != "" {
+		h.DeadLetters = &DeadLetters{API: sqs.NewFromConfig(cfg), URL: c.DLQURL, Ledger: l}
+	}
 	if c.PayloadBucket != "" {
 		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 	}

@@ -1,0 +1,160 @@
+package reclaimer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// DeadLetters takes the bodies out of the dead-letter queue that exist
+// nowhere else. A message reaches the DLQ after the processor failed to
+// finish it maxReceiveCount times; under HOOKLEDGER_PAYLOAD=on-trouble (or
+// when the receiver's payload write failed beside its enqueue) the message
+// may hold the only copy of the body, and a record without a stored body is
+// one the reclaimer cannot re-drive. So each scheduled run reads a few DLQ
+// messages and, for each whose record still exists, stores the body in the
+// ledger (EnsurePayload: only where none is stored, never for a done
+// record) and deletes the message: the ledger now holds everything the
+// message did, and the record is re-driven by the usual path (or, if dead,
+// replayed by an operator from its stored body). A message whose record is
+// gone (past its retention), that cannot be read, or that left its body in
+// the payload store is left in the DLQ, where its alarm and `hookledger
+// replay --dlq` are the operator's.
+type DeadLetters struct {
+	API    dlqAPI
+	URL    string
+	Ledger deadLetterStore
+	// Max bounds the messages one run reads (default DefaultDeadLetters).
+	Max int
+}
+
+// DefaultDeadLetters is how many DLQ messages a run reads at most.
+const DefaultDeadLetters = 50
+
+// deadLetterVisibility hides a message the run read but left for this
+// long: past the run, short enough that the DLQ's alarm (the maximum of
+// the visible count over a minute) still sees it.
+const deadLetterVisibility = 20
+
+type dlqAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+type deadLetterStore interface {
+	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error)
+}
+
+var (
+	_ dlqAPI          = (*sqs.Client)(nil)
+	_ deadLetterStore = (*ledger.Ledger)(nil)
+)
+
+// DeadLetterReport counts what a run did with the DLQ.
+type DeadLetterReport struct {
+	Read    int // messages received
+	Kept    int // bodies stored in the ledger that it lacked
+	Cleared int // messages deleted: the ledger holds what they held
+	Left    int // messages left for the operator (or a later run)
+}
+
+// Run reads up to Max messages until ctx ends.
+func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger) DeadLetterReport {
+	var rep DeadLetterReport
+	limit := d.Max
+	if limit <= 0 {
+		limit = DefaultDeadLetters
+	}
+	for rep.Read < limit && ctx.Err() == nil {
+		out, err := d.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(d.URL), MaxNumberOfMessages: int32(min(10, limit-rep.Read)), VisibilityTimeout: deadLetterVisibility,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "dead-letter queue unreadable this run", "error", err.Error())
+			}
+			return rep
+		}
+		if len(out.Messages) == 0 {
+			return rep
+		}
+		for _, m := range out.Messages {
+			rep.Read++
+			switch outcome := d.one(ctx, aws.ToString(m.Body), log); outcome {
+			case dlqCleared, dlqKept:
+				if outcome == dlqKept {
+					rep.Kept++
+				}
+				if _, err := d.API.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(d.URL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					// Read again later; the body is kept already.
+					log.WarnContext(ctx, "dead-letter message not deleted", "error", err.Error())
+					rep.Left++
+					continue
+				}
+				rep.Cleared++
+			default:
+				rep.Left++
+			}
+		}
+	}
+	return rep
+}
+
+type dlqOutcome int
+
+const (
+	dlqLeft dlqOutcome = iota
+	dlqCleared
+	dlqKept
+)
+
+// one decides about one message.
+func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger) dlqOutcome {
+	msg, err := queue.Decode(body)
+	if err != nil {
+		log.WarnContext(ctx, "dead-letter message unreadable; left in the DLQ", "error", err.Error())
+		return dlqLeft
+	}
+	log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_key", msg.Key)
+	rec, err := d.Ledger.Get(ctx, msg.ID())
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		log.WarnContext(ctx, "dead-letter message of an event the ledger no longer holds (past its retention); left in the DLQ")
+		return dlqLeft
+	case err != nil:
+		log.WarnContext(ctx, "dead-letter message: ledger unreadable; looked at again next run", "error", err.Error())
+		return dlqLeft
+	case rec.Status == ledger.Done:
+		return dlqCleared // finished since: the message is a spent copy
+	case msg.BodyOmitted:
+		// The body is in the payload store or the ledger, where the
+		// reclaimer reads it; this message adds nothing, but whether the
+		// object exists is for replay to find out.
+		log.WarnContext(ctx, "dead-letter message without its body; left in the DLQ", "status", string(rec.Status))
+		return dlqLeft
+	}
+	kept, err := d.Ledger.EnsurePayload(ctx, msg.ID(), msg.Body)
+	if err != nil {
+		log.WarnContext(ctx, "dead-letter message: body not stored; looked at again next run", "error", err.Error())
+		return dlqLeft
+	}
+	if rec.Status == ledger.Dead {
+		log.WarnContext(ctx, "dead-letter message of a dead event: its body is in the ledger; replay it with hookledger replay", "kept", kept)
+	} else {
+		log.WarnContext(ctx, "dead-letter message: its body is in the ledger, and the reclaimer re-drives the event", "status", string(rec.Status), "kept", kept)
+	}
+	if kept {
+		return dlqKept
+	}
+	return dlqCleared
+}
+
+// deadLetterBudget is how long a run spends on the DLQ at most.
+const deadLetterBudget = 10 * time.Second

@@ -1,0 +1,129 @@
+package reclaimer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/reclaimer"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/tools/emulator"
+)
+
+// A message that reached the DLQ may hold the only copy of its body (the
+// payload policy on-trouble, and workers killed before they kept it). A
+// scheduled run stores such bodies in the ledger and deletes the messages
+// the ledger now covers; the event is then re-driven as usual. Messages the
+// ledger cannot use stay for the operator.
+func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
+
+	bare := func(key string) ledger.ID { // a record with no stored body
+		t.Helper()
+		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+		if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	crashed := bare("evt_dlq_crashed") // its worker died holding it
+	if _, err := f.l.Claim(ctx, crashed, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	buried := bare("evt_dlq_dead")
+	lease, err := f.l.Claim(ctx, buried, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Bury(ctx, lease, "message and body not seen"); err != nil {
+		t.Fatal(err)
+	}
+	done := f.event(t, "evt_dlq_done")
+	lease, err = f.l.Claim(ctx, done, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Complete(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	gone := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dlq_gone"}
+
+	put := func(body string) {
+		t.Helper()
+		if _, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: &body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []ledger.ID{crashed, buried, done, gone} {
+		b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "x", Body: []byte(`{"id":"` + id.Key + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(b)
+	}
+	put("not a message")
+
+	f.clock.Advance(time.Minute) // the crashed worker's lease is over
+	rep := f.run(t)
+	if d := rep.DeadLetters; d.Read != 5 || d.Kept != 2 || d.Cleared != 3 || d.Left != 2 {
+		t.Fatalf("dead letters %+v; want 5 read, 2 bodies kept (crashed, dead), 3 cleared (those and the done one), 2 left (gone, unreadable)", d)
+	}
+	for _, id := range []ledger.ID{crashed, buried} {
+		if body, err := f.l.Payload(ctx, id); err != nil || string(body) != `{"id":"`+id.Key+`"}` {
+			t.Errorf("%s: payload %q %v, want the DLQ message's body", id.Key, body, err)
+		}
+	}
+	if _, err := f.l.Payload(ctx, done); err != nil {
+		t.Errorf("the done event's payload (stored by the fixture) is gone: %v", err)
+	}
+	// The same run re-drove the crashed worker's event from the body it kept.
+	if rep.Reset != 1 {
+		t.Errorf("report %+v: want the crashed worker's event reset and re-driven", rep)
+	}
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != crashed.Key {
+		t.Errorf("queue %v, want %s", keys, crashed.Key)
+	}
+	if rec := f.get(t, buried); rec.Status != ledger.Dead {
+		t.Errorf("the dead event is %s; an operator replays it (its body is now stored)", rec.Status)
+	}
+	// What was left is still in the DLQ once its short hiding ends.
+	left := 0
+	for deadline := time.Now().Add(40 * time.Second); left < 2 && time.Now().Before(deadline); {
+		out, err := f.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left += len(out.Messages)
+	}
+	if left != 2 {
+		t.Errorf("%d messages left in the DLQ, want 2", left)
+	}
+}
+
+// A continuation does not read the DLQ (the scheduled run of its chain
+// did), and a run without DeadLetters never touches it.
+func TestOnlyScheduledRunsReadTheDeadLetters(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	b, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_x", Body: []byte("{}")})
+	if _, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: aws.String(b)}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := f.run(t); rep.DeadLetters.Read != 0 {
+		t.Fatalf("a run without DeadLetters read the DLQ: %+v", rep.DeadLetters)
+	}
+	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
+	rep, err := f.h.Handle(context.Background(), reclaimer.Input{Chain: 1})
+	if err != nil || rep.DeadLetters.Read != 0 {
+		t.Fatalf("a continuation read the DLQ: %+v %v", rep.DeadLetters, err)
+	}
+}
