@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/source"
 )
 
@@ -50,8 +51,11 @@ type Spec struct {
 const DefaultMinAge = 10 * time.Minute
 
 // ParseSpecs reads HOOKLEDGER_RECONCILE: a JSON array of Spec. Unknown
-// fields are errors.
+// fields, a key given twice and anything after the array are errors.
 func ParseSpecs(data []byte) ([]Spec, error) {
+	if err := jsoncheck.Strict(data); err != nil {
+		return nil, fmt.Errorf("reconcile config: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var specs []Spec
@@ -102,7 +106,7 @@ func (c *Config) Check(s Spec) error {
 	}
 	if c.CredentialGrants != nil {
 		if err := c.CredentialGrants.Check(ref); err != nil {
-			return fmt.Errorf("reconcile %s: credential: %w (the reconciler's grants are ReconcileCredentialsParameterPath and ReconcileCredentialsSecretArn)", name, err)
+			return fmt.Errorf("reconcile %s: credential: %w", name, err)
 		}
 	}
 	if _, err := baseURL(s.APIURL, "https://api.example.com"); err != nil {

@@ -156,9 +156,9 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 		return nil, err
 	}
 	if s.CredentialGrants != "" {
-		g, err := source.ParseGrants(s.CredentialGrants)
+		g, err := source.ParseGrantsFor(s.CredentialGrants, source.ReconcileCredentialGrants)
 		if err != nil {
-			return nil, fmt.Errorf("HOOKLEDGER_RECONCILE_GRANTS: %w", err)
+			return nil, err
 		}
 		rc.CredentialGrants = &g
 	}

@@ -22,20 +22,51 @@ type Grants struct {
 	// SecretsManagerPrefix is SecretsManagerPrefix: secret names starting
 	// with it, in the stack's own account and region.
 	SecretsManagerPrefix string
+	// Names are the variable and template parameters these grants come
+	// from, for the messages (zero: the receiver's, ReceiverGrants).
+	Names GrantNames
+}
+
+// GrantNames names where a role's secret grants are set, so that a refusal
+// names the parameter to deploy with.
+type GrantNames struct {
+	Variable     string // the environment variable holding the grants
+	SSMPath      string // the template parameter granting an SSM path
+	SecretARN    string // the template parameter granting a secret's ARN
+	SecretPrefix string // the template parameter granting a name prefix ("": none)
+}
+
+// ReceiverGrants are the receiver's (and the reconciler's signing secrets').
+var ReceiverGrants = GrantNames{Variable: "HOOKLEDGER_SECRET_GRANTS", SSMPath: "SecretsParameterPath", SecretARN: "SecretsManagerSecretArn", SecretPrefix: "SecretsManagerPrefix"}
+
+// ReconcileCredentialGrants are the reconciler's, for its provider API
+// credentials.
+var ReconcileCredentialGrants = GrantNames{Variable: "HOOKLEDGER_RECONCILE_GRANTS", SSMPath: "ReconcileCredentialsParameterPath", SecretARN: "ReconcileCredentialsSecretArn"}
+
+func (g Grants) names() GrantNames {
+	if g.Names == (GrantNames{}) {
+		return ReceiverGrants
+	}
+	return g.Names
 }
 
 // ParseGrants reads HOOKLEDGER_SECRET_GRANTS, which template.yaml sets to
 // "ssm=PATH;secretsmanager=ARN;secretsmanager_prefix=PREFIX" (each may be
 // empty: nothing granted).
 func ParseGrants(s string) (Grants, error) {
-	var g Grants
+	return ParseGrantsFor(s, ReceiverGrants)
+}
+
+// ParseGrantsFor reads grants in ParseGrants's form that come from names.
+func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
+	g := Grants{Names: names}
 	for part := range strings.SplitSeq(s, ";") {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return Grants{}, fmt.Errorf("HOOKLEDGER_SECRET_GRANTS: %q: want key=value", part)
+			return Grants{}, fmt.Errorf("%s: %q: want key=value", names.Variable, part)
 		}
 		switch strings.TrimSpace(k) {
 		case "ssm":
@@ -45,7 +76,7 @@ func ParseGrants(s string) (Grants, error) {
 		case "secretsmanager_prefix":
 			g.SecretsManagerPrefix = strings.TrimSpace(v)
 		default:
-			return Grants{}, fmt.Errorf("HOOKLEDGER_SECRET_GRANTS: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix)", k)
+			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix)", names.Variable, k)
 		}
 	}
 	return g, nil
@@ -72,13 +103,14 @@ func (g Grants) checkSSM(ref Ref) error {
 		_, after, _ := strings.Cut(name, ":parameter")
 		name = after
 	}
+	n := g.names()
 	if g.SSMPath == "" {
-		return fmt.Errorf("%w: %s: the stack grants no SSM parameters; deploy with SecretsParameterPath=%s (samconfig.toml parameter_overrides)",
-			ErrNotGranted, ref, suggestPath(name))
+		return fmt.Errorf("%w: %s: the stack grants no SSM parameters; deploy with %s=%s (samconfig.toml parameter_overrides)",
+			ErrNotGranted, ref, n.SSMPath, suggestPath(name))
 	}
 	if !strings.HasPrefix(name, g.SSMPath+"/") {
-		return fmt.Errorf("%w: %s: the stack grants ssm:GetParameter only under %s/; move the parameter there (e.g. ssm:%s/%s) or deploy with SecretsParameterPath=%s",
-			ErrNotGranted, ref, g.SSMPath, g.SSMPath, path.Base(name), suggestPath(name))
+		return fmt.Errorf("%w: %s: the stack grants ssm:GetParameter only under %s/; move the parameter there (e.g. ssm:%s/%s) or deploy with %s=%s",
+			ErrNotGranted, ref, g.SSMPath, g.SSMPath, path.Base(name), n.SSMPath, suggestPath(name))
 	}
 	return nil
 }
@@ -124,13 +156,20 @@ func (g Grants) checkSecretsManager(ref Ref) error {
 			}
 		}
 	}
+	n := g.names()
 	switch {
+	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "" && n.SecretPrefix == "":
+		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=ARN (the secret's ARN, or a pattern with *)",
+			ErrNotGranted, ref, n.SecretARN)
 	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "":
-		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with SecretsManagerPrefix=%s (or SecretsManagerSecretArn=ARN)",
-			ErrNotGranted, ref, suggestPrefix(name))
+		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=%s (or %s=ARN)",
+			ErrNotGranted, ref, n.SecretPrefix, suggestPrefix(name), n.SecretARN)
+	case n.SecretPrefix == "":
+		return fmt.Errorf("%w: %s: outside the granted secrets (%s=%q); rename the secret or widen the grant",
+			ErrNotGranted, ref, n.SecretARN, g.SecretsManagerARN)
 	default:
-		return fmt.Errorf("%w: %s: outside the granted secrets (SecretsManagerPrefix=%q, SecretsManagerSecretArn=%q); rename the secret or widen the grant",
-			ErrNotGranted, ref, g.SecretsManagerPrefix, g.SecretsManagerARN)
+		return fmt.Errorf("%w: %s: outside the granted secrets (%s=%q, %s=%q); rename the secret or widen the grant",
+			ErrNotGranted, ref, n.SecretPrefix, g.SecretsManagerPrefix, n.SecretARN, g.SecretsManagerARN)
 	}
 }
 

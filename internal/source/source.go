@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -64,8 +65,11 @@ func ValidName(s string) bool { return namePattern.MatchString(s) }
 
 // Parse reads the sources JSON (HOOKLEDGER_SOURCES): an object from source
 // name to Source. Unknown fields are errors, so a typo never silently turns
-// a check off.
+// a check off; so are a key given twice and anything after the document.
 func Parse(data []byte) (map[string]Source, error) {
+	if err := jsoncheck.Strict(data); err != nil {
+		return nil, fmt.Errorf("sources config: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var cfg map[string]Source

@@ -286,3 +286,22 @@ func TestCheckGrantsNamesEveryReferenceOutside(t *testing.T) {
 		t.Errorf("CheckGrants flagged a granted reference: %s", msg)
 	}
 }
+
+// A hand-edited sources document that repeats a key or carries something
+// after it is refused: encoding/json would keep only the last block, or drop
+// the rest, without a word.
+func TestParseRefusesWhatJSONWouldDropQuietly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ doc, want string }{
+		{`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:a"]},"acme":{"secrets":["literal:b"]}}}}`, `key "acme" appears twice`},
+		{`{"stripe":{"provider":"stripe","tenants":{}},"stripe":{"provider":"github","tenants":{}}}`, `key "stripe" appears twice`},
+		{`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:a"]}}}} {"github":{}}`, "more after the JSON document"},
+	} {
+		if _, err := Parse([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:a"]},"Acme":{"secrets":["literal:b"]}}}}`)); err != nil {
+		t.Errorf("tenants differing in case are two tenants: %v", err)
+	}
+}
