@@ -269,6 +269,12 @@ func New(cfg Config) (*Verifier, error) {
 		tol = d
 	}
 	if cfg.URL != "" {
+		if !signsURL(cfg.Provider) {
+			return nil, fmt.Errorf("webhook config: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", cfg.Provider)
+		}
+		if strings.Contains(cfg.URL, "{") {
+			return nil, fmt.Errorf("webhook config: url %q has a placeholder; the receiver's sources config fills {source} and {tenant} per tenant, anything else takes the URL as configured at the provider", cfg.URL)
+		}
 		if u, err := url.Parse(cfg.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 			return nil, fmt.Errorf("webhook config: url %q: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"", cfg.URL)
 		}
@@ -318,6 +324,14 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	return v, nil
 }
+
+// signsURL reports whether the provider signs the URL it posts to, the
+// only use of Config.URL.
+func signsURL(provider string) bool { return provider == providerTwilio || provider == providerSquare }
+
+// SignsURL reports whether the provider signs the URL it posts to: then
+// Config.URL, when set, must be the URL as configured at the provider.
+func SignsURL(provider string) bool { return signsURL(provider) }
 
 // Provider returns the provider name the Verifier was configured with.
 func (v *Verifier) Provider() string {

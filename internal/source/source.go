@@ -84,6 +84,7 @@ func Parse(data []byte) (map[string]Source, error) {
 
 type entry struct {
 	verifier  *webhook.Verifier
+	byTenant  map[string]*webhook.Verifier // when url names {tenant}: each tenant's own URL
 	guard     bool
 	retention time.Duration // the source's own; 0: the default
 	horizon   webhook.Horizon
@@ -104,12 +105,26 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if !ValidName(name) {
 			return nil, fmt.Errorf("source %q: name must match %s", name, namePattern)
 		}
-		v, err := webhook.New(src.Config)
+		if len(src.Tenants) == 0 {
+			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
+		}
+		// url is the one URL the provider signed; each tenant posts to its
+		// own, so with several tenants it must say where the tenant goes.
+		perTenant := strings.Contains(src.URL, "{")
+		if src.URL != "" && !perTenant && len(src.Tenants) > 1 && webhook.SignsURL(src.Provider) {
+			return nil, fmt.Errorf("source %q: url %q is one URL, but its %d tenants each post to their own and %s signs it: write it with {tenant}, e.g. %q",
+				name, src.URL, len(src.Tenants), src.Provider, "https://hooks.example.com/webhooks/"+name+"/{tenant}")
+		}
+		base := src.Config
+		if perTenant {
+			base.URL = "" // the source-wide verifier (provider, digests) needs none
+		}
+		v, err := webhook.New(base)
 		if err != nil {
 			return nil, fmt.Errorf("source %q: %w", name, err)
 		}
-		if len(src.Tenants) == 0 {
-			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
+		if perTenant && !webhook.SignsURL(src.Provider) {
+			return nil, fmt.Errorf("source %q: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", name, src.Provider)
 		}
 		retention, horizon, err := checkRetention(src)
 		if err != nil {
@@ -132,6 +147,18 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 				refs = append(refs, ref)
 			}
 			e.tenants[tn] = refs
+			if perTenant {
+				cfg := src.Config
+				cfg.URL = strings.NewReplacer("{source}", name, "{tenant}", tn).Replace(src.URL)
+				tv, err := webhook.New(cfg)
+				if err != nil {
+					return nil, fmt.Errorf("source %q tenant %q: %w", name, tn, err)
+				}
+				if e.byTenant == nil {
+					e.byTenant = map[string]*webhook.Verifier{}
+				}
+				e.byTenant[tn] = tv
+			}
 		}
 		r.entries[name] = e
 	}
@@ -147,6 +174,9 @@ func (r *Registry) Verifier(source, tenant string) (*webhook.Verifier, []Ref, er
 	refs, ok := e.tenants[tenant]
 	if !ok {
 		return nil, nil, fmt.Errorf("%w %q of source %q", ErrUnknownTenant, tenant, source)
+	}
+	if v, ok := e.byTenant[tenant]; ok {
+		return v, refs, nil
 	}
 	return e.verifier, refs, nil
 }
