@@ -102,13 +102,25 @@ func Load(getenv func(string) string) (Config, error) {
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
 		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
 		Payload: PayloadOnTrouble, PayloadPrefix: DefaultPayloadPrefix,
-		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "" || getenv("HOOKLEDGER_METRICS") == "1",
+		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "",
 	}
 	var errs []error
 	str := func(name string, dst *string) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
+		raw := getenv(name)
+		v := strings.TrimSpace(raw)
+		switch {
+		case v != "":
 			*dst = v
+		case raw != "":
+			errs = append(errs, fmt.Errorf("%s is blank (only spaces): set a value or unset it", name))
 		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("HOOKLEDGER_METRICS"))); v {
+	case "1", "true", "yes", "on":
+		c.EmitMetrics = true
+	case "", "0", "false", "no", "off":
+	default:
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_METRICS=%q: want 1/true (write metric lines) or 0/false", v))
 	}
 	num := func(name string, dst *int) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -145,7 +157,9 @@ func Load(getenv func(string) string) (Config, error) {
 	str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
 	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
 	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
-	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON == "" {
+	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON != "" {
+		errs = append(errs, errors.New("HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE are both set: keep one (the file would be ignored)"))
+	} else if f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("HOOKLEDGER_SOURCES_FILE: %w", err))
@@ -219,9 +233,13 @@ func (c Config) ValidateReceiver() error {
 	case c.MaxBody > MaxBodyWithStore:
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_MAX_BODY=%d: at most %d (6 MiB), the most a Lambda function can receive; lower it (template parameter MaxBodyBytes)", c.MaxBody, MaxBodyWithStore))
 	}
-	if c.PayloadBucket != "" && c.PayloadStoreDays > 0 && time.Duration(c.PayloadStoreDays)*24*time.Hour < c.Retention {
+	// Compared in days: days times 24h overflows a Duration past 106,751.
+	if need := int((c.Retention + 24*time.Hour - 1) / (24 * time.Hour)); c.PayloadBucket != "" && c.PayloadStoreDays > 0 && c.PayloadStoreDays < need {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD_STORE_DAYS=%d: the payload store would delete bodies before the ledger forgets their records (HOOKLEDGER_RETENTION=%v); "+
-			"raise PayloadStoreDays to at least %d", c.PayloadStoreDays, c.Retention, int((c.Retention+24*time.Hour-1)/(24*time.Hour))))
+			"raise PayloadStoreDays to at least %d", c.PayloadStoreDays, c.Retention, need))
+	}
+	if c.PayloadStoreAbove > 0 && c.PayloadBucket == "" {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD_STORE_ABOVE=%d does nothing without the payload store: turn the store on (PayloadStore=s3) or set PayloadStoreAbove to 0", c.PayloadStoreAbove))
 	}
 	return errors.Join(errs...)
 }

@@ -152,3 +152,48 @@ func TestPayloadSettings(t *testing.T) {
 		t.Errorf("processor with an unknown policy: %v", err)
 	}
 }
+
+// Settings that used to be dropped, replaced or misread without a word now
+// stop the cold start with the variable's name.
+func TestSettingsThatWouldBeIgnoredAreErrors(t *testing.T) {
+	t.Parallel()
+	base := func(extra map[string]string) map[string]string {
+		m := map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_SOURCES": "{}"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"HOOKLEDGER_METRICS": "maybe"}, "HOOKLEDGER_METRICS"},
+		{map[string]string{"HOOKLEDGER_SOURCES_FILE": "/nonexistent"}, "both set"},
+		{map[string]string{"HOOKLEDGER_TABLE": "   "}, "HOOKLEDGER_TABLE is blank"},
+		{map[string]string{"HOOKLEDGER_PAYLOAD_STORE_ABOVE": "1024"}, "HOOKLEDGER_PAYLOAD_STORE_ABOVE=1024 does nothing without the payload store"},
+		{map[string]string{"HOOKLEDGER_PAYLOAD_BUCKET": "b", "HOOKLEDGER_PAYLOAD_STORE_DAYS": "3"}, "at least 7"},
+	} {
+		c, err := Load(env(base(tc.env)))
+		if err == nil {
+			err = c.ValidateReceiver()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.env, err, tc.want)
+		}
+	}
+	for v, on := range map[string]bool{"true": true, "1": true, "ON": true, "false": false, "0": false, "": false} {
+		c, err := Load(env(map[string]string{"HOOKLEDGER_METRICS": v}))
+		if err != nil || c.EmitMetrics != on {
+			t.Errorf("HOOKLEDGER_METRICS=%q: metrics %v, %v; want %v", v, c.EmitMetrics, err, on)
+		}
+	}
+	// A store kept far longer than the ledger is fine, however long.
+	c, err := Load(env(base(map[string]string{"HOOKLEDGER_PAYLOAD_BUCKET": "b", "HOOKLEDGER_PAYLOAD_STORE_DAYS": "200000"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ValidateReceiver(); err != nil {
+		t.Errorf("200,000 days: %v", err)
+	}
+}

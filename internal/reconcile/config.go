@@ -128,11 +128,17 @@ func (c *Config) Check(s Spec) error {
 			return fmt.Errorf("reconcile %s: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", name, s.Hook)
 		}
 	}
-	if _, err := c.window(s, p); err != nil {
+	window, err := c.window(s, p)
+	if err != nil {
 		return err
 	}
-	if _, err := minAge(s); err != nil {
+	age, err := minAge(s)
+	if err != nil {
 		return err
+	}
+	if age >= window {
+		return fmt.Errorf("reconcile %s: min_age %s is not below the window %s, so every event would count as too recent and nothing would be checked: lower min_age (default %s) or widen window",
+			name, age, window, DefaultMinAge)
 	}
 	return nil
 }
