@@ -67,6 +67,17 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "inspect: give exactly one KEY (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
 		return 2
 	}
+	switch {
+	case *src == "":
+		fmt.Fprintln(stderr, "inspect: --source is empty; give the event's source, the {source} of its webhook URL (e.g. --source stripe)")
+		return 2
+	case *tenant == "":
+		fmt.Fprintln(stderr, "inspect: --tenant is empty; give the event's tenant, the {tenant} of its webhook URL (e.g. --tenant acme)")
+		return 2
+	case fs.Arg(0) == "":
+		fmt.Fprintln(stderr, "inspect: KEY is empty; give the provider's event id (hookledger list shows the keys)")
+		return 2
+	}
 	l, store, ok := openLedgerAndStore(ctx, stderr, "inspect")
 	if !ok {
 		return 1
@@ -102,6 +113,14 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if s := ledger.Status(*status); s != "" && !s.Valid() {
 		fmt.Fprintf(stderr, "list: unknown status %q; want received, processing, done, failed or dead\n", *status)
+		return 2
+	}
+	if *limit < 0 {
+		fmt.Fprintf(stderr, "list: --limit %d: want a positive number of records, or 0 for all of them\n", *limit)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect KEY)\n", fs.Arg(0))
 		return 2
 	}
 	l, ok := openLedger(ctx, stderr, "list")
