@@ -20,13 +20,17 @@ import (
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "dev", "dev [--addr 127.0.0.1:8080] [--reclaim-every 10s] [--function-timeout 30s]", stderr)
+	fs := cli.NewFlags("hookledger", "dev", "dev [--addr 127.0.0.1:8080] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2]", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the receiver on (POST /webhooks/{source}/{tenant})")
 	every := fs.Duration("reclaim-every", 10*time.Second, "how often to run the reclaimer")
 	timeout := fs.Duration("function-timeout", 30*time.Second, "deadline given to each processor batch, as Lambda's timeout would")
-	workers := fs.Int("pollers", 2, "concurrent SQS pollers")
+	workers := fs.Int("pollers", 2, "concurrent SQS pollers (at least 1)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
+	}
+	if err := devFlags(*every, *timeout, *workers); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 2
 	}
 	fs.Usage = func() {}
 	c, err := config.Load(os.Getenv)
@@ -64,4 +68,18 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// devFlags checks dev's numeric flags: each must be positive, or the ticker
+// panics, every batch starts past its deadline, or nothing polls.
+func devFlags(every, timeout time.Duration, pollers int) error {
+	switch {
+	case every <= 0:
+		return fmt.Errorf("--reclaim-every %v: want a positive interval, e.g. --reclaim-every 10s", every)
+	case timeout <= 0:
+		return fmt.Errorf("--function-timeout %v: want a positive deadline, e.g. --function-timeout 30s (Lambda's timeout is 1s to 15m)", timeout)
+	case pollers < 1:
+		return fmt.Errorf("--pollers %d: want at least 1 concurrent poller, e.g. --pollers 2", pollers)
+	}
+	return nil
 }

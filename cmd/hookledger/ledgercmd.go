@@ -67,6 +67,17 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "inspect: give exactly one KEY (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
 		return 2
 	}
+	switch {
+	case *src == "":
+		fmt.Fprintln(stderr, "inspect: --source is empty; give the event's source, the {source} of its webhook URL (e.g. --source stripe)")
+		return 2
+	case *tenant == "":
+		fmt.Fprintln(stderr, "inspect: --tenant is empty; give the event's tenant, the {tenant} of its webhook URL (e.g. --tenant acme)")
+		return 2
+	case fs.Arg(0) == "":
+		fmt.Fprintln(stderr, "inspect: KEY is empty; give the provider's event id (hookledger list shows the keys)")
+		return 2
+	}
 	l, store, ok := openLedgerAndStore(ctx, stderr, "inspect")
 	if !ok {
 		return 1
@@ -104,6 +115,14 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "list: unknown status %q; want received, processing, done, failed or dead\n", *status)
 		return 2
 	}
+	if *limit < 0 {
+		fmt.Fprintf(stderr, "list: --limit %d: want a positive number of records, or 0 for all of them\n", *limit)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect KEY)\n", fs.Arg(0))
+		return 2
+	}
 	l, ok := openLedger(ctx, stderr, "list")
 	if !ok {
 		return 1
@@ -124,13 +143,22 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180]", stderr)
-	table := fs.String("table", "hookledger", "ledger table name")
-	name := fs.String("queue", "hookledger", "queue name (its DLQ is NAME-dlq)")
-	vis := fs.Int("visibility", 180, "queue visibility timeout in seconds (at least 6x the processor timeout)")
-	receives := fs.Int("max-receives", 5, "deliveries before a message moves to the DLQ")
+	fs := cli.NewFlags("hookledger", "setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180] [--max-receives 5]", stderr)
+	table := fs.String("table", "hookledger", "ledger table name (3 to 255 letters, digits, '_', '-' or '.')")
+	name := fs.String("queue", "hookledger", fmt.Sprintf("queue name (its DLQ is NAME-dlq; 1 to %d letters, digits, '-' or '_')", queue.MaxQueueNameLen))
+	vis := fs.Int("visibility", 180, fmt.Sprintf("queue visibility timeout in seconds, 1 to %d (at least 6x the processor timeout: dev's --function-timeout 30s needs 180)", queue.MaxVisibilityTimeout))
+	receives := fs.Int("max-receives", 5, fmt.Sprintf("deliveries before a message moves to the DLQ, 1 to %d", queue.MaxMaxReceiveCount))
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "setup: unexpected argument %q; setup takes only flags (hookledger setup --help)\n", fs.Arg(0))
+		return 2
+	}
+	spec := queue.QueueSpec{Name: *name, VisibilityTimeout: *vis, MaxReceiveCount: *receives}
+	if err := setupFlags(*table, spec); err != nil {
+		fmt.Fprintf(stderr, "setup: %v; nothing was created\n", err)
+		return 2
 	}
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
 		fmt.Fprintln(stderr, "setup: AWS_ENDPOINT_URL is not set; setup is for local emulators (in AWS, deploy template.yaml).\nStart MiniStack (make emulator) and export AWS_ENDPOINT_URL=http://localhost:4566")
@@ -145,11 +173,42 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "setup: %v\n", err)
 		return 1
 	}
-	q, dlq, err := queue.CreateQueues(ctx, sqs.NewFromConfig(cfg), queue.QueueSpec{Name: *name, VisibilityTimeout: *vis, MaxReceiveCount: *receives})
+	q, dlq, err := queue.CreateQueues(ctx, sqs.NewFromConfig(cfg), spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "setup: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\n# dead-letter queue: %s\n", *table, q, dlq)
 	return 0
+}
+
+// setupFlags checks setup's flags before anything is created, so that a bad
+// one cannot leave a table without its queues. Unlike queue.CreateQueues, it
+// takes no zero for a default: --visibility 0 and --max-receives 0 are
+// refused rather than silently replaced.
+func setupFlags(table string, spec queue.QueueSpec) error {
+	switch {
+	case !validTableName(table):
+		return fmt.Errorf("--table %q: want a DynamoDB table name, 3 to 255 letters, digits, '_', '-' or '.' (e.g. --table hookledger)", table)
+	case !queue.ValidQueueName(spec.Name):
+		return fmt.Errorf("--queue %q: want an SQS queue name, 1 to %d letters, digits, '-' or '_' (its DLQ is NAME-dlq; e.g. --queue hookledger)", spec.Name, queue.MaxQueueNameLen)
+	case spec.VisibilityTimeout < 1 || spec.VisibilityTimeout > queue.MaxVisibilityTimeout:
+		return fmt.Errorf("--visibility %d: want 1 to %d seconds (SQS's maximum), at least 6x the processor timeout (180 for dev's default --function-timeout 30s)", spec.VisibilityTimeout, queue.MaxVisibilityTimeout)
+	case spec.MaxReceiveCount < 1 || spec.MaxReceiveCount > queue.MaxMaxReceiveCount:
+		return fmt.Errorf("--max-receives %d: want 1 to %d deliveries before a message moves to the DLQ (default 5)", spec.MaxReceiveCount, queue.MaxMaxReceiveCount)
+	}
+	return nil
+}
+
+// validTableName reports whether DynamoDB accepts name as a table name.
+func validTableName(name string) bool {
+	if len(name) < 3 || len(name) > 255 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -349,9 +350,8 @@ func indeterminateStep(rec ledger.Record) (string, bool) {
 // delete fails after the send, the message is processed twice, which the
 // ledger absorbs.
 func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
-	if o.dlq == r.queueURL {
-		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL")
-		return 2
+	if code := r.sameQueue(ctx, o.dlq); code >= 0 {
+		return code
 	}
 	if o.dry {
 		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.dlq,
@@ -420,4 +420,60 @@ func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 		return 1
 	}
 	return 0
+}
+
+// sameQueue guards the redrive against moving a queue into itself, which
+// would receive, resend and delete the same messages until --limit, or
+// forever. Two URLs can name one queue in more ways than a string compare
+// sees (host case, a trailing slash, the regional and legacy endpoints, an
+// emulator's several host names), so it compares the queues' ARNs, which SQS
+// itself spells one way, after a cheap check of the normalised URLs. It
+// returns -1 to go on, or the exit code: 2 when --dlq is the processing
+// queue, 1 when either ARN cannot be read (it fails closed: without the ARNs
+// it cannot tell).
+func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
+	if normalQueueURL(dlq) == normalQueueURL(r.queueURL) {
+		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL (the processing queue's name with -dlq)")
+		return 2
+	}
+	arn := func(url string) (string, error) {
+		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return "", err
+		}
+		a := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		if a == "" {
+			return "", errors.New("no QueueArn in its attributes")
+		}
+		return a, nil
+	}
+	dlqARN, err := arn(dlq)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "replay: read the ARN of --dlq %s: %v (check the URL; the redrive needs sqs:GetQueueAttributes on both queues)\n", dlq, err)
+		return 1
+	}
+	mainARN, err := arn(r.queueURL)
+	if err != nil {
+		fmt.Fprintf(r.stderr, "replay: read the ARN of HOOKLEDGER_QUEUE_URL %s: %v (the redrive needs sqs:GetQueueAttributes on both queues)\n", r.queueURL, err)
+		return 1
+	}
+	if dlqARN == mainARN {
+		fmt.Fprintf(r.stderr, "replay: --dlq %s is HOOKLEDGER_QUEUE_URL itself (both are %s); give the dead-letter queue's URL (the processing queue's name with -dlq)\n", dlq, dlqARN)
+		return 2
+	}
+	return -1
+}
+
+// normalQueueURL is u with its scheme and host in lower case and no trailing
+// slash, or u itself if it does not parse.
+func normalQueueURL(u string) string {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil {
+		return u
+	}
+	p.Scheme, p.Host = strings.ToLower(p.Scheme), strings.ToLower(p.Host)
+	p.Path = strings.TrimRight(p.Path, "/")
+	p.RawPath = ""
+	return p.String()
 }

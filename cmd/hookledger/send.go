@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,10 +17,10 @@ import (
 )
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "send", "send --secret S [--provider stripe] [--source stripe --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
+	fs := cli.NewFlags("hookledger", "send", "send --secret S [--provider stripe] [--source PROVIDER --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
 	provider := fs.String("provider", "stripe", "signing scheme: "+fmt.Sprint(webhook.Providers()))
 	secret := fs.String("secret", "", "the tenant's signing secret (required)")
-	src := fs.String("source", "stripe", "source name in the URL")
+	src := fs.String("source", "", "source name in the URL (default: the --provider's name)")
 	tenant := fs.String("tenant", "acme", "tenant name in the URL")
 	base := fs.String("base", "http://127.0.0.1:8080", "receiver base URL (hookledger dev's address, or the deployed API)")
 	target := fs.String("url", "", "full target URL (overrides --base, --source, --tenant)")
@@ -31,6 +32,19 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	conc := fs.Int("concurrency", 1, "and this many at once each time (duplicates racing)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "send: unexpected argument %q; give the body with --body or --body-file\n", fs.Arg(0))
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["source"] {
+		*src = *provider
+	}
+	if *target == "" && (*src == "" || *tenant == "") {
+		fmt.Fprintln(stderr, "send: --source and --tenant must not be empty: they name the URL's /webhooks/{source}/{tenant} (or give the whole --url)")
+		return 2
 	}
 	if *secret == "" {
 		fmt.Fprintln(stderr, "send: --secret is required (the tenant's secret from your sources config)")

@@ -143,3 +143,49 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	return cmd.Run(ctx, args[1:], stdout, stderr)
 }
+
+// CheckInt reports, naming the flag, an int flag of fs whose value is not
+// within lo..hi (hi < lo: no upper bound), with the valid range and the
+// default, so that a usage error says what to give instead.
+func CheckInt(fs *flag.FlagSet, name string, lo, hi int) error {
+	f := fs.Lookup(name)
+	v, _ := f.Value.(flag.Getter).Get().(int)
+	switch {
+	case hi < lo && v < lo:
+		return fmt.Errorf("--%s %d: want at least %d (default %s)", name, v, lo, f.DefValue)
+	case hi >= lo && (v < lo || v > hi):
+		return fmt.Errorf("--%s %d: want %d to %d (default %s)", name, v, lo, hi, f.DefValue)
+	}
+	return nil
+}
+
+// CheckFloat is CheckInt for a float64 flag, whose value must be within
+// lo..hi.
+func CheckFloat(fs *flag.FlagSet, name string, lo, hi float64) error {
+	f := fs.Lookup(name)
+	v, _ := f.Value.(flag.Getter).Get().(float64)
+	if !(v >= lo && v <= hi) { // NaN too
+		return fmt.Errorf("--%s %v: want %v to %v (default %s)", name, v, lo, hi, f.DefValue)
+	}
+	return nil
+}
+
+// CheckDuration reports, naming the flag, a duration flag of fs that is not
+// positive.
+func CheckDuration(fs *flag.FlagSet, name string) error {
+	f := fs.Lookup(name)
+	if v, _ := f.Value.(flag.Getter).Get().(time.Duration); v <= 0 {
+		return fmt.Errorf("--%s %v: want a positive duration (default %s)", name, v, f.DefValue)
+	}
+	return nil
+}
+
+// FirstError returns the first of errs that is not nil.
+func FirstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -43,11 +44,21 @@ type Pipeline struct {
 
 // Run serves the receiver on ln, runs pollers SQS pollers that hand each
 // batch to the processor with a deadline of timeout, and runs the reclaimer
-// every tick with the same deadline, until ctx ends.
+// every tick with the same deadline, until ctx ends. It refuses (with an
+// error, serving nothing) fewer than one poller and a timeout or tick that is
+// not positive.
 func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeout, every time.Duration) error {
+	switch {
+	case pollers < 1:
+		return fmt.Errorf("local: %d pollers: want at least 1", pollers)
+	case timeout <= 0:
+		return fmt.Errorf("local: function timeout %v: want a positive deadline", timeout)
+	case every <= 0:
+		return fmt.Errorf("local: reclaimer interval %v: want a positive interval", every)
+	}
 	srv := &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
-	for range max(pollers, 1) {
+	for range pollers {
 		wg.Go(func() { d.poll(ctx, timeout) })
 	}
 	wg.Go(func() {

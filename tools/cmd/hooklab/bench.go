@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -71,6 +72,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	goBench := fs.String("go-bench", "", "print the medians of this `go test -bench -benchmem -count N` output first (scripts/bench.sh passes it)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bench: unexpected argument %q; choose sections with --only\n", fs.Arg(0))
+		return 2
+	}
+	if err := benchFlags(fs); err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
 	}
 	ep := *endpoint
 	if ep == "" {
@@ -145,6 +154,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// benchFlags checks the numeric flags before anything runs: a negative
+// count panicked in make, a zero concurrency or consumer count waited out
+// the whole deadline, zero tenants divided by zero, and a zero schedule or
+// timeout made the recovery section spin or time out at once.
+func benchFlags(fs *flag.FlagSet) error {
+	return cli.FirstError(
+		cli.CheckInt(fs, "timing-events", 1, 0),
+		cli.CheckInt(fs, "compare-events", 1, 0),
+		cli.CheckFloat(fs, "dup-rate", 0, 1),
+		cli.CheckInt(fs, "memory", 128, 10240), // Lambda's memory sizes, MB
+		cli.CheckFloat(fs, "processor-batch", 1, 10000),
+		cli.CheckInt(fs, "coldstart-runs", 1, 0),
+		cli.CheckInt(fs, "throughput-events", 1, 0),
+		cli.CheckInt(fs, "concurrency", 1, 1000),
+		cli.CheckInt(fs, "latency-events", 1, 0),
+		cli.CheckInt(fs, "recovery-records", 1, 0),
+		cli.CheckInt(fs, "recovery-account-records", 1, 0),
+		cli.CheckInt(fs, "recovery-target", 1, 0),
+		cli.CheckDuration(fs, "recovery-timeout"),
+		cli.CheckDuration(fs, "recovery-schedule"),
+		cli.CheckInt(fs, "recovery-consumers", 1, 0),
+		cli.CheckInt(fs, "recovery-tenants", 1, 0),
+	)
 }
 
 func printGoBench(w io.Writer, path string) error {

@@ -67,6 +67,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "demo: --events and --burst must be positive, --dup-rate within 0..1")
 		return 2
 	}
+	if err := cli.CheckDuration(fs, "timeout"); err != nil {
+		fmt.Fprintf(stderr, "demo: %v\n", err)
+		return 2
+	}
 	if !inject.Enabled {
 		fmt.Fprintln(stderr, "demo: this binary has no crash points; build it with `go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab` (make demo does)")
 		return 2

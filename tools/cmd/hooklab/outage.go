@@ -69,6 +69,10 @@ func runOutage(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "outage: --invoices and --pushes must be at least 3")
 		return 2
 	}
+	if err := cli.CheckDuration(fs, "timeout"); err != nil {
+		fmt.Fprintf(stderr, "outage: %v\n", err)
+		return 2
+	}
 	bin, err := operatorBinary(*binary)
 	if err != nil {
 		fmt.Fprintf(stderr, "outage: %v\n", err)

@@ -20,6 +20,10 @@ func runPayments(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
+	if err := cli.CheckInt(fs, "fail-every", 0, -1); err != nil {
+		fmt.Fprintf(stderr, "payments: %v (0: never fail)\n", err)
+		return 2
+	}
 	stub := paystub.New()
 	stub.FailEvery = *failEvery
 	ln, err := net.Listen("tcp", *addr)
