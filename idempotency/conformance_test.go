@@ -338,9 +338,9 @@ func TestConformanceWaitEndsWithErrInProgress(t *testing.T) {
 }
 
 // TestConformanceTimeoutLeaseLapses: the claim lasts as long as the
-// invocation's remaining time (the context deadline), so an invocation
-// that timed out blocks retries only until its deadline, not for the
-// expiry window; the retry runs as attempt 2.
+// invocation's remaining time (the context deadline) plus the lease
+// margin, so an invocation that timed out blocks retries only until then,
+// not for the expiry window; the retry runs as attempt 2.
 func TestConformanceTimeoutLeaseLapses(t *testing.T) {
 	t.Parallel()
 	each(t, idempotency.Options{}, func(t *testing.T, e *env) {
@@ -361,15 +361,15 @@ func TestConformanceTimeoutLeaseLapses(t *testing.T) {
 		go f.Call(deadline(t, 3*time.Second), order{ID: "o-1"})
 		lease := <-leases
 		now := e.clock.Now()
-		if lease.Before(now.Add(2*time.Second)) || lease.After(now.Add(3*time.Second)) {
-			t.Fatalf("lease ends %v after now; want the context's ~3s remaining, not the expiry window", lease.Sub(now))
+		if m := idempotency.DefaultLeaseMargin; lease.Before(now.Add(2*time.Second+m)) || lease.After(now.Add(3*time.Second+m)) {
+			t.Fatalf("lease ends %v after now; want the context's ~3s remaining and the %v margin, not the expiry window", lease.Sub(now), m)
 		}
 		var c counted
 		g := wrap(t, e, c.fn, idempotency.Config[order, receipt]{})
 		if _, _, err := g.Call(deadline(t, 30*time.Second), order{ID: "o-1"}); !errors.Is(err, idempotency.ErrInProgress) {
 			t.Fatalf("retry before the deadline: %v, want ErrInProgress", err)
 		}
-		e.clock.Advance(3 * time.Second)
+		e.clock.Advance(3*time.Second + idempotency.DefaultLeaseMargin)
 		got, info, err := g.Call(deadline(t, 30*time.Second), order{ID: "o-1"})
 		if err != nil || info.Outcome != idempotency.Executed || info.Attempt != 2 || got.Serial != 1 {
 			t.Fatalf("retry after the deadline: %+v %+v %v", got, info, err)

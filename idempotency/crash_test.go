@@ -111,7 +111,7 @@ func (r *crashRun) child(t *testing.T, test string, env ...string) int {
 }
 
 // retry is the next invocation: refused while the dead one's claim runs,
-// then attempt 2 once its deadline has passed.
+// then attempt 2 once its deadline and the lease margin have passed.
 func (r *crashRun) retry(t *testing.T) (string, idempotency.Info) {
 	t.Helper()
 	charge := func(ctx context.Context) (string, error) {
@@ -124,7 +124,7 @@ func (r *crashRun) retry(t *testing.T) (string, idempotency.Info) {
 	if _, _, err := idempotency.Do(ctx, r.store, "charge", "order-1", charge); !errors.Is(err, idempotency.ErrInProgress) {
 		t.Fatalf("retry inside the dead invocation's deadline: %v, want ErrInProgress", err)
 	}
-	r.clock.Advance(2 * time.Second)
+	r.clock.Advance(2*time.Second + idempotency.DefaultLeaseMargin)
 	got, info, err := idempotency.Do(ctx, r.store, "charge", "order-1", charge)
 	if err != nil || got != "charged" || info.Outcome != idempotency.Executed || info.Attempt != 2 || !info.Stored {
 		t.Fatalf("retry after the deadline: %q %+v %v", got, info, err)
@@ -157,8 +157,8 @@ func TestCrashBetweenEffectAndStore(t *testing.T) {
 		t.Fatalf("child exited %d, want the crash (86)", code)
 	}
 	rec := record(t, &env{backend: r.store.Backend()}, "charge", "order-1")
-	if rec.Status != idempotency.StatusInProgress || rec.LeaseUntil.After(r.clock.Now().Add(2*time.Second)) {
-		t.Fatalf("after the crash: %+v (want in progress until the child's deadline)", rec)
+	if rec.Status != idempotency.StatusInProgress || rec.LeaseUntil.After(r.clock.Now().Add(2*time.Second+idempotency.DefaultLeaseMargin)) {
+		t.Fatalf("after the crash: %+v (want in progress until the child's deadline and the lease margin)", rec)
 	}
 	r.retry(t)
 	runs := r.runs(t)

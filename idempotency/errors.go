@@ -39,6 +39,12 @@ var (
 	ErrInvalid = errors.New("idempotency: invalid configuration")
 )
 
+// ErrCorruptResult: the stored record of the key cannot be read back (a
+// result that does not decompress or decode, or that does not decode into
+// the function's result type any more). The function did not run. Not
+// retryable until the record's window ends or Store.Forget.
+var ErrCorruptResult = ledger.ErrCorrupt
+
 // Errors a Backend returns, shared with package ledger so that the
 // DynamoDB backend needs no translation.
 var (
@@ -46,7 +52,9 @@ var (
 	ErrNotFound = ledger.ErrNotFound
 	// ErrLeaseLost: Backend.Complete or Fail found the claim taken over.
 	ErrLeaseLost = ledger.ErrLeaseLost
-	// ErrUnavailable: the store throttled, failed or could not be reached.
+	// ErrUnavailable: the store throttled, failed or could not be reached,
+	// or (with ledger.ErrConflict) other claims kept changing the record
+	// while this one tried to claim it. Retryable.
 	ErrUnavailable = ledger.ErrUnavailable
 )
 
@@ -55,8 +63,14 @@ var (
 // DynamoDB's 400 KB item limit less room for the record's own attributes.
 const MaxResultBytes = ledger.MaxCallResult
 
+// MaxResultDecodedBytes is the largest result stored before compression
+// (8 MiB): a stored result is decompressed with this bound when it is
+// read, so a larger one, however well it compresses, is unstorable.
+const MaxResultDecodedBytes = ledger.MaxCallResultDecoded
+
 // UnstorableError is returned when a call's result cannot be stored: over
-// MaxResultBytes after compression, or not encodable as JSON. The call ran
+// MaxResultBytes after compression or over MaxResultDecodedBytes before
+// it, or not encodable as JSON. The call ran
 // exactly once: its record is marked done without a result, and repeats
 // return this error too (Replayed is then true) instead of running the
 // call again, until the record expires or is forgotten.
@@ -76,6 +90,10 @@ func (e *UnstorableError) Error() string {
 	if e.Replayed {
 		who = "ran earlier; its result"
 	}
+	if e.Size > MaxResultDecodedBytes {
+		return fmt.Sprintf("idempotency %s: call %s %s was not stored: %d bytes is over the %d-byte limit of a result before compression; return a smaller result (an id to fetch the rest by) or store it elsewhere",
+			e.Operation, e.Key, who, e.Size, MaxResultDecodedBytes)
+	}
 	if e.tooLarge() {
 		return fmt.Sprintf("idempotency %s: call %s %s was not stored: %d bytes (%d after compression) is over the %d-byte limit of a DynamoDB item; return a smaller result (an id to fetch the rest by) or store it elsewhere",
 			e.Operation, e.Key, who, e.Size, e.Stored, e.Limit)
@@ -83,7 +101,9 @@ func (e *UnstorableError) Error() string {
 	return fmt.Sprintf("idempotency %s: call %s %s was not stored: %s", e.Operation, e.Key, who, e.Reason)
 }
 
-func (e *UnstorableError) tooLarge() bool { return e.Limit > 0 && e.Stored > e.Limit }
+func (e *UnstorableError) tooLarge() bool {
+	return (e.Limit > 0 && e.Stored > e.Limit) || e.Size > MaxResultDecodedBytes
+}
 
 // Is matches ErrUnstorable, and ErrResultTooLarge when size was the cause.
 func (e *UnstorableError) Is(target error) bool {

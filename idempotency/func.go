@@ -128,6 +128,7 @@ func (f *Func[In, Out]) Call(ctx context.Context, in In) (Out, Info, error) {
 // function can change it.
 func (f *Func[In, Out]) prepare(sp *spec, in In) error {
 	var doc []byte
+	_, isRaw := any(in).(json.RawMessage)
 	if raw, ok := any(in).(json.RawMessage); ok && f.needJSON {
 		doc = raw // the event's own bytes: paths read them as they are, and what they select is validated
 	} else if f.needJSON {
@@ -144,11 +145,16 @@ func (f *Func[In, Out]) prepare(sp *spec, in In) error {
 			}
 			c, err := canonical(v)
 			if err != nil {
-				return nil, fmt.Errorf("idempotency %s: %w: %s does not encode as JSON: %w", f.op, ErrBadInput, what, err)
+				return nil, fmt.Errorf("idempotency %s: %w: %s does not encode as canonical JSON: %w", f.op, ErrBadInput, what, err)
 			}
 			return c, nil
 		}
 		c, err := p.selectCanonical(doc)
+		if err == nil && !isRaw {
+			// The paths read json.Marshal's encoding of in, which turned
+			// invalid UTF-8 into U+FFFD.
+			err = checkReplaced(c, in)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("idempotency %s: %w: %s %s: %w", f.op, ErrBadInput, what, p, err)
 		}
@@ -190,7 +196,7 @@ func Do[Out any](ctx context.Context, s *Store, operation string, key any, fn fu
 	if s != nil && !s.opt.Disabled {
 		c, err := canonical(key)
 		if err != nil {
-			err = fmt.Errorf("idempotency %s: %w: key does not encode as JSON: %w", operation, ErrBadInput, err)
+			err = fmt.Errorf("idempotency %s: %w: key does not encode as canonical JSON: %w", operation, ErrBadInput, err)
 			s.observe(ctx, sp, Info{Outcome: Errored}, err)
 			return zero, Info{Outcome: Errored}, err
 		}

@@ -235,6 +235,11 @@ func (p path) descendString(cur []byte, next string) ([]byte, error) {
 	if len(cur) == 0 || cur[0] != '"' {
 		return cur, nil
 	}
+	// Decoding would turn invalid UTF-8 into U+FFFD, and what the path
+	// then selects inside could collide with another input's.
+	if err := checkStrings(cur[:skipString(cur, 0)]); err != nil {
+		return nil, fmt.Errorf("path %s: the string before %q: %w", p.text, next, err)
+	}
 	var s string
 	if err := json.Unmarshal(cur, &s); err != nil {
 		return nil, err

@@ -116,8 +116,9 @@ const (
 )
 
 // writeTimeout bounds the completion or failure write, which runs even
-// when the call's context is done (its effects have happened).
-const writeTimeout = 5 * time.Second
+// when the call's context is done (its effects have happened). The claim's
+// default margin past the deadline (DefaultLeaseMargin) covers it.
+const writeTimeout = DefaultLeaseMargin
 
 func execute[Out any](ctx context.Context, s *Store, sp spec, fn func(context.Context) (Out, error)) (out Out, info Info, err error) {
 	if s == nil {
@@ -159,9 +160,16 @@ func execute[Out any](ctx context.Context, s *Store, sp spec, fn func(context.Co
 		if lerr != nil {
 			return out, Info{Outcome: Errored, Key: sp.key}, fmt.Errorf("idempotency %s: %w", sp.op, lerr)
 		}
-		now := s.opt.Now()
+		// The claim's window lasts at least as long as its lease: with an
+		// expiry shorter than the invocation, a window ending first would
+		// let the next caller (and TTL) treat a running call as gone.
+		// Completion sets the real window.
+		exp := s.opt.Now().Add(sp.expiry)
+		if lease.After(exp) {
+			exp = lease
+		}
 		rec, claimed, cerr := s.backend.Claim(ctx, sp.key, Claim{
-			LeaseUntil: lease, ExpiresAt: now.Add(sp.expiry), Validation: sp.valid, MaxAttempts: s.opt.MaxAttempts,
+			LeaseUntil: lease, ExpiresAt: exp, Validation: sp.valid, MaxAttempts: s.opt.MaxAttempts,
 		})
 		if cerr != nil {
 			return out, Info{Outcome: Errored, Key: sp.key}, fmt.Errorf("idempotency %s: claim %s: %w", sp.op, sp.key, cerr)
@@ -196,7 +204,7 @@ func execute[Out any](ctx context.Context, s *Store, sp spec, fn func(context.Co
 			backoff = min(backoff*2, 500*time.Millisecond)
 			next, gerr := s.backend.Get(ctx, sp.key)
 			if errors.Is(gerr, ErrNotFound) {
-				break // gone or expired: claim it
+				break // gone or expired (never while its lease is live): claim it
 			}
 			if gerr != nil {
 				return out, Info{Outcome: Errored, Key: sp.key}, fmt.Errorf("idempotency %s: wait for %s: %w", sp.op, sp.key, gerr)
@@ -231,7 +239,7 @@ func settle[Out any](s *Store, sp spec, rec Record, fromCache bool) (out Out, in
 		}
 		if err := json.Unmarshal(rec.Result, &out); err != nil {
 			info.Outcome = Errored
-			return out, info, fmt.Errorf("idempotency %s: the stored result of %s does not decode into %T (did the result type change? Forget the key or wait for it to expire): %w", sp.op, sp.key, out, err)
+			return out, info, fmt.Errorf("idempotency %s: %w: the stored result of %s does not decode into %T (did the result type change? Forget the key or wait for it to expire): %w", sp.op, ErrCorruptResult, sp.key, out, err)
 		}
 		if s.cache != nil && !fromCache {
 			s.cache.put(rec)

@@ -21,6 +21,11 @@ const (
 	// DefaultNoDeadlineLease is the claim's length when the context carries
 	// no deadline (outside Lambda): Lambda's longest timeout.
 	DefaultNoDeadlineLease = 15 * time.Minute
+	// DefaultLeaseMargin is how long a claim outlasts the context's deadline
+	// by default: the time the completion (or failure) write may still take
+	// after the deadline, so that no one takes the key over while the
+	// holder is storing its result.
+	DefaultLeaseMargin = 5 * time.Second
 	// DefaultCacheBytes bounds the local cache when only its entries are set.
 	DefaultCacheBytes = 1 << 20
 	// DefaultMetricsNamespace is the CloudWatch namespace of the metrics.
@@ -54,17 +59,25 @@ type Backend interface {
 	// record's LeaseOwner is the new token) when there is no record, the
 	// record has expired, its lease has lapsed, or it failed with attempts
 	// left (attempts then counts on). Otherwise it returns the record in
-	// the way, unchanged.
+	// the way, unchanged. A record in progress under a live lease has not
+	// expired, whatever its ExpiresAt; the claim's ExpiresAt is stored no
+	// earlier than its LeaseUntil (whole seconds, rounded up). Taking over a
+	// lapsed or failed record whose Validation differs from the claim's
+	// (both set) is refused: the record is returned.
 	Claim(ctx context.Context, key string, c Claim) (rec Record, claimed bool, err error)
 	// Complete stores the result of the claim token holds and marks the
-	// record done; ErrLeaseLost if the claim was taken over. A result over
-	// MaxResultBytes after compression is recorded as unstored (the
-	// returned record's Unstored says why), not as an error.
+	// record done; ErrLeaseLost if the claim was taken over (only the
+	// status and the token count: the holder completes after its window
+	// or lease passed if no one took over). A result over MaxResultBytes
+	// after compression, or over MaxResultDecodedBytes before it, is
+	// recorded as unstored (the returned record's Unstored says why), not
+	// as an error.
 	Complete(ctx context.Context, key, token string, r Completion) (Record, error)
 	// Fail marks the record failed with the cause; ErrLeaseLost if the
 	// claim was taken over.
 	Fail(ctx context.Context, key, token, cause string) error
-	// Get reads the record; ErrNotFound when absent or expired.
+	// Get reads the record; ErrNotFound when absent or expired (never
+	// while in progress under a live lease).
 	Get(ctx context.Context, key string) (Record, error)
 }
 
@@ -82,8 +95,12 @@ type Options struct {
 	// invocation's deadline, so a timed-out invocation blocks retries only
 	// until then.
 	NoDeadlineLease time.Duration
-	// LeaseMargin is added to a deadline-derived claim, for calls whose
-	// downstream effects can land after the invocation ended (default 0).
+	// LeaseMargin is added to a deadline-derived claim (default
+	// DefaultLeaseMargin, 5 s): the completion write may run up to 5 s after
+	// the deadline, and a smaller margin lets a duplicate take the key over
+	// and run the call again meanwhile. Raise it for calls whose downstream
+	// effects can land later still. It also delays, by as much, the retry
+	// of an invocation that crashed or timed out.
 	LeaseMargin time.Duration
 	// MaxAttempts stops running a call that failed this many times in its
 	// window: later calls get ErrAttemptsExhausted until the window ends.
@@ -197,6 +214,9 @@ func newStore(b Backend, opt Options) (*Store, error) {
 		opt.NoDeadlineLease = DefaultNoDeadlineLease
 	case opt.NoDeadlineLease < 0:
 		return nil, fmt.Errorf("%w: NoDeadlineLease %v is negative", ErrInvalid, opt.NoDeadlineLease)
+	}
+	if opt.LeaseMargin == 0 {
+		opt.LeaseMargin = DefaultLeaseMargin
 	}
 	if opt.LeaseMargin < 0 || opt.MaxAttempts < 0 || opt.CacheEntries < 0 || opt.CacheBytes < 0 {
 		return nil, fmt.Errorf("%w: LeaseMargin, MaxAttempts, CacheEntries and CacheBytes must not be negative", ErrInvalid)

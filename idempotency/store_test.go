@@ -279,3 +279,51 @@ func TestBadInputIsTyped(t *testing.T) {
 		t.Errorf("bad input stored %d records", n)
 	}
 }
+
+// TestInvalidUTF8IsBadInput: key or validation material that is not valid
+// UTF-8 is ErrBadInput, never a key shared with another byte string
+// (encoding/json would turn every invalid byte into U+FFFD).
+func TestInvalidUTF8IsBadInput(t *testing.T) {
+	t.Parallel()
+	s := idempotencytest.NewStore(t, idempotency.Options{})
+	ctx := t.Context()
+	fn := func(context.Context) (string, error) { return "ran", nil }
+	for _, k := range []any{string([]byte{0x9f, 0x01, 0xff}), string([]byte{0xc0, 0x01, 0xfe}), []any{"a", "\xff"}} {
+		if _, info, err := idempotency.Do(ctx, s.Store, "charge", k, fn); !errors.Is(err, idempotency.ErrBadInput) || info.Outcome != idempotency.Errored {
+			t.Errorf("Do with key %q: %+v %v", k, info, err)
+		}
+	}
+	type ev struct {
+		ID   string `json:"id"`
+		Body string `json:"body"`
+	}
+	h := func(context.Context, ev) (int, error) { return 1, nil }
+	byPath, _ := idempotency.Wrap(s.Store, "op", h, idempotency.Config[ev, int]{KeyPath: "id"})
+	byFunc, _ := idempotency.Wrap(s.Store, "op", h, idempotency.Config[ev, int]{Key: func(e ev) (any, error) { return e.ID, nil }})
+	validated, _ := idempotency.Wrap(s.Store, "op", h, idempotency.Config[ev, int]{KeyPath: "id", ValidatePath: "body"})
+	inBody, _ := idempotency.Wrap(s.Store, "op", h, idempotency.Config[ev, int]{KeyPath: "body.id"})
+	for name, call := range map[string]func() error{
+		"path":             func() error { _, _, err := byPath.Call(ctx, ev{ID: "\xff"}); return err },
+		"Key":              func() error { _, _, err := byFunc.Call(ctx, ev{ID: "\xfe"}); return err },
+		"validation":       func() error { _, _, err := validated.Call(ctx, ev{ID: "o-1", Body: "\xff"}); return err },
+		"path into a body": func() error { _, _, err := inBody.Call(ctx, ev{Body: "{\"id\":\"\xff\"}"}); return err },
+	} {
+		if err := call(); !errors.Is(err, idempotency.ErrBadInput) {
+			t.Errorf("%s: %v, want ErrBadInput", name, err)
+		}
+	}
+	raw, _ := idempotency.Wrap(s.Store, "op", func(context.Context, json.RawMessage) (int, error) { return 1, nil },
+		idempotency.Config[json.RawMessage, int]{KeyPath: "id, body.id"})
+	for _, doc := range []string{"{\"id\":\"\xff\"}", `{"id":"\ud800"}`, `{"body":"{\"id\":\"\\udc00\"}"}`, "{\"body\":\"{}\xff\"}"} {
+		if _, _, err := raw.Call(ctx, json.RawMessage(doc)); !errors.Is(err, idempotency.ErrBadInput) {
+			t.Errorf("raw %s: %v, want ErrBadInput", doc, err)
+		}
+	}
+	// Invalid bytes the key does not select do not matter.
+	if _, info, err := raw.Call(ctx, json.RawMessage("{\"id\":\"o-1\",\"note\":\"\xff\"}")); err != nil || info.Outcome != idempotency.Executed {
+		t.Errorf("invalid UTF-8 outside the key: %+v %v", info, err)
+	}
+	if n := len(s.Memory.Records()); n != 1 {
+		t.Errorf("bad input stored %d records", n-1)
+	}
+}

@@ -78,7 +78,15 @@ func (m *Memory) Claim(_ context.Context, key string, c idempotency.Claim) (idem
 		return idempotency.Record{}, false, fmt.Errorf("%w: claim of %s: lease end and expiry must be after now", ledger.ErrInvalid, key)
 	}
 	old, ok := m.recs[key]
-	exp := time.Unix(c.ExpiresAt.Unix(), 0).UTC()
+	// The window, but never before the lease ends (whole seconds, rounded
+	// up), as the DynamoDB backend writes it: a claim outlives a window
+	// shorter than the invocation. Expired also never holds for a record
+	// in progress under a live lease.
+	lease := c.LeaseUntil.Unix()
+	if c.LeaseUntil.After(time.Unix(lease, 0)) {
+		lease++
+	}
+	exp := time.Unix(max(c.ExpiresAt.Unix(), lease), 0).UTC()
 	if !ok || old.Expired(now) {
 		r := idempotency.Record{Key: key, Status: idempotency.StatusInProgress, Attempts: 1, LeaseOwner: token(),
 			LeaseUntil: ms(c.LeaseUntil), CreatedAt: ms(now), UpdatedAt: ms(now), ExpiresAt: exp, Validation: c.Validation, Version: 1}
@@ -87,6 +95,9 @@ func (m *Memory) Claim(_ context.Context, key string, c idempotency.Claim) (idem
 	}
 	takeable := (old.Status == idempotency.StatusInProgress && !now.Before(old.LeaseUntil)) ||
 		(old.Status == idempotency.StatusFailed && (c.MaxAttempts <= 0 || old.Attempts < c.MaxAttempts))
+	if c.Validation != "" && old.Validation != "" && c.Validation != old.Validation {
+		takeable = false // the key stays with the payload it was first used with
+	}
 	if !takeable {
 		return copyRecord(old), false, nil
 	}
@@ -107,10 +118,13 @@ func copyRecord(r idempotency.Record) idempotency.Record {
 	return r
 }
 
+// owned checks, as the DynamoDB backend does, only that the record is in
+// progress under token: a holder completes its call even after the window
+// (or its lease) has passed, as long as no one took the key over.
 func (m *Memory) owned(key, token string) (idempotency.Record, error) {
 	r, ok := m.recs[key]
-	if !ok || r.Expired(m.now()) {
-		return r, fmt.Errorf("%s: %w (record gone or expired)", key, ledger.ErrLeaseLost)
+	if !ok {
+		return r, fmt.Errorf("%s: %w (record gone)", key, ledger.ErrLeaseLost)
 	}
 	if r.Status != idempotency.StatusInProgress || r.LeaseOwner != token {
 		return r, fmt.Errorf("%s: %w (now %s, attempt %d)", key, ledger.ErrLeaseLost, r.Status, r.Attempts)
@@ -132,12 +146,15 @@ func (m *Memory) Complete(_ context.Context, key, token string, c idempotency.Co
 	}
 	now := m.now()
 	stored := len(c.Data)
-	if c.Unstored == "" && len(c.Data) >= 512 {
+	unstored := c.Unstored
+	if unstored == "" && len(c.Data) > ledger.MaxCallResultDecoded {
+		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(c.Data), ledger.MaxCallResultDecoded)
+	}
+	if unstored == "" && len(c.Data) >= 512 {
 		if z := zip.Compress(c.Data); len(z) < len(c.Data) {
 			stored = len(z)
 		}
 	}
-	unstored := c.Unstored
 	if unstored == "" && stored > ledger.MaxCallResult {
 		unstored = fmt.Sprintf("result of %d bytes (%d stored) is over the %d-byte limit of a DynamoDB item", len(c.Data), stored, ledger.MaxCallResult)
 	}

@@ -53,6 +53,19 @@ const MaxCallKey = 1024
 // own attributes (key, status, lease, counters, validation hash, error).
 const MaxCallResult = 400*1024 - 4*1024
 
+// MaxCallResultDecoded is the largest result a call record stores before
+// compression: reading a record decompresses at most this much (a bound
+// against decompression bombs), so a larger result, however well it
+// compresses, could be stored but never read back. CompleteCall records it
+// as unstored instead.
+const MaxCallResultDecoded = maxPayloadBytes
+
+// ErrCorrupt: a stored call record cannot be read back (a result that does
+// not decompress, or decompresses past MaxCallResultDecoded: written by a
+// version without that limit, or damaged). Not retryable: the record stays
+// unreadable until its window ends or ForgetCall.
+var ErrCorrupt = errors.New("ledger: stored call record does not decode")
+
 // Call is a call record as stored.
 type Call struct {
 	Key        string    `json:"key"`
@@ -74,10 +87,39 @@ type Call struct {
 	Version   int64  `json:"version"`
 }
 
-// Expired reports whether the call's window has passed at now.
+// Expired reports whether the call's window has passed at now. A call in
+// progress under a live lease is never expired, whatever its expires_at
+// says: its holder is still running it, and a claim that treated it as
+// absent would run the call a second time beside it. (Claims set
+// expires_at no earlier than the lease end, so this matters for records
+// written before they did, and for the last second that expires_at, kept
+// in whole seconds for TTL, could otherwise cut off.)
 func (c Call) Expired(now time.Time) bool {
-	return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt)
+	return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt) && !c.leaseLive(now)
 }
+
+func (c Call) leaseLive(now time.Time) bool {
+	return c.Status == Processing && now.Before(c.LeaseUntil)
+}
+
+// claimExpiry is the expires_at (whole seconds, as TTL reads it) a claim
+// writes: the requested window, but never before the lease ends, so that
+// neither a new claim nor TTL can remove a record whose holder is still
+// running. Completion then sets the real window.
+func claimExpiry(c CallClaim) int64 {
+	exp := c.ExpiresAt.Unix()
+	lease := c.LeaseUntil.Unix()
+	if c.LeaseUntil.After(time.Unix(lease, 0)) {
+		lease++ // round the lease end up to the second
+	}
+	return max(exp, lease)
+}
+
+// The condition under which a claim's put may replace what is stored: no
+// record, or one whose window has passed and that no live lease holds (see
+// Call.Expired; the two must agree). :nows is now in seconds, :nowms in
+// milliseconds, both from one clock reading.
+const callPutCondition = "attribute_not_exists(pk) OR (expires_at <= :nows AND (#st <> :processing OR lease_until <= :nowms))"
 
 // CallClaim is what ClaimCall writes.
 type CallClaim struct {
@@ -125,9 +167,9 @@ func decodeCall(item map[string]types.AttributeValue) (Call, error) {
 	if b, ok := item[attrResult].(*types.AttributeValueMemberB); ok {
 		c.Result = b.Value
 		if getS(item, attrResultEnc) == "gzip" {
-			r, err := zip.Decompress(b.Value, maxPayloadBytes)
+			r, err := zip.Decompress(b.Value, MaxCallResultDecoded)
 			if err != nil {
-				return c, fmt.Errorf("call %s: corrupt gzip result: %w", c.Key, err)
+				return c, fmt.Errorf("call %s: %w: gzip result: %w (forget the key or wait for its window to end)", c.Key, ErrCorrupt, err)
 			}
 			c.Result = r
 		}
@@ -135,10 +177,18 @@ func decodeCall(item map[string]types.AttributeValue) (Call, error) {
 	return c, nil
 }
 
-// claimable reports whether an existing, unexpired call may be taken over:
-// a processing call whose lease has lapsed (its caller crashed or timed
-// out), or a failed call with attempts left.
-func (c Call) claimable(now time.Time, maxAttempts int) bool {
+// claimable reports whether an existing, unexpired call may be taken over
+// by a claim with validation digest v: a processing call whose lease has
+// lapsed (its caller crashed or timed out), or a failed call with attempts
+// left, and in both cases only for the payload the key was first used
+// with. A claim whose digest differs from the stored one is refused (the
+// caller reports a payload mismatch) rather than running another payload
+// under the key, which would turn the original client's retry into a
+// mismatch.
+func (c Call) claimable(now time.Time, maxAttempts int, v string) bool {
+	if v != "" && c.Validation != "" && v != c.Validation {
+		return false
+	}
 	switch c.Status {
 	case Processing:
 		return !now.Before(c.LeaseUntil)
@@ -153,10 +203,19 @@ func (c Call) claimable(now time.Time, maxAttempts int) bool {
 // otherwise the Call is the record that stands in the way: done (replay its
 // result), processing under a live lease, or failed with no attempts left.
 //
+// The record's expires_at is c.ExpiresAt but never before c.LeaseUntil
+// (rounded up to the second), and a record in progress under a live lease
+// is never replaced, even past its expires_at (see Call.Expired). A lapsed
+// or failed call whose validation digest differs from c.Validation (both
+// set) is not taken over: it is returned, for the caller to report a
+// payload mismatch.
+//
 // Costs: a new key (or one whose window expired) is one conditional
 // PutItem; a repeat is that one failed put, which returns the stored record
 // (ALL_OLD), so no read follows. Taking over a lapsed lease or a failed
-// call adds one conditional UpdateItem that counts the attempt.
+// call adds one conditional UpdateItem that counts the attempt. If other
+// claims keep changing the record through 3 retries, the error matches
+// ErrUnavailable (retryable) and ErrConflict.
 func (l *Ledger) ClaimCall(ctx context.Context, key string, c CallClaim) (call Call, claimed bool, err error) {
 	if err := validCallKey(key); err != nil {
 		return Call{}, false, err
@@ -166,65 +225,76 @@ func (l *Ledger) ClaimCall(ctx context.Context, key string, c CallClaim) (call C
 		return Call{}, false, fmt.Errorf("%w: claim of %s: lease end and expiry must be after now", ErrInvalid, key)
 	}
 	token := newToken()
-	item := callKey(key)
-	for k, v := range map[string]types.AttributeValue{
-		attrStatus: s(string(Processing)), attrOwner: s(token), attrLeaseUntil: ms(c.LeaseUntil),
-		attrAttempts: n(1), attrCreated: ms(now), attrUpdated: ms(now),
-		attrExpires: n(c.ExpiresAt.Unix()), attrVersion: n(1),
-	} {
-		item[k] = v
-	}
-	if c.Validation != "" {
-		item[attrValidation] = s(c.Validation)
-	}
-	_, perr := l.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           &l.opt.Table,
-		Item:                                item,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :nows"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":nows": n(now.Unix())},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	exp := claimExpiry(c)
 	mine := func(o Call) bool { return o.LeaseOwner == token && o.Status == Processing }
-	fresh := Call{Key: key, Status: Processing, Attempts: 1, LeaseOwner: token, LeaseUntil: c.LeaseUntil.Truncate(time.Millisecond),
-		CreatedAt: now.Truncate(time.Millisecond), UpdatedAt: now.Truncate(time.Millisecond),
-		ExpiresAt: time.Unix(c.ExpiresAt.Unix(), 0).UTC(), Validation: c.Validation, Version: 1}
+	// put claims an absent or expired record, judging expiry at now (the
+	// same reading for the condition and for the record it returns).
+	put := func(now time.Time) (Call, error) {
+		item := callKey(key)
+		for k, v := range map[string]types.AttributeValue{
+			attrStatus: s(string(Processing)), attrOwner: s(token), attrLeaseUntil: ms(c.LeaseUntil),
+			attrAttempts: n(1), attrCreated: ms(now), attrUpdated: ms(now),
+			attrExpires: n(exp), attrVersion: n(1),
+		} {
+			item[k] = v
+		}
+		if c.Validation != "" {
+			item[attrValidation] = s(c.Validation)
+		}
+		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           &l.opt.Table,
+			Item:                                item,
+			ConditionExpression:                 aws.String(callPutCondition),
+			ExpressionAttributeNames:            map[string]string{"#st": attrStatus},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":nows": n(now.Unix()), ":nowms": ms(now), ":processing": s(string(Processing))},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return Call{Key: key, Status: Processing, Attempts: 1, LeaseOwner: token, LeaseUntil: c.LeaseUntil.Truncate(time.Millisecond),
+			CreatedAt: now.Truncate(time.Millisecond), UpdatedAt: now.Truncate(time.Millisecond),
+			ExpiresAt: time.Unix(exp, 0).UTC(), Validation: c.Validation, Version: 1}, err
+	}
+	fresh, perr := put(now)
 	if perr == nil {
 		return fresh, true, nil
 	}
-	old, failed, err := l.callConditionFailure(ctx, "claim call", key, perr)
-	if !failed {
-		if o, ok := l.callReadBack(ctx, key, err, mine); ok {
-			return o, true, nil
+	old, failed, err := l.callConditionFailure(ctx, "claim call", key, perr, now)
+	for try := 0; ; try++ {
+		if !failed {
+			if o, ok := l.callReadBack(ctx, key, err, mine); ok {
+				return o, true, nil
+			}
+			return Call{}, false, err
 		}
-		return Call{}, false, err
-	}
-	for try := 0; try < callClaimTries; try++ {
 		switch {
-		case old == nil:
+		case old != nil && mine(*old):
+			// The SDK retried a write whose first attempt succeeded but
+			// whose answer was lost: the claim is ours. Checked before
+			// giving up, so a lost answer on the last try is no conflict.
+			return *old, true, nil
+		case old != nil && !old.claimable(now, c.MaxAttempts, c.Validation):
+			return *old, false, nil
+		case try >= callClaimTries:
+			// Still absent-yet-refused or claimable-yet-refused: other
+			// claims keep changing the record. Retryable, like throttling.
+			return Call{}, false, fmt.Errorf("claim call %s: %w: %w (the record kept changing under %d attempts)", key, ErrUnavailable, ErrConflict, callClaimTries)
+		}
+		// Each try reads the clock afresh and judges what it finds by the
+		// same reading it wrote with.
+		now = l.now()
+		if old == nil {
 			// The condition failed, yet the record is gone or expired by the
-			// time it was read back: it changed under us. Put again.
-			_, perr = l.db.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName: &l.opt.Table, Item: item,
-				ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :nows"),
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":nows": n(now.Unix())},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			})
+			// time it was judged: it changed under us. Put again.
+			fresh, perr = put(now)
 			if perr == nil {
 				return fresh, true, nil
 			}
-		case mine(*old):
-			// The SDK retried a write whose first attempt succeeded but
-			// whose answer was lost: the claim is ours.
-			return *old, true, nil
-		case !old.claimable(now, c.MaxAttempts):
-			return *old, false, nil
-		default:
+		} else {
 			perr = l.takeOver(ctx, key, token, *old, c, now)
 			if perr == nil {
 				o := *old
 				o.Status, o.LeaseOwner, o.LeaseUntil = Processing, token, c.LeaseUntil.Truncate(time.Millisecond)
 				o.Attempts++
-				o.UpdatedAt, o.ExpiresAt, o.Version = now.Truncate(time.Millisecond), time.Unix(c.ExpiresAt.Unix(), 0).UTC(), o.Version+1
+				o.UpdatedAt, o.ExpiresAt, o.Version = now.Truncate(time.Millisecond), time.Unix(exp, 0).UTC(), o.Version+1
 				o.Result, o.ResultSize, o.StoredSize, o.Unstored = nil, 0, 0, ""
 				if c.Validation != "" {
 					o.Validation = c.Validation
@@ -232,15 +302,8 @@ func (l *Ledger) ClaimCall(ctx context.Context, key string, c CallClaim) (call C
 				return o, true, nil
 			}
 		}
-		old, failed, err = l.callConditionFailure(ctx, "claim call", key, perr)
-		if !failed {
-			if o, ok := l.callReadBack(ctx, key, err, mine); ok {
-				return o, true, nil
-			}
-			return Call{}, false, err
-		}
+		old, failed, err = l.callConditionFailure(ctx, "claim call", key, perr, now)
 	}
-	return Call{}, false, fmt.Errorf("claim call %s: %w (the record kept changing under %d attempts)", key, ErrConflict, callClaimTries)
 }
 
 // takeOver moves a lapsed or failed call (exactly as read: same version) to
@@ -250,7 +313,7 @@ func (l *Ledger) takeOver(ctx context.Context, key, token string, old Call, c Ca
 		"updated_at = :now, expires_at = :exp, ver = ver + :one"
 	vals := map[string]types.AttributeValue{
 		":processing": s(string(Processing)), ":tok": s(token), ":until": ms(c.LeaseUntil), ":one": n(1),
-		":now": ms(now), ":exp": n(c.ExpiresAt.Unix()), ":ver": n(old.Version), ":nows": n(now.Unix()),
+		":now": ms(now), ":exp": n(claimExpiry(c)), ":ver": n(old.Version), ":nows": n(now.Unix()),
 	}
 	if c.Validation != "" {
 		set += ", validation = :val"
@@ -268,8 +331,9 @@ func (l *Ledger) takeOver(ctx context.Context, key, token string, old Call, c Ca
 	return err
 }
 
-// callConditionFailure is conditionFailure for call records.
-func (l *Ledger) callConditionFailure(ctx context.Context, op, key string, err error) (old *Call, failed bool, _ error) {
+// callConditionFailure is conditionFailure for call records. It judges
+// the record it finds at now, the time the refused write was made with.
+func (l *Ledger) callConditionFailure(ctx context.Context, op, key string, err error, now time.Time) (old *Call, failed bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return nil, false, callUnavailable(op, key, err)
@@ -279,12 +343,12 @@ func (l *Ledger) callConditionFailure(ctx context.Context, op, key string, err e
 		if derr != nil {
 			return nil, false, derr
 		}
-		if c.Expired(l.now()) {
+		if c.Expired(now) {
 			return nil, true, nil
 		}
 		return &c, true, nil
 	}
-	c, gerr := l.GetCall(ctx, key)
+	c, gerr := l.getCall(ctx, key, now)
 	if errors.Is(gerr, ErrNotFound) {
 		return nil, true, nil
 	}
@@ -319,6 +383,12 @@ func (l *Ledger) GetCall(ctx context.Context, key string) (Call, error) {
 	if err := validCallKey(key); err != nil {
 		return Call{}, err
 	}
+	return l.getCall(ctx, key, time.Time{})
+}
+
+// getCall is GetCall judging expiry at now (the clock's reading when now
+// is zero, taken after the read).
+func (l *Ledger) getCall(ctx context.Context, key string, now time.Time) (Call, error) {
 	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &l.opt.Table, Key: callKey(key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return Call{}, callUnavailable("get call", key, err)
@@ -330,7 +400,10 @@ func (l *Ledger) GetCall(ctx context.Context, key string) (Call, error) {
 	if err != nil {
 		return Call{}, err
 	}
-	if c.Expired(l.now()) {
+	if now.IsZero() {
+		now = l.now()
+	}
+	if c.Expired(now) {
 		return Call{}, fmt.Errorf("get call %s: %w (expired)", key, ErrNotFound)
 	}
 	return c, nil
@@ -369,12 +442,16 @@ func (l *Ledger) CompleteCall(ctx context.Context, key, token string, r CallResu
 		return Call{}, fmt.Errorf("%w: complete call %s: expiry must be after now", ErrInvalid, key)
 	}
 	stored, enc := r.Data, ""
-	if r.Unstored == "" && len(r.Data) >= callCompressAbove {
+	unstored := r.Unstored
+	if unstored == "" && len(r.Data) > MaxCallResultDecoded {
+		// Not compressed: it could be stored, but never read back.
+		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(r.Data), MaxCallResultDecoded)
+	}
+	if unstored == "" && len(r.Data) >= callCompressAbove {
 		if z := zip.Compress(r.Data); len(z) < len(r.Data) {
 			stored, enc = z, "gzip"
 		}
 	}
-	unstored := r.Unstored
 	if unstored == "" && len(stored) > MaxCallResult {
 		unstored = fmt.Sprintf("result of %d bytes (%d stored) is over the %d-byte limit of a DynamoDB item", len(r.Data), len(stored), MaxCallResult)
 	}
@@ -450,7 +527,7 @@ func (l *Ledger) callOwned(ctx context.Context, op, key, token string, set, remo
 		return nil
 	}
 	mine := func(c Call) bool { return c.LeaseOwner == token && c.Status == to }
-	old, failed, err := l.callConditionFailure(ctx, op, key, err)
+	old, failed, err := l.callConditionFailure(ctx, op, key, err, l.now())
 	if !failed {
 		if _, ok := l.callReadBack(ctx, key, err, mine); ok {
 			return nil

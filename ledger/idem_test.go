@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +375,188 @@ func TestCallRepeatWithoutAllOld(t *testing.T) {
 	}
 	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["DynamoDB.GetItem"] != 1 {
 		t.Errorf("fallback cost %v, want one PutItem and one GetItem", snap)
+	}
+}
+
+// TestCallLiveLeaseOutlivesWindow: a record in progress under a live lease
+// is not expired even when its expires_at has passed (a record claimed by
+// a version that set the window regardless of the lease, or a window
+// shorter than the invocation): a new claim does not overwrite it, a read
+// returns it, and its holder completes it. A claim never sets expires_at
+// before its lease end, so TTL cannot delete a live claim.
+func TestCallLiveLeaseOutlivesWindow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	now := f.clock.Now()
+	num := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	if _, err := f.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: map[string]types.AttributeValue{
+		"pk": str("idem#" + key), "sk": str("idem"), "status": str(string(ledger.Processing)), "lease_owner": str("holder"),
+		"lease_until": num(now.Add(time.Minute).UnixMilli()), "attempts": num(1), "created_at": num(now.Add(-10 * time.Second).UnixMilli()),
+		"updated_at": num(now.Add(-10 * time.Second).UnixMilli()), "expires_at": num(now.Add(-5 * time.Second).Unix()), "ver": num(1),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || claimed || got.LeaseOwner != "holder" || got.Status != ledger.Processing {
+		t.Fatalf("claim over a live lease past its window: %+v claimed=%v err=%v", got, claimed, err)
+	}
+	if got, err := f.l.GetCall(ctx, key); err != nil || got.LeaseOwner != "holder" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if _, err := f.l.CompleteCall(ctx, key, "holder", callResult(f, "ok")); err != nil {
+		t.Fatalf("the holder's completion: %v", err)
+	}
+	if got, err := f.l.GetCall(ctx, key); err != nil || string(got.Result) != "ok" || got.Expired(f.clock.Now()) {
+		t.Fatalf("after completion: %+v %v", got, err)
+	}
+
+	// A claim's window never ends before its lease (rounded up to TTL's
+	// seconds), in the put and in a take-over.
+	key = emulator.Name("op") + "#short"
+	spec := ledger.CallClaim{LeaseUntil: f.clock.Now().Add(90*time.Second + 300*time.Millisecond), ExpiresAt: f.clock.Now().Add(5 * time.Second)}
+	c, claimed, err := f.l.ClaimCall(ctx, key, spec)
+	if err != nil || !claimed || c.ExpiresAt.Before(c.LeaseUntil) {
+		t.Fatalf("short window: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if got, _ := f.l.GetCall(ctx, key); got.ExpiresAt.Before(got.LeaseUntil) {
+		t.Fatalf("stored expires_at %v before lease_until %v", got.ExpiresAt, got.LeaseUntil)
+	}
+	if err := f.l.FailCall(ctx, key, c.LeaseOwner, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	spec.LeaseUntil = spec.LeaseUntil.Add(time.Minute)
+	c, claimed, err = f.l.ClaimCall(ctx, key, spec)
+	if err != nil || !claimed || c.Attempts != 2 || c.ExpiresAt.Before(c.LeaseUntil) {
+		t.Fatalf("take-over with a short window: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if got, _ := f.l.GetCall(ctx, key); got.ExpiresAt.Before(got.LeaseUntil) {
+		t.Fatalf("take-over stored expires_at %v before lease_until %v", got.ExpiresAt, got.LeaseUntil)
+	}
+}
+
+// tickingPut moves the clock after a PutItem has been answered: the record
+// reaches its expiry second between the claim's put and its judgement of
+// the record the put found.
+type tickingPut struct {
+	*dynamodb.Client
+	tick func()
+}
+
+func (c tickingPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := c.Client.PutItem(ctx, in, o...)
+	c.tick()
+	return out, err
+}
+
+// TestCallClaimAtExpiryBoundary: a claim judges the record its put found
+// at the put's own time, and each retry puts with a fresh time, so a
+// record expiring while the claim is in flight is either replayed or
+// claimed afresh, never a conflict.
+func TestCallClaimAtExpiryBoundary(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#k"
+	c := claimCall(t, f, key)
+	if _, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.l.GetCall(ctx, key)
+	f.clock.Advance(got.ExpiresAt.Add(-300 * time.Millisecond).Sub(f.clock.Now()))
+	var ticks atomic.Int32
+	l, _ := ledger.New(tickingPut{f.db, func() {
+		if ticks.Add(1) == 1 {
+			f.clock.Advance(500 * time.Millisecond)
+		}
+	}}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	old, claimed, err := l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || (!claimed && (old.Status != ledger.Done || string(old.Result) != "r")) {
+		t.Fatalf("claim across the expiry second: %+v claimed=%v err=%v", old, claimed, err)
+	}
+}
+
+// racingUpdate lets another writer change the record just before each of
+// the first `races` UpdateItems, and then loses the answer of the next
+// one (sends it twice).
+type racingUpdate struct {
+	*dynamodb.Client
+	table string
+	races int32
+	n     *atomic.Int32
+}
+
+func (c racingUpdate) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.n.Add(1) <= c.races {
+		if _, err := c.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &c.table, Key: in.Key,
+			UpdateExpression:          aws.String("SET ver = ver + :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}); err != nil {
+			return nil, err
+		}
+		return c.Client.UpdateItem(ctx, in, o...)
+	}
+	if _, err := c.Client.UpdateItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.UpdateItem(ctx, in, o...)
+}
+
+// TestCallClaimUnderContention: a take-over that keeps losing its race
+// gives up with an error callers can branch on (ErrUnavailable, and
+// ErrConflict for the detail), and one that wins on its last try but
+// loses the answer recognises its own claim instead of reporting a
+// conflict.
+func TestCallClaimUnderContention(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	failed := func(key string) {
+		c := claimCall(t, f, key)
+		if err := f.l.FailCall(ctx, key, c.LeaseOwner, "boom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := emulator.Name("op") + "#lost"
+	failed(key)
+	l, _ := ledger.New(racingUpdate{Client: f.db, table: f.table, races: 2, n: new(atomic.Int32)}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	c, claimed, err := l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if err != nil || !claimed {
+		t.Fatalf("won on the last try, answer lost: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if got, _ := f.l.GetCall(ctx, key); got.LeaseOwner != c.LeaseOwner || got.Status != ledger.Processing {
+		t.Fatalf("stored %+v, claim %+v", got, c)
+	}
+
+	key = emulator.Name("op") + "#busy"
+	failed(key)
+	l, _ = ledger.New(racingUpdate{Client: f.db, table: f.table, races: 100, n: new(atomic.Int32)}, ledger.Options{Table: f.table, Now: f.clock.Now})
+	_, claimed, err = l.ClaimCall(ctx, key, callClaim(f, time.Minute))
+	if claimed || !errors.Is(err, ledger.ErrUnavailable) || !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("always losing: claimed=%v err=%v, want ErrUnavailable and ErrConflict", claimed, err)
+	}
+}
+
+// TestCallResultOverDecodeLimit: a result that compresses under
+// MaxCallResult but is over MaxCallResultDecoded is recorded as unstored,
+// since it could never be read back.
+func TestCallResultOverDecodeLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	key := emulator.Name("op") + "#big"
+	c := claimCall(t, f, key)
+	data := bytes.Repeat([]byte("a"), ledger.MaxCallResultDecoded+1)
+	got, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: data, ExpiresAt: f.clock.Now().Add(time.Hour)})
+	if err != nil || got.Unstored == "" || got.Result != nil {
+		t.Fatalf("complete: %q %v", got.Unstored, err)
+	}
+	back, err := f.l.GetCall(ctx, key)
+	if err != nil || back.Unstored == "" || back.ResultSize != len(data) {
+		t.Fatalf("read back: %+v %v", back.Unstored, err)
 	}
 }
