@@ -15,8 +15,8 @@
 //			return err // retried later; "charge" will not run again once recorded done
 //		}
 //		_, err = ev.Step(ctx, "email", func(ctx context.Context, key string) (string, error) {
-//			return "", mailer.Send(ctx, receipt(chargeID))
-//		}, hookledger.AtMostOnce(), hookledger.Check(mailer.SentWithRef))
+//			return mailer.Send(ctx, key, receipt(chargeID)) // key as the mail's reference, for the check
+//		}, hookledger.AtMostOnce(), hookledger.Check(mailer.SentWithRef)) // finds the mail by that reference
 //		return err
 //	})
 //

@@ -33,8 +33,9 @@ func Permanent(err error) error {
 	return steps.PermanentError{Err: err}
 }
 
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p steps.PermanentError
-	return errors.As(err, &p)
-}
+// IsPermanent reports whether err was marked with Permanent. An error a
+// step's Check returned is the exception: a check that failed, even with a
+// Permanent error, does not know that the effect did not happen, so the
+// event is retried and, once its attempts are spent, goes dead as
+// indeterminate.
+func IsPermanent(err error) bool { return steps.IsPermanent(err) }

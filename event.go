@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -62,18 +63,32 @@ func escape(s string) string { return escaper.Replace(s) }
 
 // Step runs one named side effect of the event, at most once per successful
 // recording: fn gets the step's downstream idempotency key and returns a
-// small result (an id: at most 256 bytes, 512 for all of an event's steps
-// together) that later steps and retries read back. If the ledger already
-// records the step done, Step returns the recorded result without running
-// fn. Steps run one after another; give each its own name (letters,
-// digits, '_', '.', '-'; at most 64 bytes).
+// small result (an id) that later steps and retries read back. If the
+// ledger already records the step done, Step returns the recorded result
+// without running fn. Steps run one after another; give each its own name
+// (letters, digits, '_', '.', '-').
+//
+// The ledger keeps every step in the event's record, which stays under 1 KB,
+// so an event's steps are small and few:
+//
+//   - a name is at most 64 bytes;
+//   - a result is at most 256 bytes, valid UTF-8;
+//   - all of the event's step names and results together take at most 512
+//     bytes (nine 64-byte names alone would not fit);
+//   - an event has at most 16 steps.
+//
+// A step whose name does not fit in what is left is refused before fn runs;
+// a result that does not fit fails the event after fn ran. Either error is
+// permanent (the event goes dead): use short names, return ids rather than
+// documents, and make one step per batch of items, not one per item.
 //
 // By default a step is at-least-once (see the package doc). Options:
 // AtMostOnce, Check.
 //
 // An error from fn is returned as is; return it from the handler to retry
-// the event later. Step also fails when the event's lease was lost to
-// another worker (stop: the other worker finishes the event) and when an
+// the event later (calling Step again with the same name in the same run is
+// refused). Step also fails when the event's lease was lost to another
+// worker (stop: the other worker finishes the event) and when an
 // at-most-once step cannot be proven (the event goes dead whatever the
 // handler returns).
 func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Context, key string) (string, error), opts ...StepOption) (string, error) {
@@ -96,13 +111,23 @@ func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Conte
 // earlier one, and whether it is done.
 func (e *Event) StepResult(name string) (string, bool) { return e.run.Result(name) }
 
-// ExtendLease keeps the event's lease for d more from now. Call it from long
-// handlers before the lease runs out; it fails with an error wrapping
-// ErrLeaseLost if another worker has taken the event over (stop then: your
-// effects must not race theirs).
+// ExtendLease keeps the event's lease for at least d more from now: the
+// lease ends at now+d or where it already ended, whichever is later, so it
+// never moves earlier (d must be positive). Call it from long handlers
+// before the lease runs out; a d that is not positive is a permanent error,
+// as step misuse is. It fails with an error wrapping ErrLeaseLost if
+// another worker has taken the event over. Stop then: no further step runs
+// in this attempt, and your effects must not race theirs.
 func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
 	if e.extend == nil {
 		return steps.ErrNoEngine
 	}
-	return e.extend(ctx, d)
+	if d <= 0 {
+		return Permanent(fmt.Errorf("hookledger: ExtendLease(%v): the extension must be positive", d))
+	}
+	err := e.extend(ctx, d)
+	if errors.Is(err, ErrLeaseLost) {
+		e.run.LoseLease(err)
+	}
+	return err
 }

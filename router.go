@@ -3,7 +3,10 @@ package hookledger
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
+	"unicode/utf8"
 )
 
 // Handler performs an event's side effects. Returning nil marks the event
@@ -35,12 +38,27 @@ type Router struct {
 // NewRouter returns an empty router.
 func NewRouter() *Router { return &Router{routes: map[[2]string]Handler{}} }
 
-// Handle routes events of source and eventType to h. It panics on an empty
-// source or type, a nil handler or a duplicate route: programming errors
-// that must stop the processor at cold start, not drop events later.
+// Handle routes events of source and eventType to h. It panics on a route
+// that can never match (an empty source or type, a source that is not a
+// source name, a type with a '*' glob or characters no delivered type
+// has), a nil handler or a duplicate route: programming errors that must
+// stop the processor at cold start, not drop events later.
+//
+// A source is Any or a configured source's name: 1 to 64 letters, digits,
+// '.', '_' or '-', starting with a letter or digit. A type is Any or one
+// exact event type (at most 256 bytes); there are no patterns: register
+// each type, or use Any and switch on ev.Type in the handler.
 func (r *Router) Handle(source, eventType string, h Handler) {
 	if source == "" || eventType == "" {
 		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
+	}
+	if source != Any && !sourceName.MatchString(source) {
+		panic(fmt.Sprintf("hookledger: route %q/%q: %q is not a source name, so no event can match it: write the source's name as configured in the sources JSON (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit), or hookledger.Any for every source", source, eventType, source))
+	}
+	if eventType != Any {
+		if why := badType(eventType); why != "" {
+			panic(fmt.Sprintf("hookledger: route %q/%q: %s, so no event can match it: write one exact event type per route (e.g. \"invoice.paid\"), or hookledger.Any and switch on ev.Type in the handler", source, eventType, why))
+		}
 	}
 	if h == nil {
 		panic(fmt.Sprintf("hookledger: nil handler for %s/%s", source, eventType))
@@ -50,6 +68,31 @@ func (r *Router) Handle(source, eventType string, h Handler) {
 		panic(fmt.Sprintf("hookledger: duplicate route %s/%s", source, eventType))
 	}
 	r.routes[k] = h
+}
+
+// sourceName is what a configured source's name looks like (it is a URL
+// path segment and part of the ledger key).
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// maxTypeBytes is the longest event type the receiver accepts.
+const maxTypeBytes = 256
+
+// badType says why no delivered event can have type t, or "".
+func badType(t string) string {
+	switch {
+	case strings.Contains(t, Any):
+		return "routes match exact types, and '*' is not a pattern"
+	case len(t) > maxTypeBytes:
+		return fmt.Sprintf("the type is %d bytes, and the receiver refuses types over %d", len(t), maxTypeBytes)
+	case !utf8.ValidString(t):
+		return "the type is not valid UTF-8"
+	}
+	for _, c := range t { // what the receiver refuses in a type
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == utf8.RuneError || c == 0xFFFE || c == 0xFFFF {
+			return fmt.Sprintf("the type has the character %U, which the receiver refuses", c)
+		}
+	}
+	return ""
 }
 
 // HandleFunc is Handle for a function.

@@ -3,6 +3,7 @@ package hookledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,6 +68,39 @@ func TestRouterRefusesMistakesAtRegistration(t *testing.T) {
 			}()
 			register(hookledger.NewRouter())
 		}()
+	}
+}
+
+// TestRouterRefusesRoutesThatCannotMatch: a glob or a name no source can
+// have would register fine and silently never match; it stops the
+// processor at cold start instead, saying what to write.
+func TestRouterRefusesRoutesThatCannotMatch(t *testing.T) {
+	t.Parallel()
+	ok := hookledger.HandlerFunc(func(context.Context, *hookledger.Event) error { return nil })
+	for _, tc := range []struct{ source, typ, want string }{
+		{"stripe", "invoice.*", "exact event type"},
+		{"stripe", "*.paid", "exact event type"},
+		{"Stripe ", "invoice.paid", "source's name"},
+		{"*stripe", "invoice.paid", "source's name"},
+		{"stripe/acme", "invoice.paid", "source's name"},
+		{strings.Repeat("s", 65), "invoice.paid", "source's name"},
+		{"stripe", strings.Repeat("t", 257), "exact event type"},
+		{"stripe", "invoice\x00paid", "exact event type"},
+	} {
+		func() {
+			defer func() {
+				p := recover()
+				if p == nil || !strings.Contains(fmt.Sprint(p), tc.want) {
+					t.Errorf("route %q/%q: panic %v, want one saying to write the %s", tc.source, tc.typ, p, tc.want)
+				}
+			}()
+			hookledger.NewRouter().Handle(tc.source, tc.typ, ok)
+		}()
+	}
+	// What deliveries can carry is accepted.
+	r := hookledger.NewRouter()
+	for _, rt := range [][2]string{{"stripe", "invoice.paid"}, {"shopify", "orders/create"}, {"my_source-2.v1", "Push Hook"}, {hookledger.Any, "ping"}} {
+		r.Handle(rt[0], rt[1], ok)
 	}
 }
 

@@ -25,8 +25,10 @@ func AtMostOnce() StepOption {
 // the effect, as a reference or metadata, so it can be found). It returns
 // the step's result and nil when the effect happened; an error wrapping
 // ErrNotDone when it certainly did not; an error wrapping ErrIndeterminate
-// when it cannot tell. Any other error means the question failed: the event
-// is retried later.
+// when it cannot tell. Any other error, a Permanent one included, means the
+// question failed, which says nothing about the effect: the step does not
+// run, the event is retried later, and once its attempts are spent it goes
+// dead as "indeterminate step NAME".
 type CheckFunc func(ctx context.Context, key string) (string, error)
 
 // Check gives a step its own downstream check. An at-most-once step asks it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +45,10 @@ func (p *Payments) Find(ctx context.Context, key string) (string, error) {
 		ID string `json:"id"`
 	}
 	err := call(ctx, p.Client, http.MethodGet, p.BaseURL+"/v1/charges?idempotency_key="+url.QueryEscape(key), "", nil, &out)
+	if errors.Is(err, errNotFound) {
+		// A GET of the exact charge: 404 is the API saying there is none.
+		return "", fmt.Errorf("%w: %w", err, hookledger.ErrNotDone)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -77,12 +82,20 @@ func (n *Notifier) Send(ctx context.Context, key string, m Notification) (string
 }
 
 // Sent is the notify step's check: the notification sent with the key as
-// reference, ErrNotDone when there is none.
+// reference, ErrNotDone when the search answers with none. Only an answer
+// proves "not sent": a 404 is the search itself missing (a wrong URL, a
+// gateway or key without the route), so it is an error like any failed
+// request: the event is retried, and goes dead as indeterminate once its
+// attempts are spent, instead of notifying twice.
 func (n *Notifier) Sent(ctx context.Context, key string) (string, error) {
 	var out []struct {
 		ID string `json:"id"`
 	}
-	if err := call(ctx, n.Client, http.MethodGet, n.BaseURL+"/v1/notifications?reference="+url.QueryEscape(key), "", nil, &out); err != nil {
+	err := call(ctx, n.Client, http.MethodGet, n.BaseURL+"/v1/notifications?reference="+url.QueryEscape(key), "", nil, &out)
+	if errors.Is(err, errNotFound) {
+		return "", fmt.Errorf("%w: the notification search is not there, so it cannot say whether the notification was sent", err)
+	}
+	if err != nil {
 		return "", err
 	}
 	if len(out) == 0 {
@@ -91,7 +104,12 @@ func (n *Notifier) Sent(ctx context.Context, key string) (string, error) {
 	return out[0].ID, nil
 }
 
-// call makes one JSON request. 404 on a GET is ErrNotDone; 4xx other than
+// errNotFound is a GET answered 404. What it means is the caller's to say:
+// for a GET of one exact object, that there is none (ErrNotDone); for a
+// search, that the lookup failed (retried).
+var errNotFound = errors.New("not found (404)")
+
+// call makes one JSON request. 404 on a GET is errNotFound; 4xx other than
 // 409 and 429 is permanent; everything else that is not 2xx is retried.
 func call(ctx context.Context, client *http.Client, method, u, idemKey string, in, out any) error {
 	var body io.Reader
@@ -127,7 +145,7 @@ func call(ctx context.Context, client *http.Client, method, u, idemKey string, i
 		}
 		return nil
 	case resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
-		return fmt.Errorf("%s %s: %w", method, req.URL.Path, hookledger.ErrNotDone)
+		return fmt.Errorf("%s %s: %w", method, req.URL.Path, errNotFound)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500:
 		return fmt.Errorf("%s %s answered %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data)) // retried
 	default:

@@ -2,6 +2,7 @@ package effect_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -147,5 +148,47 @@ func TestRegisterNamesMissingSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("settings %q: %v, want %q", env, err, want)
 		}
+	}
+}
+
+// TestNotifyCheckDoesNotTake404ForNotSent: the notification search
+// answering 404 (a gateway without the route, a key without search scope)
+// is a failed lookup, not "not sent": the retry must not notify again; the
+// event retries and, once its attempts are spent, is indeterminate.
+func TestNotifyCheckDoesNotTake404ForNotSent(t *testing.T) {
+	t.Parallel()
+	a := &apis{charges: map[string]string{}, accounts: map[string]string{}, notes: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/notifications" {
+			http.NotFound(w, r)
+			return
+		}
+		a.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	r := hookledger.NewRouter()
+	env := map[string]string{"PAYMENTS_URL": srv.URL, "NOTIFY_URL": srv.URL}
+	if err := effect.Register(r, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	tr := hookledgertest.New(r.Lookup("stripe", "invoice.paid"))
+	tr.MaxAttempts = 3
+	if res := tr.Run(t.Context(), paid, hookledgertest.CrashAfter("notify")); res.Status != hookledgertest.Crashed {
+		t.Fatal(res)
+	}
+	if res := tr.Run(t.Context(), paid); res.Status != hookledgertest.Failed {
+		t.Fatalf("retry: %v, want failed (the check could not answer)", res)
+	}
+	res := tr.Run(t.Context(), paid)
+	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step notify") {
+		t.Fatalf("last attempt: %v, want dead as indeterminate", res)
+	}
+	if n := a.notes[paid.IdempotencyKey("notify")]; n != 1 {
+		t.Fatalf("notified %d times, want once", n)
+	}
+	// The charge's check still reads 404 as "no such charge": a GET of
+	// the exact object.
+	if _, err := (&effect.Payments{BaseURL: srv.URL, Client: srv.Client()}).Find(t.Context(), "hl_none"); !errors.Is(err, hookledger.ErrNotDone) {
+		t.Fatalf("Find of a missing charge: %v, want ErrNotDone", err)
 	}
 }

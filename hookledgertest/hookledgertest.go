@@ -68,8 +68,13 @@ type state struct {
 	cause    string
 }
 
-// New returns a tester for h.
+// New returns a tester for h. It panics on a nil handler, which is most
+// often a route that is not registered: Router.Lookup returns nil for an
+// event no route matches.
 func New(h hookledger.Handler) *Tester {
+	if h == nil {
+		panic("hookledgertest: New(nil): no handler to test; if it came from Router.Lookup(source, type), no route matches that source and type (check the names registered with Handle)")
+	}
 	return &Tester{h: h, events: map[[3]string]*state{}, runs: map[string]int{}}
 }
 

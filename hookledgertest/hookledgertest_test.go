@@ -3,8 +3,10 @@ package hookledgertest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/hookledgertest"
@@ -112,4 +114,77 @@ func TestLoseLease(t *testing.T) {
 	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || sent != 1 {
 		t.Fatalf("the taking-over run: %v (sent %d)", res, sent)
 	}
+}
+
+// TestExtendLeaseAsInThePipeline: the tester refuses what the processor
+// refuses (a lease extension that is not positive), and a lost lease found
+// by ExtendLease stops the run even if the handler ignores the error.
+func TestExtendLeaseAsInThePipeline(t *testing.T) {
+	t.Parallel()
+	for _, d := range []time.Duration{0, -time.Second} {
+		tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+			return ev.ExtendLease(ctx, d)
+		}))
+		if res := tr.Run(t.Context(), ev); res.Err == nil || res.Status == hookledgertest.Done {
+			t.Errorf("ExtendLease(%v): %v, want refused", d, res)
+		}
+	}
+	ran := 0
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		_ = ev.ExtendLease(ctx, time.Minute) // ignored: a mistake, but nothing more may run
+		_, err := ev.Step(ctx, "charge", func(context.Context, string) (string, error) { ran++; return "ch_1", nil })
+		return err
+	}))
+	res := tr.Run(t.Context(), ev, hookledgertest.LoseLease())
+	if res.Status != hookledgertest.LeaseLost || ran != 0 || !errors.Is(res.Err, hookledger.ErrLeaseLost) {
+		t.Fatalf("%v (charge ran %d): a step ran after ExtendLease found the lease lost", res, ran)
+	}
+}
+
+// TestCheckFailingPermanentlyIsIndeterminate: a check that returns a
+// Permanent error has not learnt that the effect did not happen: the event
+// is retried and, once its attempts are spent, dead as indeterminate.
+func TestCheckFailingPermanentlyIsIndeterminate(t *testing.T) {
+	t.Parallel()
+	sent := 0
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		_, err := ev.Step(ctx, "sms", func(context.Context, string) (string, error) { sent++; return "sent", nil },
+			hookledger.AtMostOnce(), hookledger.Check(func(context.Context, string) (string, error) {
+				return "", hookledger.Permanent(errors.New("GET /v1/messages refused with 401"))
+			}))
+		return err
+	}))
+	tr.MaxAttempts = 3
+	tr.Run(t.Context(), ev, hookledgertest.CrashAfter("sms"))
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Failed {
+		t.Fatalf("attempt 2: %v, want failed (retried)", res)
+	}
+	res := tr.Run(t.Context(), ev)
+	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || sent != 1 {
+		t.Fatalf("attempt 3: %v (sent %d), want dead as indeterminate", res, sent)
+	}
+}
+
+// TestResultNotUTF8FailsAsInThePipeline: DynamoDB would keep U+FFFD in
+// place of the bad bytes; the tester must not pass what the pipeline
+// changes.
+func TestResultNotUTF8FailsAsInThePipeline(t *testing.T) {
+	t.Parallel()
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		_, err := ev.Step(ctx, "a", func(context.Context, string) (string, error) { return "café"[:4], nil })
+		return err
+	}))
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Dead || !strings.Contains(res.Cause, "UTF-8") {
+		t.Fatal(res)
+	}
+}
+
+func TestNewRefusesNil(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "Lookup") {
+			t.Fatalf("New(nil): %v, want a panic that points at an unmatched route", p)
+		}
+	}()
+	hookledgertest.New(hookledger.NewRouter().Lookup("stripe", "invoice.paid"))
 }

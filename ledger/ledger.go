@@ -616,14 +616,22 @@ func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ..
 			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes, "")
 }
 
-// Extend moves a live lease's end to now+d, for handlers that run long, and
-// returns the extended lease.
+// Extend keeps a live lease for at least d more from now, for handlers that
+// run long, and returns the extended lease. The lease never moves earlier:
+// its end becomes the later of now+d and lease.Until (the holder's own end;
+// only the holder moves it while the lease lives), in the one conditional
+// write. An earlier end would let the reclaimer or another worker take the
+// event from a worker still running it.
 func (l *Ledger) Extend(ctx context.Context, lease Lease, d time.Duration) (Lease, error) {
 	if d <= 0 {
 		return Lease{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
 	}
+	until := l.now().Add(d)
+	if lease.Until.After(until) {
+		until = lease.Until
+	}
 	rec, err := l.owned(ctx, "extend", lease,
-		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(l.now().Add(d))}), nil, "")
+		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(until)}), nil, "")
 	if err != nil {
 		return Lease{}, err
 	}

@@ -258,6 +258,24 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("complete after extend: %v", err)
 			}
 		}},
+		{"extend never moves the lease earlier", func(t *testing.T, f fixture, id ledger.ID) {
+			// "Keep it 5 s more" with 30 s left must not end the lease
+			// 25 s early: the reclaimer would reset a live worker's event.
+			c := claim(t, f, id)
+			ext, err := f.l.Extend(t.Context(), c, 5*time.Second)
+			if err != nil || !ext.Until.Equal(c.Until) || !ext.Record.LeaseUntil.Equal(c.Until) {
+				t.Fatalf("extend by less than is left: until %v (record %v), err %v; want %v kept", ext.Until, ext.Record.LeaseUntil, err, c.Until)
+			}
+			f.clock.Advance(lease - time.Second)
+			if _, err := f.l.Claim(t.Context(), id, lease); !errors.Is(err, ledger.ErrLeased) {
+				t.Fatalf("claim before the original end: %v, want ErrLeased", err)
+			}
+			// Beyond the current end, it moves to now+d.
+			ext, err = f.l.Extend(t.Context(), ext, lease)
+			if err != nil || !ext.Until.Equal(f.clock.Now().Add(lease)) {
+				t.Fatalf("extend past the end: until %v, err %v; want %v", ext.Until, err, f.clock.Now().Add(lease))
+			}
+		}},
 		{"extend refused after expiry", func(t *testing.T, f fixture, id ledger.ID) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease)

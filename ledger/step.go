@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -64,6 +65,9 @@ func (c StepChange) validate() error {
 	}
 	if len(c.Result) > MaxStepResult {
 		return fmt.Errorf("%w: step %s: result of %d bytes, over %d (record ids, not documents)", ErrInvalid, c.Name, len(c.Result), MaxStepResult)
+	}
+	if !utf8.ValidString(c.Result) {
+		return fmt.Errorf("%w: step %s: result is not valid UTF-8 (DynamoDB would store U+FFFD in its place)", ErrInvalid, c.Name)
 	}
 	return nil
 }

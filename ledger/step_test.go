@@ -223,6 +223,7 @@ func TestInvalidStepChangesWriteNothing(t *testing.T) {
 	for _, c := range []ledger.StepChange{
 		{Name: "bad name", Status: ledger.StepDone},
 		{Name: "ok", Status: ledger.StepDone, Result: strings.Repeat("x", ledger.MaxStepResult+1)},
+		{Name: "utf8", Status: ledger.StepDone, Result: "caf\xc3"}, // DynamoDB would store U+FFFD
 	} {
 		if _, err := f.l.Complete(t.Context(), lease, c); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("%q: %v, want ErrInvalid", c.Name, err)

@@ -234,6 +234,37 @@ func TestLeaseFollowsInvocationDeadlineAndExtends(t *testing.T) {
 	}
 }
 
+// TestExtendLeaseNeverShortensTheLease: with 14 minutes of invocation left
+// the lease ends 14m05s out; "keep it 30 s more" must not move that end
+// 13m35s earlier, where the reclaimer would reset the live worker's event.
+func TestExtendLeaseNeverShortensTheLease(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	leases := make(chan [2]time.Time, 1)
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "long", func(ctx context.Context, ev *hookledger.Event) error {
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		before, _ := f.l.Get(ctx, id)
+		if err := ev.ExtendLease(ctx, 30*time.Second); err != nil {
+			return err
+		}
+		after, _ := f.l.Get(ctx, id)
+		leases <- [2]time.Time{before.LeaseUntil, after.LeaseUntil}
+		return nil
+	})
+	f.h.Routes = r
+	msg := f.event(t, "evt_long", "long")
+	ctx, cancel := context.WithTimeout(t.Context(), 14*time.Minute)
+	defer cancel()
+	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	l := <-leases
+	if l[1].Before(l[0]) {
+		t.Fatalf("ExtendLease(30s) moved the lease's end %v earlier (from %v to %v)", l[0].Sub(l[1]), l[0], l[1])
+	}
+}
+
 func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

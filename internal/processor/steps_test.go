@@ -3,6 +3,7 @@ package processor_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -405,5 +406,35 @@ func TestUnroutedFailBuries(t *testing.T) {
 	}
 	if rec := f.record(t, "evt_nowhere"); rec.Status != ledger.Dead || !strings.Contains(rec.LastError, "no route") {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestExtendLeaseLostStopsTheHandler: ExtendLease finds the lease gone
+// (the worker stalled past it); a handler that ignores the error must not
+// run another step, even one with nothing to write before it.
+func TestExtendLeaseLostStopsTheHandler(t *testing.T) {
+	t.Parallel()
+	f := setupSteps(t)
+	var extendErr error
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "stall", func(ctx context.Context, ev *hookledger.Event) error {
+		f.clock.Advance(2 * time.Minute) // the lease (1 min) runs out while it stalls
+		extendErr = ev.ExtendLease(ctx, time.Minute)
+		_, err := ev.Step(ctx, "a", func(ctx context.Context, key string) (string, error) { return f.down.do("a", key), nil })
+		return err
+	})
+	f.h.Routes = r
+	k := "evt_extend_lost"
+	if f.deliver(t, f.message(t, k, "stall")) {
+		t.Error("the message was acknowledged by a worker that lost its lease")
+	}
+	if !errors.Is(extendErr, hookledger.ErrLeaseLost) {
+		t.Fatalf("ExtendLease: %v, want ErrLeaseLost", extendErr)
+	}
+	if n := f.down.times("a", key(k, "a")); n != 0 {
+		t.Fatalf("step a ran %d times after ExtendLease reported the lease lost", n)
+	}
+	if rec := f.record(t, k); rec.Status != ledger.Processing || len(rec.Steps) != 0 {
+		t.Fatalf("record %+v: the worker that lost its lease wrote", rec)
 	}
 }

@@ -19,9 +19,15 @@
 //     step's check. Done: the result is recorded and the step skipped. Not
 //     done: the step runs. Unknown, or no check: the event is indeterminate
 //     and goes dead (alarmed) for an operator to resolve.
-//   - A check error other than "not done" or "indeterminate" is retryable:
-//     the event fails and is retried later; once its attempts are spent it
-//     goes dead as indeterminate.
+//   - A check error other than "not done" or "indeterminate" is retryable,
+//     a PermanentError included (a check that fails to answer is no
+//     knowledge that the effect did not happen): the event fails and is
+//     retried later; once its attempts are spent it goes dead as
+//     indeterminate.
+//   - The record stays small: step names and results together take at
+//     most MaxTotalBytes per event. A step whose name does not fit is
+//     refused before it runs (before any effect); a result that does not
+//     fit, or is not valid UTF-8, fails the event after the effect ran.
 package steps
 
 import (
@@ -29,8 +35,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Mode is a step's delivery guarantee.
@@ -69,7 +78,8 @@ type Change struct {
 // Check asks downstream whether a step's effect happened. It returns the
 // step's result and nil when it did, an error wrapping ErrNotDone when it
 // certainly did not, one wrapping ErrIndeterminate when it cannot tell, and
-// any other error when the question itself failed (retried later).
+// any other error, a PermanentError included, when the question itself
+// failed (retried later; indeterminate once the attempts are spent).
 type Check func(ctx context.Context, key string) (string, error)
 
 // Func is a step's effect. It gets the step's downstream idempotency key.
@@ -103,8 +113,9 @@ var (
 )
 
 // Limits that keep the record under 1 KB (one write unit per status
-// change): the ledger allows 64-byte names and 256-byte results; all of an
-// event's step names and results together stay within MaxTotalBytes.
+// change): a step name is at most MaxNameBytes, a result at most
+// MaxResultBytes, all of an event's step names and results together at most
+// MaxTotalBytes, and an event has at most MaxSteps steps.
 const (
 	MaxNameBytes   = 64
 	MaxResultBytes = 256
@@ -129,7 +140,9 @@ func (e *IndeterminateError) Error() string {
 func (e *IndeterminateError) Unwrap() error { return ErrIndeterminate }
 
 // CheckError is a check that failed to answer; the event is retried, and
-// once its attempts are spent it is indeterminate.
+// once its attempts are spent it is indeterminate. It unwraps to the
+// check's error, but a PermanentError in it does not make the event
+// permanent (see IsPermanent).
 type CheckError struct {
 	Step string
 	Err  error
@@ -143,6 +156,30 @@ type PermanentError struct{ Err error }
 
 func (p PermanentError) Error() string { return "permanent: " + p.Err.Error() }
 func (p PermanentError) Unwrap() error { return p.Err }
+
+// IsPermanent reports whether err carries a PermanentError outside any
+// CheckError: a check that failed, even for good, says nothing about
+// whether the effect happened, so it never makes the event permanent.
+func IsPermanent(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *CheckError:
+		return false
+	case PermanentError, *PermanentError:
+		return true
+	case interface{ Unwrap() []error }:
+		for _, x := range e.Unwrap() {
+			if IsPermanent(x) {
+				return true
+			}
+		}
+		return false
+	case interface{ Unwrap() error }:
+		return IsPermanent(e.Unwrap())
+	}
+	return false
+}
 
 // Config sets up a Run.
 type Config struct {
@@ -165,7 +202,8 @@ type Run struct {
 	recorded map[string]State
 	pending  []Change
 	seen     map[string]bool
-	stopped  error // a lease lost or an indeterminate step: nothing more may run
+	failed   map[string]bool // steps whose function or check failed in this run
+	stopped  error           // a lease lost or an indeterminate step: nothing more may run
 	indet    *IndeterminateError
 	lastChk  *CheckError
 	runs     map[string]int
@@ -177,7 +215,7 @@ func New(cfg Config) *Run {
 	for k, v := range cfg.Recorded {
 		rec[k] = v
 	}
-	return &Run{cfg: cfg, recorded: rec, seen: map[string]bool{}, runs: map[string]int{}}
+	return &Run{cfg: cfg, recorded: rec, seen: map[string]bool{}, failed: map[string]bool{}, runs: map[string]int{}}
 }
 
 func (r *Run) point(p string) {
@@ -194,14 +232,14 @@ func StartedPoint(step string) string { return "step." + step + ".started" }
 func RanPoint(step string) string { return "step." + step + ".ran" }
 
 // Step runs one step (see the package doc for the rules).
-func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (string, error) {
+func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error) {
 	if r == nil {
 		return "", ErrNoEngine
 	}
 	if err := r.enter(spec); err != nil {
 		return "", err
 	}
-	defer r.leave()
+	defer func() { r.leave(spec.Name, err != nil) }()
 	key := r.cfg.Key(spec.Name)
 	st := r.state(spec.Name)
 	if st.Status == Done {
@@ -276,22 +314,83 @@ func (r *Run) enter(spec Spec) error {
 		return PermanentError{fmt.Errorf("step %s started while another step is running: run steps one after another", spec.Name)}
 	}
 	if r.seen[spec.Name] {
+		if r.failed[spec.Name] {
+			return PermanentError{fmt.Errorf("step %s called again after it failed in this run: return its error from the handler instead, and the pipeline retries the event (the step runs again then)", spec.Name)}
+		}
 		return PermanentError{fmt.Errorf("step %s run twice by one event: give each step its own name", spec.Name)}
 	}
 	if r.stopped != nil {
 		return r.stopped
 	}
 	if len(r.seen) >= MaxSteps {
-		return PermanentError{fmt.Errorf("more than %d steps in one event", MaxSteps)}
+		return PermanentError{fmt.Errorf("step %s would be step %d of the event, over %d: run one step per batch of items, not one per item", spec.Name, len(r.seen)+1, MaxSteps)}
+	}
+	if st := r.recorded[spec.Name]; st.Status == Clear {
+		// Not recorded yet: its name must fit in the record before its
+		// effect runs.
+		if used := r.usedLocked(""); used+len(spec.Name) > MaxTotalBytes {
+			return PermanentError{fmt.Errorf("step %s: its name (%d bytes) does not fit: the event's step names and results already take %d of %d bytes; use shorter step names, return ids rather than documents, or fewer steps (one per batch, not one per item); taken by %s",
+				spec.Name, len(spec.Name), used, MaxTotalBytes, r.usageLocked(""))}
+		}
 	}
 	r.seen[spec.Name] = true
 	r.busy = true
 	return nil
 }
 
-func (r *Run) leave() {
+// usedLocked is how many bytes the recorded steps' names and results take,
+// leaving out the step called except.
+func (r *Run) usedLocked(except string) int {
+	n := 0
+	for name, st := range r.recorded {
+		if name != except && st.Status != Clear {
+			n += len(name) + len(st.Result)
+		}
+	}
+	return n
+}
+
+// usageLocked lists the recorded steps by the space they take, largest
+// first ("name N (name M + result R)"), the first few of them.
+func (r *Run) usageLocked(except string) string {
+	type use struct {
+		name   string
+		result int
+	}
+	var uses []use
+	for name, st := range r.recorded {
+		if name != except && st.Status != Clear {
+			uses = append(uses, use{name, len(st.Result)})
+		}
+	}
+	if len(uses) == 0 {
+		return "no steps recorded"
+	}
+	sort.Slice(uses, func(i, j int) bool {
+		a, b := len(uses[i].name)+uses[i].result, len(uses[j].name)+uses[j].result
+		if a != b {
+			return a > b
+		}
+		return uses[i].name < uses[j].name
+	})
+	const show = 4 // the cause is kept to 1 KB
+	var parts []string
+	for i, u := range uses {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(uses)-show))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (name %d + result %d)", u.name, len(u.name)+u.result, len(u.name), u.result))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Run) leave(name string, failed bool) {
 	r.mu.Lock()
 	r.busy = false
+	if failed {
+		r.failed[name] = true
+	}
 	r.mu.Unlock()
 }
 
@@ -308,14 +407,12 @@ func (r *Run) complete(name, res string) (string, error) {
 	if len(res) > MaxResultBytes {
 		return "", PermanentError{fmt.Errorf("step %s returned a %d-byte result, over %d: return an id, not a document", name, len(res), MaxResultBytes)}
 	}
-	total := len(name) + len(res)
-	for n, st := range r.recorded {
-		if n != name {
-			total += len(n) + len(st.Result)
-		}
+	if !utf8.ValidString(res) {
+		return "", PermanentError{fmt.Errorf("step %s returned a result that is not valid UTF-8 (%q): the ledger stores text; return an id, or encode bytes (hex, base64)", name, res)}
 	}
-	if total > MaxTotalBytes {
-		return "", PermanentError{fmt.Errorf("step results would take %d bytes, over %d for the whole event: return ids, not documents", total, MaxTotalBytes)}
+	if used := r.usedLocked(name); used+len(name)+len(res) > MaxTotalBytes {
+		return "", PermanentError{fmt.Errorf("step %s: its name and %d-byte result would bring the event's step names and results to %d bytes, over %d; use shorter step names, return ids rather than documents, or fewer steps (one per batch, not one per item); taken by %s",
+			name, len(res), used+len(name)+len(res), MaxTotalBytes, r.usageLocked(name))}
 	}
 	r.pending = append(r.pending, Change{Name: name, Status: Done, Result: res})
 	r.recorded[name] = State{Status: Done, Result: res}
@@ -365,6 +462,20 @@ func (r *Run) indeterminate(name string, why error) error {
 	r.stopped = e
 	r.mu.Unlock()
 	return e
+}
+
+// LoseLease stops the run because the event's lease was lost outside a
+// step write (an extension found another worker holding the event): no
+// step may run after it, and the run writes nothing more.
+func (r *Run) LoseLease(err error) {
+	if r == nil || err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped == nil {
+		r.stopped = err
+	}
 }
 
 // Result returns the result of a step recorded done, by this attempt or an

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -236,5 +237,143 @@ func TestNilRunSaysWhatToDo(t *testing.T) {
 	var r *Run
 	if _, err := r.Step(t.Context(), Spec{Name: "a"}, nil); !errors.Is(err, ErrNoEngine) {
 		t.Fatal(err)
+	}
+}
+
+// TestNamesThatDoNotFitAreRefusedBeforeTheEffect: the budget counts names
+// and results, and a step whose name does not fit in what is left is
+// refused before its function runs, so names alone never fail an event
+// after an effect.
+func TestNamesThatDoNotFitAreRefusedBeforeTheEffect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		steps    int
+		nameLen  int
+		result   int
+		wantRuns int // effects before the refused step (steps, when all fit)
+	}{
+		{"eight 64-byte names fill it exactly", 8, 64, 0, 8},
+		{"nine 64-byte names", 9, 64, 0, 8},
+		{"four 60-byte names with 100-byte results", 4, 60, 100, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRun(&memStore{}, 1, nil)
+			var n int
+			var err error
+			for i := 0; i < tc.steps && err == nil; i++ {
+				name := fmt.Sprintf("%02d%s", i, strings.Repeat("n", tc.nameLen-2))
+				_, err = r.Step(t.Context(), Spec{Name: name}, effect(&n, strings.Repeat("r", tc.result)))
+			}
+			if n != tc.wantRuns {
+				t.Errorf("%d effects ran, want %d (the step that does not fit must not run)", n, tc.wantRuns)
+			}
+			if tc.wantRuns == tc.steps {
+				if err != nil {
+					t.Fatalf("steps within %d bytes refused: %v", MaxTotalBytes, err)
+				}
+				return
+			}
+			var p PermanentError
+			if !errors.As(err, &p) {
+				t.Fatalf("err %v, want a permanent error", err)
+			}
+			for _, want := range []string{"00nnn", "shorter step names", "return ids", "fewer steps"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	// A retry counts what earlier attempts recorded.
+	rec := map[string]State{}
+	for i := range 8 {
+		rec[fmt.Sprintf("%02d%s", i, strings.Repeat("n", 62))] = State{Status: Done}
+	}
+	var n int
+	if _, err := newRun(&memStore{}, 2, rec).Step(t.Context(), Spec{Name: "x"}, effect(&n, "")); err == nil || n != 0 {
+		t.Fatalf("a ninth step after eight recorded 64-byte names: err %v, ran %d", err, n)
+	}
+}
+
+func TestSeventeenthStepSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	r := newRun(&memStore{}, 1, nil)
+	var n int
+	var err error
+	for i := 0; i <= MaxSteps && err == nil; i++ {
+		_, err = r.Step(t.Context(), Spec{Name: fmt.Sprintf("s%d", i)}, effect(&n, ""))
+	}
+	if n != MaxSteps || err == nil || !strings.Contains(err.Error(), "one step per batch") {
+		t.Fatalf("ran %d, err %v: want %d steps, then an error saying to batch", n, err, MaxSteps)
+	}
+}
+
+// TestResultNotUTF8IsRefused: DynamoDB would store U+FFFD in place of the
+// bad bytes while the in-memory tester kept them; the engine refuses such
+// a result, the same for both.
+func TestResultNotUTF8IsRefused(t *testing.T) {
+	t.Parallel()
+	r := newRun(&memStore{}, 1, nil)
+	var n int
+	_, err := r.Step(t.Context(), Spec{Name: "a"}, effect(&n, "caf\xc3"))
+	var p PermanentError
+	if !errors.As(err, &p) || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("err %v, want a permanent error about UTF-8", err)
+	}
+	if pend := r.Pending(); len(pend) != 0 {
+		t.Fatalf("pending %v: the bad result must not be recorded", pend)
+	}
+}
+
+// TestPermanentCheckErrorIsRetried: a check that fails, even with a
+// permanent error, does not know whether the effect happened: it is a
+// CheckError (retried, indeterminate once attempts are spent), never a
+// permanent failure of the event.
+func TestPermanentCheckErrorIsRetried(t *testing.T) {
+	t.Parallel()
+	r := newRun(&memStore{}, 2, map[string]State{"b": {Status: Started}})
+	var n int
+	refused := func(context.Context, string) (string, error) {
+		return "", fmt.Errorf("search: %w", PermanentError{errors.New("GET /v1/notifications refused with 401")})
+	}
+	_, err := r.Step(t.Context(), Spec{Name: "b", Mode: AtMostOnce, Check: refused}, effect(&n, "rb"))
+	var ce *CheckError
+	if !errors.As(err, &ce) || n != 0 || r.Indeterminate() != nil {
+		t.Fatalf("err %v, ran %d, indeterminate %v", err, n, r.Indeterminate())
+	}
+	if IsPermanent(err) || IsPermanent(fmt.Errorf("notify: %w", err)) {
+		t.Fatalf("a failed check made the event permanent: %v", err)
+	}
+	if !IsPermanent(errors.Join(err, PermanentError{errors.New("declined")})) {
+		t.Fatal("a permanent error beside a check error was lost")
+	}
+}
+
+func TestStepAgainAfterFailureSaysToReturnTheError(t *testing.T) {
+	t.Parallel()
+	r := newRun(&memStore{}, 1, nil)
+	fail := func(context.Context, string) (string, error) { return "", errors.New("503") }
+	if _, err := r.Step(t.Context(), Spec{Name: "charge"}, fail); err == nil {
+		t.Fatal("no error")
+	}
+	var n int
+	_, err := r.Step(t.Context(), Spec{Name: "charge"}, effect(&n, "ch_1"))
+	if err == nil || n != 0 || !strings.Contains(err.Error(), "return its error") || !strings.Contains(err.Error(), "retries") {
+		t.Fatalf("err %v: want it to say to return the error and let the pipeline retry", err)
+	}
+}
+
+func TestLoseLeaseStopsLaterSteps(t *testing.T) {
+	t.Parallel()
+	r := newRun(&memStore{}, 1, nil)
+	r.LoseLease(errLost)
+	var n int
+	if _, err := r.Step(t.Context(), Spec{Name: "a"}, effect(&n, "ra")); !errors.Is(err, errLost) || n != 0 {
+		t.Fatalf("err %v, ran %d: no step may run once the lease is lost", err, n)
+	}
+	if !r.LeaseLost() {
+		t.Fatal("LeaseLost false")
 	}
 }
