@@ -167,6 +167,7 @@ func TestRedeliveredBodyIsKeptBeforeTheClaim(t *testing.T) {
 	// done) and does not run it again.
 	f.h.Point = nil
 	f.h.Ledger = f.l
+	f.h.Lease = time.Minute // a live worker's lease: 10 ms ran out under load before it completed
 	done := f.event(t, "evt_done_redelivered", "invoice.paid")
 	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{done}}); len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp.BatchItemFailures)
