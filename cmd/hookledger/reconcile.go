@@ -18,6 +18,7 @@ import (
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/reconcile"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 const reconcileHelp = `Asks the provider's API which events it sent, or failed to send, to the
@@ -104,12 +105,25 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 1
 	}
-	if c.SourcesJSON == "" && *fn != "" {
-		// No local sources: use the deployed receiver's own.
-		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn); err != nil {
+	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
+	case *fn != "":
+		// The deployed receiver's configuration: its sources when there are
+		// no local ones, and always its retention, which the window must
+		// stay inside (a different HOOKLEDGER_RETENTION here is refused).
+		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn, shellRetention); err != nil {
 			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
+				return 2
+			}
 			return 1
 		}
+	case shellRetention == "":
+		// Sources from the shell and no receiver function to ask: the
+		// deployed retention is unknown, and the shell's default (168h) may
+		// be longer than the receiver's. Assume the least any receiver
+		// keeps (raised, per source, to its provider's retry horizon).
+		c.Retention = ledger.MinRetention
+		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {
@@ -222,7 +236,7 @@ func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
 		{rep.Missing, "missing from the ledger"},
 		{rep.Fed, "fed through the receiver and accepted (recovered)"},
 		{rep.Duplicate, "fed, answered duplicate (it arrived meanwhile)"},
-		{rep.Requested, "redelivery requested from the provider"},
+		{rep.Requested, "redelivery requested from the provider (requested, not yet seen: a later run confirms)"},
 		{rep.Failed, "failed (see below; run again once the cause is fixed)"},
 		{rep.TooRecent, fmt.Sprintf("younger than %v, left to the sender", job.MinAge)},
 		{rep.TooOld, "not judged: original delivery before the window"},

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -140,19 +141,20 @@ func TestReceiverSources(t *testing.T) {
 	c := handlerConfig(t)
 	c.SourcesJSON = ""
 	f := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": `{"x":1}`, "HOOKLEDGER_SECRET_GRANTS": "ssm=/a"}}
-	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || c.SourcesJSON != `{"x":1}` || c.SecretGrants != "ssm=/a" || f.asked != "stack-receiver" {
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver", ""); err != nil || c.SourcesJSON != `{"x":1}` || c.SecretGrants != "ssm=/a" || f.asked != "stack-receiver" {
 		t.Fatalf("%v %+v", err, c)
 	}
-	// Sources set locally win; nothing is asked.
-	f = &fakeConfig{}
-	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || f.asked != "" {
-		t.Fatalf("local sources: %v, asked %q", err, f.asked)
+	// Sources set locally win, but the receiver is still asked for its
+	// retention.
+	f = &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": `{"y":2}`, "HOOKLEDGER_RETENTION": "96h"}}
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver", ""); err != nil || f.asked != "stack-receiver" || c.SourcesJSON != `{"x":1}` || c.Retention != 96*time.Hour {
+		t.Fatalf("local sources: %v, asked %q, %+v", err, f.asked, c)
 	}
 	c.SourcesJSON = ""
-	if err := ReceiverSources(t.Context(), &c, &fakeConfig{err: errors.New("AccessDeniedException")}, "r"); err == nil || !strings.Contains(err.Error(), "lambda:GetFunctionConfiguration") {
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{err: errors.New("AccessDeniedException")}, "r", ""); err == nil || !strings.Contains(err.Error(), "lambda:GetFunctionConfiguration") {
 		t.Fatalf("denied: %v", err)
 	}
-	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{}}, "r"); err == nil || !strings.Contains(err.Error(), "no HOOKLEDGER_SOURCES") {
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{}}, "r", ""); err == nil || !strings.Contains(err.Error(), "no HOOKLEDGER_SOURCES") {
 		t.Fatalf("empty: %v", err)
 	}
 }
