@@ -45,6 +45,15 @@ Secret references (--credential) resolve like the sources' secrets.
   hookledger reconcile --source github --tenant acme --credential env:GITHUB_TOKEN \
       --hook repos/acme/shop/hooks/123 --receiver-function mystack-receiver
 
+The window must stay inside the deployed receiver's retention: with
+--receiver-function its HOOKLEDGER_RETENTION is read (a different one in
+this shell is refused); without it, set HOOKLEDGER_RETENTION to the deployed
+value, or the least a receiver keeps is assumed. Raising the retention
+protects only records written after the change. When running this by hand
+on a schedule (cron), keep --since at least the interval plus --min-age, or
+events between two runs are never checked. --api-url must be https (plain
+http only to localhost or 127.0.0.1).
+
 Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
 1 when any could not be fed or the provider's API failed, 2 on bad usage.
 `
@@ -54,7 +63,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sp reconcile.Spec
 	fs.StringVar(&sp.Source, "source", "", "the source to reconcile (a name in HOOKLEDGER_SOURCES; required)")
 	fs.StringVar(&sp.Tenant, "tenant", "", "the tenant (required)")
-	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at HOOKLEDGER_RETENTION minus 1h)")
+	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at the deployed receiver's HOOKLEDGER_RETENTION minus 1h)")
 	dry := fs.Bool("dry-run", false, "list the missing events; feed nothing")
 	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
 	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
