@@ -33,7 +33,8 @@ func TestReconcilerEnvironmentFitsLambdas4KB(t *testing.T) {
 		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": 8, "HOOKLEDGER_SHARDS": 4, "HOOKLEDGER_RECLAIM_AFTER": 8,
 		"LOG_LEVEL": 5, "HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64,
 		"HOOKLEDGER_RECONCILE": maxLen, "HOOKLEDGER_RECEIVER_FUNCTION": 64, // a function name has at most 64 characters
-		"HOOKLEDGER_RECONCILE_GRANTS": len("ssm=;secretsmanager=") + 128 + 200,
+		"HOOKLEDGER_RECONCILE_GRANTS":   len("ssm=;secretsmanager=") + 128 + 200,
+		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // ReconcileSchedule's MaxLength
 	}
 	total := 0
 	for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),

@@ -18,6 +18,7 @@ import (
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/reconcile"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 const reconcileHelp = `Asks the provider's API which events it sent, or failed to send, to the
@@ -44,6 +45,15 @@ Secret references (--credential) resolve like the sources' secrets.
   hookledger reconcile --source github --tenant acme --credential env:GITHUB_TOKEN \
       --hook repos/acme/shop/hooks/123 --receiver-function mystack-receiver
 
+The window must stay inside the deployed receiver's retention: with
+--receiver-function its HOOKLEDGER_RETENTION is read (a different one in
+this shell is refused); without it, set HOOKLEDGER_RETENTION to the deployed
+value, or the least a receiver keeps is assumed. Raising the retention
+protects only records written after the change. When running this by hand
+on a schedule (cron), keep --since at least the interval plus --min-age, or
+events between two runs are never checked. --api-url must be https (plain
+http only to localhost or 127.0.0.1).
+
 Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
 1 when any could not be fed or the provider's API failed, 2 on bad usage.
 `
@@ -53,7 +63,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sp reconcile.Spec
 	fs.StringVar(&sp.Source, "source", "", "the source to reconcile (a name in HOOKLEDGER_SOURCES; required)")
 	fs.StringVar(&sp.Tenant, "tenant", "", "the tenant (required)")
-	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at HOOKLEDGER_RETENTION minus 1h)")
+	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at the deployed receiver's HOOKLEDGER_RETENTION minus 1h)")
 	dry := fs.Bool("dry-run", false, "list the missing events; feed nothing")
 	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
 	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
@@ -104,12 +114,25 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 1
 	}
-	if c.SourcesJSON == "" && *fn != "" {
-		// No local sources: use the deployed receiver's own.
-		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn); err != nil {
+	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
+	case *fn != "":
+		// The deployed receiver's configuration: its sources when there are
+		// no local ones, and always its retention, which the window must
+		// stay inside (a different HOOKLEDGER_RETENTION here is refused).
+		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn, shellRetention); err != nil {
 			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
+				return 2
+			}
 			return 1
 		}
+	case shellRetention == "":
+		// Sources from the shell and no receiver function to ask: the
+		// deployed retention is unknown, and the shell's default (168h) may
+		// be longer than the receiver's. Assume the least any receiver
+		// keeps (raised, per source, to its provider's retry horizon).
+		c.Retention = ledger.MinRetention
+		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {
@@ -222,7 +245,7 @@ func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
 		{rep.Missing, "missing from the ledger"},
 		{rep.Fed, "fed through the receiver and accepted (recovered)"},
 		{rep.Duplicate, "fed, answered duplicate (it arrived meanwhile)"},
-		{rep.Requested, "redelivery requested from the provider"},
+		{rep.Requested, "redelivery requested from the provider (requested, not yet seen: a later run confirms)"},
 		{rep.Failed, "failed (see below; run again once the cause is fixed)"},
 		{rep.TooRecent, fmt.Sprintf("younger than %v, left to the sender", job.MinAge)},
 		{rep.TooOld, "not judged: original delivery before the window"},

@@ -153,3 +153,27 @@ func TestReconcileUsage(t *testing.T) {
 		t.Fatalf("merged spec %+v %v", spec, err)
 	}
 }
+
+// TestReconcileAssumesTheLeastRetention: with the sources from the shell
+// and no receiver function to ask, the deployed retention is unknown; the
+// shell's default (168h) is not taken for it.
+func TestReconcileAssumesTheLeastRetention(t *testing.T) {
+	t.Setenv("HOOKLEDGER_SOURCES", `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]}}}}`)
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9") // nothing is called
+	t.Setenv("HOOKLEDGER_RECONCILE", "")
+	t.Setenv("HOOKLEDGER_WEBHOOK_URL", "")
+	t.Setenv("HOOKLEDGER_RECEIVER_FUNCTION", "")
+	t.Setenv("HOOKLEDGER_RETENTION", "")
+	var errb bytes.Buffer
+	args := []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_x", "--since", "160h", "--dry-run"}
+	if code := run(t.Context(), args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "beyond the ledger's retention") ||
+		!strings.Contains(errb.String(), "HOOKLEDGER_RETENTION is not set") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	// The api_url must be https (or a local stub).
+	errb.Reset()
+	args = []string{"reconcile", "--source", "stripe", "--tenant", "acme", "--credential", "literal:sk_x", "--api-url", "http://api.stripe.com", "--dry-run"}
+	if code := run(t.Context(), args, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "clear text") {
+		t.Fatalf("plain http api_url: exit %d, stderr %q", code, errb.String())
+	}
+}

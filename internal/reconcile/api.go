@@ -5,14 +5,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // apiClient calls one provider's REST API: authentication, retries of
 // throttling and server errors, and errors that say what to fix.
+//
+// Throttling follows the providers' documented rules (GitHub: "Best
+// practices for using the REST API"; Stripe: rate limits): a Retry-After is
+// honoured in full; an answer with x-ratelimit-remaining 0 waits until
+// x-ratelimit-reset; a rate-limit answer with neither waits at least
+// rateLimitMin (GitHub: one minute) plus jitter, doubling on each repeat.
+// A wait that would end after the context's deadline is not shortened: the
+// call stops at once with an APIError saying when to try again.
 type apiClient struct {
 	provider string
 	base     string // scheme://host[/prefix], no trailing slash
@@ -20,6 +30,24 @@ type apiClient struct {
 	header   http.Header // sent with every request (auth, accept, version)
 	retries  int         // attempts after the first for 429, 5xx and transport errors
 	backoff  time.Duration
+	// rateLimitMin is the least wait after a rate-limit answer that carries
+	// no Retry-After or reset time (GitHub: 60 s); 0: backoff.
+	rateLimitMin time.Duration
+	// serial makes one request at a time (GitHub asks for serial requests),
+	// and mutationGap is kept between two requests that change something
+	// (GitHub: at least one second between POSTs).
+	serial      chan struct{}
+	mutationGap time.Duration
+
+	// now, sleep and jitter are the clock, the pause and the randomness
+	// (tests inject them; nil: real time and math/rand).
+	now    func() time.Time
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func(max time.Duration) time.Duration
+
+	mu           sync.Mutex
+	notBefore    time.Time // an answer said the quota is spent until then
+	lastMutation time.Time
 }
 
 // APIError is a provider API's refusal.
@@ -28,16 +56,32 @@ type APIError struct {
 	Status   int
 	Message  string // the provider's own message, when it sent one
 	URL      string
+	// RateLimited says the API throttled the request; RetryAt is when it
+	// said to try again (zero: not said), and PastDeadline that this was
+	// after the run's deadline, so the call stopped instead of waiting.
+	RateLimited  bool
+	RetryAt      time.Time
+	PastDeadline bool
 }
 
 func (e *APIError) Error() string {
 	hint := ""
-	switch e.Status {
-	case http.StatusUnauthorized:
+	switch {
+	case e.RateLimited:
+		hint = ": rate limited"
+		if !e.RetryAt.IsZero() {
+			hint += " until " + e.RetryAt.UTC().Format(time.RFC3339)
+		}
+		if e.PastDeadline {
+			hint += ", past this run's deadline: stopped instead of retrying early; the next run (or a run after that time) continues"
+		} else {
+			hint += " after every retry; run again later, or lower the run's request rate (a shorter window, fewer sources per run)"
+		}
+	case e.Status == http.StatusUnauthorized:
 		hint = ": the API refused the credential; check the credential reference in the reconcile configuration"
-	case http.StatusForbidden:
+	case e.Status == http.StatusForbidden:
 		hint = ": the credential lacks a permission (Stripe: a restricted key needs Events read; GitHub: the token needs the Webhooks repository or organization permission)"
-	case http.StatusNotFound:
+	case e.Status == http.StatusNotFound:
 		hint = ": not found; check the hook path (or API URL), and that the credential can see it"
 	}
 	msg := ""
@@ -56,20 +100,106 @@ func (c *apiClient) get(ctx context.Context, path string, out any) (http.Header,
 	return c.call(ctx, http.MethodGet, path, out)
 }
 
+func (c *apiClient) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (c *apiClient) pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if c.sleep != nil {
+		return c.sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *apiClient) spread(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	if c.jitter != nil {
+		return c.jitter(d)
+	}
+	return rand.N(d)
+}
+
+// pastDeadline says whether waiting d would end after ctx's deadline.
+func (c *apiClient) pastDeadline(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && c.clock().Add(d).After(dl)
+}
+
+// waitQuota waits until the quota an earlier answer spent is back, or
+// stops when that is past the deadline.
+func (c *apiClient) waitQuota(ctx context.Context, u string) error {
+	c.mu.Lock()
+	until := c.notBefore
+	c.mu.Unlock()
+	d := until.Sub(c.clock())
+	if d <= 0 {
+		return nil
+	}
+	if c.pastDeadline(ctx, d) {
+		return &APIError{Provider: c.provider, Status: http.StatusTooManyRequests, Message: "x-ratelimit-remaining is 0", URL: redactURL(u),
+			RateLimited: true, RetryAt: until, PastDeadline: true}
+	}
+	return c.pause(ctx, d)
+}
+
+// waitMutation keeps mutationGap since the last mutating request.
+func (c *apiClient) waitMutation(ctx context.Context) error {
+	c.mu.Lock()
+	last := c.lastMutation
+	c.mu.Unlock()
+	if c.mutationGap <= 0 || last.IsZero() {
+		return nil
+	}
+	return c.pause(ctx, last.Add(c.mutationGap).Sub(c.clock()))
+}
+
 func (c *apiClient) call(ctx context.Context, method, path string, out any) (http.Header, error) {
 	u := path
 	if !strings.HasPrefix(path, "http://") && !strings.HasPrefix(path, "https://") {
 		u = c.base + path
 	}
+	if c.serial != nil {
+		select {
+		case c.serial <- struct{}{}:
+			defer func() { <-c.serial }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	mutation := method != http.MethodGet && method != http.MethodHead
 	wait := c.backoff
 	if wait <= 0 {
 		wait = time.Second
 	}
+	limitWait := max(c.rateLimitMin, wait)
 	retries := c.retries
 	if retries <= 0 {
 		retries = 4
 	}
 	for attempt := 0; ; attempt++ {
+		if err := c.waitQuota(ctx, u); err != nil {
+			return nil, err
+		}
+		if mutation {
+			if err := c.waitMutation(ctx); err != nil {
+				return nil, err
+			}
+		}
 		req, err := http.NewRequestWithContext(ctx, method, u, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s API: %w", c.provider, err)
@@ -79,7 +209,12 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 		}
 		req.Header.Set("User-Agent", "hookledger-reconcile")
 		resp, err := c.http.Do(req)
-		var retryAfter time.Duration
+		if mutation {
+			c.mu.Lock()
+			c.lastMutation = c.clock()
+			c.mu.Unlock()
+		}
+		d := wait
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -88,14 +223,26 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 			if attempt >= retries {
 				return nil, fmt.Errorf("%s API %s: %w", c.provider, redactURL(u), err)
 			}
+			wait *= 2
 		default:
 			body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 			resp.Body.Close()
+			t := c.throttle(resp, body)
+			if t.spentUntil.After(c.clock()) {
+				// The quota is spent (even on a successful answer): the next
+				// request waits for the reset.
+				c.mu.Lock()
+				if t.spentUntil.After(c.notBefore) {
+					c.notBefore = t.spentUntil
+				}
+				c.mu.Unlock()
+			}
 			switch {
 			case rerr != nil:
 				if attempt >= retries {
 					return nil, fmt.Errorf("%s API %s: read answer: %w", c.provider, redactURL(u), rerr)
 				}
+				wait *= 2
 			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				if len(body) > maxPage {
 					return nil, fmt.Errorf("%s API %s: answer over %d bytes", c.provider, redactURL(u), maxPage)
@@ -106,43 +253,92 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 					}
 				}
 				return resp.Header, nil
-			case retryable(resp) && attempt < retries:
-				retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+			case t.limited || t.retryAfter > 0 || resp.StatusCode >= 500:
+				apiErr := &APIError{Provider: c.provider, Status: resp.StatusCode, Message: apiMessage(body), URL: redactURL(u), RateLimited: t.limited}
+				switch {
+				case t.retryAfter > 0:
+					d = t.retryAfter // in full, never shortened
+					apiErr.RetryAt = c.clock().Add(d)
+				case !t.spentUntil.IsZero():
+					d = 0 // waitQuota waits for the reset
+					apiErr.RetryAt = t.spentUntil
+				case t.limited:
+					// No time given: at least rateLimitMin, with jitter,
+					// doubling while the limit lasts.
+					d = limitWait + c.spread(limitWait/2)
+					limitWait *= 2
+				default:
+					wait *= 2
+				}
+				if attempt >= retries {
+					return nil, apiErr
+				}
+				if t.limited || t.retryAfter > 0 {
+					left := d
+					if !t.spentUntil.IsZero() && t.retryAfter == 0 {
+						left = t.spentUntil.Sub(c.clock())
+					}
+					if c.pastDeadline(ctx, left) {
+						apiErr.PastDeadline = true
+						if apiErr.RetryAt.IsZero() {
+							apiErr.RetryAt = c.clock().Add(left)
+						}
+						return nil, apiErr
+					}
+				}
 			default:
 				return nil, &APIError{Provider: c.provider, Status: resp.StatusCode, Message: apiMessage(body), URL: redactURL(u)}
 			}
 		}
-		d := wait
-		if retryAfter > 0 {
-			d = min(retryAfter, 60*time.Second)
+		if err := c.pause(ctx, d); err != nil {
+			return nil, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
-		}
-		wait *= 2
 	}
 }
 
-// retryable says whether an answer means "try later": throttling (429, or
-// GitHub's 403 with Retry-After or no remaining quota) and server errors.
-func retryable(resp *http.Response) bool {
+// throttling is what an answer says about the rate limit.
+type throttling struct {
+	limited    bool          // a 429, or a 403 that is about a rate limit
+	retryAfter time.Duration // Retry-After, when sent
+	spentUntil time.Time     // x-ratelimit-remaining 0: x-ratelimit-reset
+}
+
+// throttle reads an answer's rate-limit signals: Retry-After (429, 403 and
+// 503), x-ratelimit-remaining 0 with x-ratelimit-reset, and GitHub's 403 or
+// 429 whose message says "rate limit" with no header at all (a secondary
+// limit). A 403 that says none of this is a permission refusal.
+func (c *apiClient) throttle(resp *http.Response, body []byte) throttling {
+	var t throttling
+	code := resp.StatusCode
+	if v := resp.Header.Get("Retry-After"); v != "" && (code == http.StatusTooManyRequests || code == http.StatusForbidden || code == http.StatusServiceUnavailable) {
+		t.retryAfter = parseRetryAfter(v, c.clock())
+		if t.retryAfter <= 0 {
+			t.retryAfter = time.Millisecond // "now": still a throttle, retried at once
+		}
+	}
+	spent := resp.Header.Get("X-RateLimit-Remaining") == "0"
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return true
-	case resp.StatusCode == http.StatusForbidden:
-		return resp.Header.Get("Retry-After") != "" || resp.Header.Get("X-RateLimit-Remaining") == "0"
+	case code == http.StatusTooManyRequests:
+		t.limited = true
+	case code == http.StatusForbidden:
+		t.limited = spent || t.retryAfter > 0 || strings.Contains(strings.ToLower(apiMessage(body)), "rate limit")
 	}
-	return false
+	// The quota is spent, on a refusal or on the answer that used the last
+	// request: nothing more until x-ratelimit-reset (epoch seconds).
+	if spent && (t.limited || code >= 200 && code < 300) {
+		if n, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get("X-RateLimit-Reset")), 10, 64); err == nil {
+			t.spentUntil = time.Unix(n, 0).Add(time.Second) // the reset second itself may still be spent
+		}
+	}
+	return t
 }
 
-func parseRetryAfter(v string) time.Duration {
+func parseRetryAfter(v string, now time.Time) time.Duration {
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
+		return t.Sub(now)
 	}
 	return 0
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// CredentialGrants is what the deployed reconciler's role may read for
 	// credentials (HOOKLEDGER_RECONCILE_GRANTS); nil: not checked (the CLI).
 	CredentialGrants *source.Grants
+	// Interval is the schedule's interval (the scheduled reconciler); 0:
+	// not checked (the CLI, or a cron schedule). A spec whose window minus
+	// min_age is shorter leaves events that no run judges.
+	Interval time.Duration
 }
 
 // Check validates a spec against the sources without any network call, so
@@ -139,6 +143,13 @@ func (c *Config) Check(s Spec) error {
 	if age >= window {
 		return fmt.Errorf("reconcile %s: min_age %s is not below the window %s, so every event would count as too recent and nothing would be checked: lower min_age (default %s) or widen window",
 			name, age, window, DefaultMinAge)
+	}
+	// A run judges events from now-window to now-min_age; the next run,
+	// one interval later, from then on. A span shorter than the interval
+	// leaves a gap no run ever judges.
+	if c.Interval > 0 && window-age < c.Interval {
+		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
+			name, window, age, window-age, c.Interval, c.Interval+age)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,7 +66,11 @@ func (f *HTTPFeeder) Feed(ctx context.Context, source, tenant string, hdr http.H
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return Outcome{Status: resp.StatusCode, Result: resp.Header.Get("X-Hookledger-Result")}, nil
+	out := Outcome{Status: resp.StatusCode, Result: resp.Header.Get("X-Hookledger-Result")}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		out.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return out, nil
 }
 
 // invoker is the slice of the Lambda client LambdaFeeder calls.

@@ -74,7 +74,12 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	if c == nil {
 		c = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &GitHub{api: &apiClient{provider: "github", base: base, http: c, header: h}, hook: hook}, nil
+	// GitHub's REST API best practices: requests one at a time, at least
+	// one second between mutating requests (the redelivery POSTs), and at
+	// least a minute after a rate-limit answer that names no time.
+	api := &apiClient{provider: "github", base: base, http: c, header: h,
+		serial: make(chan struct{}, 1), mutationGap: time.Second, rateLimitMin: time.Minute}
+	return &GitHub{api: api, hook: hook}, nil
 }
 
 // Name implements Provider.
@@ -98,19 +103,32 @@ type ghItem struct {
 
 // ghEvent gathers one GUID's deliveries.
 type ghEvent struct {
-	guid, event  string
-	first        time.Time // the earliest delivery seen
-	firstIsRedo  bool      // the earliest delivery seen is a redelivery: the original is older
-	ok           bool      // some delivery got a 2xx
-	deliveryID   int64     // the earliest delivery's id
-	originalSeen bool
+	guid, event string
+	first       time.Time // the earliest delivery seen
+	ok          bool      // some delivery got a 2xx
+	deliveryID  int64     // the earliest delivery's id
 }
 
-// List implements Provider. Events come oldest first. An event whose
-// original delivery is older than the window (only redeliveries seen) gets
-// a zero At: it cannot be judged safely and is counted as too old.
+// List implements Provider. An event whose original delivery is older than
+// the window (only redeliveries seen) gets a zero At: it cannot be judged
+// safely and is counted as too old.
+//
+// Events are handed to fn as soon as their group is complete, page by
+// page, so a listing that fails midway (a page error, a rate limit, the
+// function's timeout) has already fed what it reached, and memory does not
+// grow with the window. The rule: the list is newest first, and a
+// redelivery is always made after its original, so every redelivery of a
+// GUID is listed before (above) the original delivery, on the same page or
+// an earlier one. A GUID's group is therefore complete when its original
+// (redelivery false) is reached. Only GUIDs whose original is not reached
+// yet are held: redeliveries whose original lies further down, or before
+// the window; those left when the listing reaches an item older than the
+// window, or its end, are handed over last, as too old. A redelivery made
+// while the listing runs lands at the head of the list, before the pages
+// already read, and is not seen: it can only add a newer delivery to a
+// group already judged, which changes nothing the ledger lookup decides.
 func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error) error {
-	byGUID := map[string]*ghEvent{}
+	pending := map[string]*ghEvent{} // GUIDs seen only as redeliveries so far
 	next := "/" + g.hook + "/deliveries?per_page=100"
 	for next != "" {
 		var page []ghItem
@@ -127,19 +145,24 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 				older = true
 				continue
 			}
-			e := byGUID[it.GUID]
+			e := pending[it.GUID]
 			if e == nil {
 				e = &ghEvent{guid: it.GUID, event: it.Event}
-				byGUID[it.GUID] = e
 			}
 			if e.first.IsZero() || it.DeliveredAt.Before(e.first) || (it.DeliveredAt.Equal(e.first) && it.ID < e.deliveryID) {
-				e.first, e.firstIsRedo, e.deliveryID = it.DeliveredAt, it.Redelivery, it.ID
-			}
-			if !it.Redelivery {
-				e.originalSeen = true
+				e.first, e.deliveryID = it.DeliveredAt, it.ID
 			}
 			if it.StatusCode >= 200 && it.StatusCode < 300 {
 				e.ok = true
+			}
+			if it.Redelivery {
+				pending[it.GUID] = e
+				continue
+			}
+			// The original: every redelivery of this GUID was listed above.
+			delete(pending, it.GUID)
+			if err := fn(Event{ID: e.guid, Type: e.event, At: it.DeliveredAt, Failed: !e.ok, ref: fmt.Sprint(it.ID)}); err != nil {
+				return err
 			}
 		}
 		// Newest first: once a page reaches past the window, the rest is
@@ -153,22 +176,20 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 			return fmt.Errorf("github API: the next page's link %q leaves %s", redactURL(next), g.api.base)
 		}
 	}
-	events := make([]*ghEvent, 0, len(byGUID))
-	for _, e := range byGUID {
-		events = append(events, e)
+	// Redeliveries whose original is before the window (or was not listed):
+	// not judged.
+	rest := make([]*ghEvent, 0, len(pending))
+	for _, e := range pending {
+		rest = append(rest, e)
 	}
-	slices.SortFunc(events, func(a, b *ghEvent) int {
+	slices.SortFunc(rest, func(a, b *ghEvent) int {
 		if c := a.first.Compare(b.first); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.deliveryID, b.deliveryID)
 	})
-	for _, e := range events {
-		ev := Event{ID: e.guid, Type: e.event, At: e.first, Failed: !e.ok, ref: fmt.Sprint(e.deliveryID)}
-		if !e.originalSeen {
-			ev.At = time.Time{}
-		}
-		if err := fn(ev); err != nil {
+	for _, e := range rest {
+		if err := fn(Event{ID: e.guid, Type: e.event, Failed: !e.ok, ref: fmt.Sprint(e.deliveryID)}); err != nil {
 			return err
 		}
 	}

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/tools/providerstub"
 )
 
@@ -140,19 +143,83 @@ func TestReceiverSources(t *testing.T) {
 	c := handlerConfig(t)
 	c.SourcesJSON = ""
 	f := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": `{"x":1}`, "HOOKLEDGER_SECRET_GRANTS": "ssm=/a"}}
-	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || c.SourcesJSON != `{"x":1}` || c.SecretGrants != "ssm=/a" || f.asked != "stack-receiver" {
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver", ""); err != nil || c.SourcesJSON != `{"x":1}` || c.SecretGrants != "ssm=/a" || f.asked != "stack-receiver" {
 		t.Fatalf("%v %+v", err, c)
 	}
-	// Sources set locally win; nothing is asked.
-	f = &fakeConfig{}
-	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver"); err != nil || f.asked != "" {
-		t.Fatalf("local sources: %v, asked %q", err, f.asked)
+	// Sources set locally win, but the receiver is still asked for its
+	// retention.
+	f = &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": `{"y":2}`, "HOOKLEDGER_RETENTION": "96h"}}
+	if err := ReceiverSources(t.Context(), &c, f, "stack-receiver", ""); err != nil || f.asked != "stack-receiver" || c.SourcesJSON != `{"x":1}` || c.Retention != 96*time.Hour {
+		t.Fatalf("local sources: %v, asked %q, %+v", err, f.asked, c)
 	}
 	c.SourcesJSON = ""
-	if err := ReceiverSources(t.Context(), &c, &fakeConfig{err: errors.New("AccessDeniedException")}, "r"); err == nil || !strings.Contains(err.Error(), "lambda:GetFunctionConfiguration") {
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{err: errors.New("AccessDeniedException")}, "r", ""); err == nil || !strings.Contains(err.Error(), "lambda:GetFunctionConfiguration") {
 		t.Fatalf("denied: %v", err)
 	}
-	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{}}, "r"); err == nil || !strings.Contains(err.Error(), "no HOOKLEDGER_SOURCES") {
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{}}, "r", ""); err == nil || !strings.Contains(err.Error(), "no HOOKLEDGER_SOURCES") {
 		t.Fatalf("empty: %v", err)
+	}
+}
+
+// TestRetentionIsTheReceivers: the window is judged against the retention
+// the deployed receiver writes records with, not the caller's own (or its
+// default); a caller that says otherwise is refused.
+func TestRetentionIsTheReceivers(t *testing.T) {
+	t.Parallel()
+	sources := `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}}}`
+	deployed := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": sources, "HOOKLEDGER_RETENTION": "96h"}}
+	c := handlerConfig(t) // no HOOKLEDGER_RETENTION: 168h
+	c.SourcesJSON = ""
+	if err := ReceiverSources(t.Context(), &c, deployed, "stack-receiver", ""); err != nil || c.Retention != 96*time.Hour {
+		t.Fatalf("retention %v, want the receiver's 96h (%v)", c.Retention, err)
+	}
+	srcs, _ := source.Parse([]byte(c.SourcesJSON))
+	reg, _ := source.NewRegistry(srcs, &source.Secrets{})
+	rc := &Config{Sources: srcs, Registry: reg, Retention: c.Retention}
+	if err := rc.Check(Spec{Source: "stripe", Tenant: "acme", Credential: "literal:sk_x", Window: "160h"}); err == nil || !strings.Contains(err.Error(), "retention 96h") {
+		t.Fatalf("a 160h window over a 96h ledger: %v", err)
+	}
+	// The receiver without HOOKLEDGER_RETENTION keeps the default.
+	c = handlerConfig(t)
+	c.Retention = 24 * time.Hour
+	if err := ReceiverSources(t.Context(), &c, &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": sources}}, "r", ""); err != nil || c.Retention != 168*time.Hour {
+		t.Fatalf("receiver default: %v %v", c.Retention, err)
+	}
+	// A different value here is refused; the same one (any spelling) is fine.
+	c = handlerConfig(t)
+	if err := ReceiverSources(t.Context(), &c, deployed, "r", "168h"); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=168h here") {
+		t.Fatalf("differing retention: %v", err)
+	}
+	if err := ReceiverSources(t.Context(), &c, deployed, "r", "5760m"); err != nil {
+		t.Fatalf("same retention: %v", err)
+	}
+}
+
+// TestHandleCountsRequestedRedeliveries: a run that asks GitHub to
+// redeliver reports them as ReconcileRequested, not ReconcileRecovered.
+func TestHandleCountsRequestedRedeliveries(t *testing.T) {
+	t.Parallel()
+	stub := providerstub.New(providerstub.Options{})
+	api := httptest.NewServer(stub)
+	defer api.Close()
+	stub.GitHub.SetEndpoint("http://127.0.0.1:1/unreachable", "gh_h")
+	stub.GitHub.Emit(t.Context(), "push", json.RawMessage(`{"ref":"a"}`))
+	srcs, _ := source.Parse([]byte(`{"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh_h"]}}}}`))
+	reg, _ := source.NewRegistry(srcs, &source.Secrets{})
+	rc := &Config{Sources: srcs, Registry: reg, Secrets: &source.Secrets{}, Retention: 168 * time.Hour}
+	spec := Spec{Source: "github", Tenant: "acme", Credential: "literal:ghp_stub", Hook: "repos/acme/shop/hooks/42", APIURL: api.URL, MinAge: "0s", Redeliver: true}
+	var emf, logs bytes.Buffer
+	h := &Handler{Config: rc, Specs: []Spec{spec}, Reconciler: &Reconciler{Ledger: &memLedger{}, Log: quiet()}, Metrics: metric.New(&emf, "test"),
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	if _, err := h.Handle(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	json.Unmarshal(emf.Bytes(), &line)
+	if line["ReconcileMissing"] != 1.0 || line["ReconcileRequested"] != 1.0 || line["ReconcileRecovered"] != 0.0 {
+		t.Fatalf("metrics %s", emf.String())
+	}
+	if !strings.Contains(logs.String(), "redelivery requested") || strings.Contains(logs.String(), "recovered") {
+		t.Fatalf("log %s", logs.String())
 	}
 }

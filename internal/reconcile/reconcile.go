@@ -89,6 +89,8 @@ var _ existence = (*ledger.Ledger)(nil)
 type Outcome struct {
 	Status int    // HTTP status
 	Result string // the X-Hookledger-Result header: accepted, duplicate, ...
+	// RetryAfter is a 429's or 503's Retry-After, when the answer had one.
+	RetryAfter time.Duration
 }
 
 // Feeder hands a delivery to the receiver: by HTTP to the webhook URL
@@ -163,16 +165,18 @@ type Counts struct {
 	TooOld    int `json:"too_old"`    // original delivery outside the window: not judged
 }
 
-// Recovered is how many missing events were brought in (fed or redelivery
-// requested).
-func (c Counts) Recovered() int { return c.Fed + c.Duplicate + c.Requested }
+// Recovered is how many missing events are now in the ledger: fed and
+// accepted, or answered duplicate. A requested redelivery is not counted:
+// GitHub was asked, and whether it delivered shows only in a later run
+// (Requested).
+func (c Counts) Recovered() int { return c.Fed + c.Duplicate }
 
 // Found is one missing event and what became of it.
 type Found struct {
 	Key    string    `json:"event_key"`
 	Type   string    `json:"event_type"`
 	At     time.Time `json:"at"`
-	Result string    `json:"result"` // accepted, duplicate, redelivery_requested, dry_run, or failed: reason
+	Result string    `json:"result"` // accepted, duplicate (duplicate_rejected_conflict: a 409 under HOOKLEDGER_MISMATCH=reject), redelivery_requested, dry_run, or failed: reason
 }
 
 // Report is a run's result.
@@ -199,6 +203,8 @@ type Reconciler struct {
 	// again (default 3), Backoff the first wait (default 1s, doubling).
 	Retries int
 	Backoff time.Duration
+	// Sleep pauses between feed attempts (tests inject it; nil: a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (r *Reconciler) now() time.Time {
@@ -438,7 +444,8 @@ func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
 }
 
 // feed signs d and hands it to the receiver, retrying answers that say
-// "later" (5xx, no connection).
+// "later" (5xx, 429, no connection). A 409 rejected_conflict counts as
+// duplicate: the event is in the ledger.
 func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) string {
 	url := r.Feeder.URL(job.Source, job.Tenant)
 	hdr, err := r.sign(job, url, d)
@@ -471,12 +478,25 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 			}
 		}
 		out, err := r.Feeder.Feed(ctx, job.Source, job.Tenant, hdr, d.Message.Body)
+		d := wait
 		switch {
 		case err == nil && out.Status >= 200 && out.Status < 300:
 			if out.Result == "" {
 				return "accepted"
 			}
 			return out.Result
+		case err == nil && out.Status == http.StatusConflict && out.Result == conflictResult:
+			// HOOKLEDGER_MISMATCH=reject: the ledger holds this key with
+			// other bytes. The rebuilt body never equals the original's
+			// bytes, so this is the sender's own delivery (a retry that won
+			// the race): the event is present.
+			return conflictDuplicate
+		case err == nil && out.Status == http.StatusTooManyRequests:
+			// Throttled (API Gateway, the receiver's concurrency): later.
+			last = fmt.Sprintf("the receiver answered %d %s", out.Status, out.Result)
+			if out.RetryAfter > d {
+				d = out.RetryAfter
+			}
 		case err == nil && out.Status < 500:
 			return fmt.Sprintf("failed: the receiver answered %d %s", out.Status, out.Result)
 		case err != nil:
@@ -487,11 +507,31 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 		if attempt >= retries {
 			return "failed: " + last
 		}
-		select {
-		case <-ctx.Done():
-			return "failed: " + ctx.Err().Error()
-		case <-time.After(wait):
+		if err := r.pause(ctx, d); err != nil {
+			return "failed: " + err.Error()
 		}
 		wait *= 2
+	}
+}
+
+// conflictResult is the receiver's answer (409) to a key it holds with
+// other bytes under HOOKLEDGER_MISMATCH=reject; conflictDuplicate is what
+// reconcile records for it (counted as duplicate).
+const (
+	conflictResult    = "rejected_conflict"
+	conflictDuplicate = "duplicate_rejected_conflict"
+)
+
+func (r *Reconciler) pause(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -135,9 +135,10 @@ func TestFeedRetriesUnavailableThenCountsFailures(t *testing.T) {
 	if err != nil || rep.Fed != 2 || rep.Failed != 0 {
 		t.Fatalf("%+v %v", rep.Counts, err)
 	}
-	// Rebuilt GitHub bodies are the payload, compact, in the API's key order.
-	if string(rec.bodies[0]) != `{"ref":"a"}` {
-		t.Fatalf("body %s", rec.bodies[0])
+	// Rebuilt GitHub bodies are the payload, compact, in the API's key order
+	// (newest first: each event is fed as soon as its group is listed).
+	if len(rec.bodies) != 2 || string(rec.bodies[0])+string(rec.bodies[1]) != `{"ref":"b"}{"ref":"a"}` {
+		t.Fatalf("bodies %s", rec.bodies)
 	}
 	// Always unavailable: failed after the retries; a 4xx fails at once.
 	rec = &recorder{verifier: v, secret: "gh_unit", url: "https://h", answers: []int{503, 503, 503, 503, 400}}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -150,9 +151,13 @@ func (s *Stripe) wanted(typ string) bool {
 
 // List implements Provider.
 func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error) error {
+	// Pages never repeat an event: List Events is ordered newest first and
+	// starting_after is the last id of the previous page (a cursor by
+	// object id, not an offset), so events created meanwhile never shift
+	// the pages still to come. No set of ids seen is kept.
 	after := ""
-	seen := map[string]bool{}
 	for {
+		prev := after
 		var page stripeList
 		if _, err := s.api.get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
 			return err
@@ -166,10 +171,9 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 				return fmt.Errorf("stripe API: a listed item is not an event: %.120s", raw)
 			}
 			after = h.ID
-			if seen[h.ID] || !s.wanted(h.Type) {
+			if !s.wanted(h.Type) {
 				continue
 			}
-			seen[h.ID] = true
 			// created[gte] keeps the list inside the window; a page that says
 			// has_more is still followed (the cursor moves on).
 			ev := Event{ID: h.ID, Type: h.Type, At: time.Unix(h.Created, 0).UTC(), Failed: !s.All, body: raw}
@@ -179,6 +183,9 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 		}
 		if !page.HasMore || len(page.Data) == 0 {
 			return nil
+		}
+		if after == prev {
+			return fmt.Errorf("stripe API: the page after %q starts over at the same event; stopped", prev)
 		}
 	}
 }
@@ -192,14 +199,29 @@ func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
 	return Delivery{Message: webhook.Message{ID: ev.ID, Type: ev.Type, Body: ev.body}}, nil
 }
 
-// baseURL validates a configured API base URL.
+// baseURL validates a configured API base URL. The credential goes with
+// every request, so it must be https; plain http is allowed only to a
+// loopback host (localhost, 127.0.0.0/8, ::1: tests and local stubs), never
+// to a name that merely resolves nearby.
 func baseURL(v, def string) (string, error) {
 	if v == "" {
 		return def, nil
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" {
-		return "", fmt.Errorf("api_url %q: want an absolute http(s) URL such as %s", v, def)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+		return "", fmt.Errorf("api_url %q: want an absolute https URL such as %s", v, def)
+	}
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return "", fmt.Errorf("api_url %q: plain http would send the API credential in clear text; use https (http is allowed only to localhost, 127.0.0.1 or ::1, for local stubs)", v)
 	}
 	return strings.TrimRight(v, "/"), nil
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

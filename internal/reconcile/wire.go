@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,12 +31,18 @@ type Settings struct {
 	// what the reconciler's role may read for credentials (template.yaml
 	// sets it; unset: not checked).
 	CredentialGrants string
+	// Schedule is HOOKLEDGER_RECONCILE_SCHEDULE, the schedule expression
+	// the function runs on (template.yaml sets it from ReconcileSchedule):
+	// a spec whose window minus min_age is shorter than its interval is
+	// refused, as events would fall between two runs.
+	Schedule string
 }
 
 // LoadSettings reads Settings through getenv.
 func LoadSettings(getenv func(string) string) Settings {
 	return Settings{Specs: getenv("HOOKLEDGER_RECONCILE"), ReceiverFunction: getenv("HOOKLEDGER_RECEIVER_FUNCTION"),
-		WebhookURL: getenv("HOOKLEDGER_WEBHOOK_URL"), CredentialGrants: getenv("HOOKLEDGER_RECONCILE_GRANTS")}
+		WebhookURL: getenv("HOOKLEDGER_WEBHOOK_URL"), CredentialGrants: getenv("HOOKLEDGER_RECONCILE_GRANTS"),
+		Schedule: getenv("HOOKLEDGER_RECONCILE_SCHEDULE")}
 }
 
 // NewConfig parses the sources and builds the secret resolver and the
@@ -113,28 +120,82 @@ type configReader interface {
 
 var _ configReader = (*lambda.Client)(nil)
 
-// ReceiverSources fills c's sources and secret grants from the receiver
-// function's own environment when c has none: the reconciler then verifies,
-// keys and signs with exactly the receiver's configuration, and its own
-// environment stays far below Lambda's 4 KB (the sources alone may take
-// most of it).
-func ReceiverSources(ctx context.Context, c *config.Config, api configReader, function string) error {
-	if c.SourcesJSON != "" {
-		return nil
-	}
+// ReceiverSources reads the receiver function's own configuration. When c
+// has no sources it takes the receiver's HOOKLEDGER_SOURCES and
+// HOOKLEDGER_SECRET_GRANTS: the reconciler then verifies, keys and signs
+// with exactly the receiver's configuration, and its own environment stays
+// far below Lambda's 4 KB (the sources alone may take most of it). Always
+// it takes the receiver's HOOKLEDGER_RETENTION (unset there: the default,
+// as the receiver decides), since the window is safe only inside the
+// retention the deployed receiver writes records with. own is the caller's
+// HOOKLEDGER_RETENTION ("" when unset): a different value is refused, as it
+// means the caller believes something about the ledger that is not so.
+func ReceiverSources(ctx context.Context, c *config.Config, api configReader, function, own string) error {
 	out, err := api.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &function})
 	if err != nil {
-		return fmt.Errorf("read the sources from the receiver function %s: %w (the reconciler needs lambda:GetFunctionConfiguration on it, or HOOKLEDGER_SOURCES)", function, err)
+		return fmt.Errorf("read the configuration of the receiver function %s: %w (the reconciler needs lambda:GetFunctionConfiguration on it: it takes the receiver's HOOKLEDGER_RETENTION, and its HOOKLEDGER_SOURCES unless set here)", function, err)
 	}
 	var vars map[string]string
 	if out.Environment != nil {
 		vars = out.Environment.Variables
 	}
-	if vars["HOOKLEDGER_SOURCES"] == "" {
-		return fmt.Errorf("the receiver function %s has no HOOKLEDGER_SOURCES; set HOOKLEDGER_SOURCES for the reconciler", function)
+	deployed, err := receiverRetention(vars["HOOKLEDGER_RETENTION"])
+	if err != nil {
+		return fmt.Errorf("the receiver function %s: %w", function, err)
 	}
-	c.SourcesJSON, c.SecretGrants = vars["HOOKLEDGER_SOURCES"], vars["HOOKLEDGER_SECRET_GRANTS"]
+	if own = strings.TrimSpace(own); own != "" {
+		d, err := time.ParseDuration(own)
+		if err != nil || d != deployed {
+			return fmt.Errorf("HOOKLEDGER_RETENTION=%s here, but the receiver function %s keeps ledger records %v: a window judged against the wrong retention could feed events whose records expired, running their effects twice; unset HOOKLEDGER_RETENTION (the receiver's is used) or set it to %v",
+				own, function, deployed, deployed)
+		}
+	}
+	if c.SourcesJSON == "" {
+		if vars["HOOKLEDGER_SOURCES"] == "" {
+			return fmt.Errorf("the receiver function %s has no HOOKLEDGER_SOURCES; set HOOKLEDGER_SOURCES for the reconciler", function)
+		}
+		c.SourcesJSON, c.SecretGrants = vars["HOOKLEDGER_SOURCES"], vars["HOOKLEDGER_SECRET_GRANTS"]
+	}
+	c.Retention = deployed
 	return nil
+}
+
+// receiverRetention is the retention a receiver with HOOKLEDGER_RETENTION
+// v writes records with.
+func receiverRetention(v string) (time.Duration, error) {
+	c, err := config.Load(func(k string) string {
+		if k == "HOOKLEDGER_RETENTION" {
+			return v
+		}
+		return ""
+	})
+	if err != nil {
+		return 0, err
+	}
+	return c.Retention, nil
+}
+
+// ParseSchedule returns the interval of an EventBridge schedule expression
+// (HOOKLEDGER_RECONCILE_SCHEDULE, the template's ReconcileSchedule):
+// rate(N unit) exactly; a cron() expression gives 0 (not checked: its
+// longest gap is not computed here).
+func ParseSchedule(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.HasPrefix(v, "cron(") && strings.HasSuffix(v, ")") {
+		return 0, nil
+	}
+	inner, ok := strings.CutPrefix(v, "rate(")
+	if inner, ok2 := strings.CutSuffix(inner, ")"); ok && ok2 {
+		f := strings.Fields(inner)
+		if len(f) == 2 {
+			n, err := strconv.Atoi(f[0])
+			unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[f[1]]
+			if err == nil && n > 0 && unit > 0 {
+				return time.Duration(n) * unit, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("HOOKLEDGER_RECONCILE_SCHEDULE %q: want an EventBridge schedule expression, rate(1 hour) or cron(...)", v)
 }
 
 // FromConfig builds the scheduled reconciler function's handler. Without
@@ -143,9 +204,13 @@ func ReceiverSources(ctx context.Context, c *config.Config, api configReader, fu
 // function at cold start with a message naming the fix.
 func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
 	lam := lambda.NewFromConfig(cfg)
-	if s.ReceiverFunction != "" {
+	if s.ReceiverFunction != "" && c.SourcesJSON == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := ReceiverSources(ctx, &c, lam, s.ReceiverFunction)
+		var own string
+		if getenv != nil {
+			own = getenv("HOOKLEDGER_RETENTION")
+		}
+		err := ReceiverSources(ctx, &c, lam, s.ReceiverFunction, own)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -162,6 +227,11 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 		}
 		rc.CredentialGrants = &g
 	}
+	interval, err := ParseSchedule(s.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	rc.Interval = interval
 	if s.Specs == "" {
 		return nil, errors.New("HOOKLEDGER_RECONCILE is empty: set it (template parameter ReconcileConfig) to a JSON array such as [{\"source\":\"stripe\",\"tenant\":\"acme\",\"credential\":\"ssm:/hookledger/acme/stripe-api\"}]")
 	}
@@ -214,7 +284,8 @@ type Summary struct {
 
 // Handle runs every spec. Each adds its counts to the metrics
 // ReconcileSeen, ReconcileMissing (events the front door lost: alarmed),
-// ReconcileRecovered and ReconcileFailed. It returns an error when any spec
+// ReconcileRecovered (now in the ledger), ReconcileRequested (GitHub
+// redeliveries asked for, not yet seen) and ReconcileFailed. It returns an error when any spec
 // could not run or any missing event could not be fed, so the function's
 // Errors alarm fires too.
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error) {
@@ -229,7 +300,7 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error
 			sum.Reports = append(sum.Reports, rep)
 		}
 		h.Metrics.AddAll(map[string]int{"ReconcileSeen": rep.Seen, "ReconcileMissing": rep.Missing,
-			"ReconcileRecovered": rep.Recovered(), "ReconcileFailed": rep.Failed + boolInt(err != nil)})
+			"ReconcileRecovered": rep.Recovered(), "ReconcileRequested": rep.Requested, "ReconcileFailed": rep.Failed + boolInt(err != nil)})
 		attrs := []any{"provider", rep.Provider, "since", rep.Since, "seen", rep.Seen, "in_ledger", rep.InLedger,
 			"missing", rep.Missing, "fed", rep.Fed, "duplicate", rep.Duplicate, "requested", rep.Requested,
 			"failed", rep.Failed, "too_recent", rep.TooRecent, "too_old", rep.TooOld}
@@ -241,6 +312,8 @@ func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error
 		case rep.Failed > 0:
 			errs = append(errs, fmt.Errorf("reconcile %s/%s: %d missing events could not be fed", sp.Source, sp.Tenant, rep.Failed))
 			log.ErrorContext(ctx, "reconcile: missing events could not be fed", attrs...)
+		case rep.Missing > 0 && rep.Requested > 0:
+			log.WarnContext(ctx, "reconcile: the front door lost events; redelivery requested from the provider", attrs...)
 		case rep.Missing > 0:
 			log.WarnContext(ctx, "reconcile: the front door lost events; recovered", attrs...)
 		default:
