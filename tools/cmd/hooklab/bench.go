@@ -694,7 +694,7 @@ func (b *benchRun) cost(ctx context.Context) error {
 			"init (cold start) time is not included. Logs: the handlers' measured JSON lines and their CloudWatch metric (EMF) lines + an estimated 280 B of START/END/REPORT per invocation + the API's access log line " +
 			fmt.Sprintf("(%d B). ", int(a.AccessLogBytes)) +
 			"3 KB rows interpolate the 1 KB and 10 KB measurements by payload item size. Fixed monthly costs (not per event): the reclaimer runs 43,200 times/month " +
-			"with 16 eventually consistent due-index queries each (≈ 0.35M RRU ≈ $0.04), its run lock taken and released (≈ 86,400 WRU ≈ $0.05), a queue-depth read (≈ $0.02) and 43,200 invocations (≈ $0.01 + duration); idle SQS long polls by the event source mapping.",
+			"with 16 eventually consistent due-index queries each (≈ 0.35M RRU ≈ $0.04), its run lock taken and released (≈ 86,400 WRU ≈ $0.05), a queue-depth read (≈ $0.02), a dead-letter queue receive (≈ $0.02) and 43,200 invocations (≈ $0.01 + duration); idle SQS long polls by the event source mapping.",
 	}
 	t.Print(b.out)
 	nw, dp, _ := b.profileFor(3 << 10)
