@@ -610,9 +610,17 @@ func leavesStarted(steps map[string]Step, changes []StepChange) bool {
 // Bury marks a leased record dead (a permanent error, attempts exhausted,
 // a step that cannot be proven), with the step changes in the same write.
 // Dead records are alarmed and replayable (Replay).
+//
+// Like Fail, a Bury that leaves a step started keeps the lease's end: the
+// record is dead, so nothing claims it, but an operator's replay right
+// after must still wait for that end before the step's check is asked.
 func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ...StepChange) (Record, error) {
+	remove := []string{"lease_owner", "lease_until", "due_shard", "due_at"}
+	if leavesStarted(lease.Record.Steps, changes) {
+		remove = []string{"lease_owner", "due_shard", "due_at"}
+	}
 	return l.owned(ctx, "bury", lease,
-		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, remove,
 			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes, "")
 }
 

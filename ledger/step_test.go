@@ -265,3 +265,43 @@ func TestRecordWithStepsStaysUnderOneKB(t *testing.T) {
 		t.Logf("record with three steps: %d bytes", size)
 	}
 }
+
+// A burial that leaves a step started (attempts spent while an at-most-once
+// request timed out on our side) keeps the lease's end like Fail: an
+// operator's replay right after must not let the check be asked before the
+// request could still land.
+func TestBuryWithAStartedStepKeepsTheLeaseEnd(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := newID(t)
+	create(t, f, id)
+	lease := claimed(t, f, id, time.Minute)
+	rec, err := f.l.SaveSteps(t.Context(), lease, ledger.StepChange{Name: "sms", Status: ledger.StepStarted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Record = rec
+	rec, err = f.l.Bury(t.Context(), lease, "attempts exhausted: sms: request timed out")
+	if err != nil || rec.Status != ledger.Dead || rec.LeaseOwner != "" || !rec.LeaseUntil.Equal(lease.Until) {
+		t.Fatalf("bury: %+v %v, want dead with lease_until %v kept", rec, err, lease.Until)
+	}
+	if rec.LeaseLive(f.clock.Now()) {
+		t.Error("a dead record counts as leased: the reclaimer would look at it")
+	}
+	if rec, err = f.l.Replay(t.Context(), id); err != nil || !rec.LeaseUntil.Equal(lease.Until) {
+		t.Fatalf("replay: %+v %v", rec, err)
+	}
+	if _, err := f.l.Claim(t.Context(), id, time.Minute); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("claim right after the replay: %v, want ErrLeased until the buried lease's end", err)
+	}
+	f.clock.Advance(time.Minute)
+	claimed(t, f, id, time.Minute)
+
+	// Without a started step a burial clears the lease as before.
+	other := newID(t)
+	create(t, f, other)
+	l2 := claimed(t, f, other, time.Minute)
+	if rec, err := f.l.Bury(t.Context(), l2, "permanent"); err != nil || !rec.LeaseUntil.IsZero() {
+		t.Fatalf("bury without a started step: %+v %v", rec, err)
+	}
+}

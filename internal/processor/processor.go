@@ -391,6 +391,10 @@ type work struct {
 	h     *Handler
 	mu    sync.Mutex
 	lease ledger.Lease
+	// extending makes ExtendLease calls take turns: each computes the new
+	// end from the lease the one before it wrote, so two calls at once (a
+	// heartbeat and the handler) cannot leave the shorter end last.
+	extending sync.Mutex
 }
 
 func (w *work) Save(ctx context.Context, changes []steps.Change) error {
@@ -418,6 +422,8 @@ func (w *work) Save(ctx context.Context, changes []steps.Change) error {
 func (w *work) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }
 
 func (w *work) extend(ctx context.Context, d time.Duration) error {
+	w.extending.Lock()
+	defer w.extending.Unlock()
 	w.mu.Lock()
 	lease := w.lease
 	w.mu.Unlock()

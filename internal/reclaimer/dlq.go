@@ -50,6 +50,7 @@ type dlqAPI interface {
 type deadLetterStore interface {
 	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
 	EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error)
+	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 }
 
 var (
@@ -65,8 +66,8 @@ type DeadLetterReport struct {
 	Left    int // messages left for the operator (or a later run)
 }
 
-// Run reads up to Max messages until ctx ends.
-func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger) DeadLetterReport {
+// Run reads up to Max messages until ctx ends; now is the run's clock.
+func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger, now time.Time) DeadLetterReport {
 	var rep DeadLetterReport
 	limit := d.Max
 	if limit <= 0 {
@@ -87,7 +88,7 @@ func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger) DeadLetterRepor
 		}
 		for _, m := range out.Messages {
 			rep.Read++
-			switch outcome := d.one(ctx, aws.ToString(m.Body), log); outcome {
+			switch outcome := d.one(ctx, aws.ToString(m.Body), log, now); outcome {
 			case dlqCleared, dlqKept:
 				if outcome == dlqKept {
 					rep.Kept++
@@ -116,7 +117,7 @@ const (
 )
 
 // one decides about one message.
-func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger) dlqOutcome {
+func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, now time.Time) dlqOutcome {
 	msg, err := queue.Decode(body)
 	if err != nil {
 		log.WarnContext(ctx, "dead-letter message unreadable; left in the DLQ", "error", err.Error())
@@ -133,11 +134,18 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger) dl
 		return dlqLeft
 	case rec.Status == ledger.Done:
 		return dlqCleared // finished since: the message is a spent copy
-	case msg.BodyOmitted:
-		// The body is in the payload store or the ledger, where the
-		// reclaimer reads it; this message adds nothing, but whether the
-		// object exists is for replay to find out.
-		log.WarnContext(ctx, "dead-letter message without its body; left in the DLQ", "status", string(rec.Status))
+	case msg.SHA256 != "" && rec.BodySHA256 != "" && msg.SHA256 != rec.BodySHA256:
+		// An older event's message under a key the ledger has since
+		// given to another (the DLQ keeps messages 14 days, records may
+		// expire sooner): its body is not this record's.
+		log.WarnContext(ctx, "dead-letter message of an earlier event under this key (its body digest differs); left in the DLQ")
+		return dlqLeft
+	case msg.BodyOmitted || msg.Ref != "" || rec.PayloadRef != "":
+		// The record keeps its body in the payload store, where the
+		// reclaimer and replay read it (never the ledger's payload item),
+		// or the message does not carry it: storing it here would help
+		// nobody, and deleting the message could lose the only copy.
+		log.WarnContext(ctx, "dead-letter message of an event whose body belongs in the payload store; left in the DLQ for hookledger replay --dlq", "status", string(rec.Status))
 		return dlqLeft
 	}
 	kept, err := d.Ledger.EnsurePayload(ctx, msg.ID(), msg.Body)
@@ -148,6 +156,14 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger) dl
 	if rec.Status == ledger.Dead {
 		log.WarnContext(ctx, "dead-letter message of a dead event: its body is in the ledger; replay it with hookledger replay", "kept", kept)
 	} else {
+		// Due now, so this run's walk re-drives it rather than the next
+		// look its wait for the message had set (up to an hour away). A
+		// record under a live lease keeps its time: its holder decides.
+		if !rec.LeaseLive(now) {
+			if _, err := d.Ledger.Postpone(ctx, rec, now); err != nil && !errors.Is(err, ledger.ErrConflict) {
+				log.WarnContext(ctx, "dead-letter message: record not made due now; it is re-driven at its next look", "error", err.Error())
+			}
+		}
 		log.WarnContext(ctx, "dead-letter message: its body is in the ledger, and the reclaimer re-drives the event", "status", string(rec.Status), "kept", kept)
 	}
 	if kept {

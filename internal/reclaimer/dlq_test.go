@@ -54,6 +54,14 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dlq_gone"}
+	// A record whose body belongs in the payload store: the reclaimer and
+	// replay read it only there, so the message stays.
+	stored := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dlq_s3"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: stored, Type: "invoice.paid", BodySHA256: "x", PayloadRef: "payloads/x"}); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier event's message under a key reused since: another digest.
+	reused := bare("evt_dlq_reused")
 
 	put := func(body string) {
 		t.Helper()
@@ -61,8 +69,12 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range []ledger.ID{crashed, buried, done, gone} {
-		b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "x", Body: []byte(`{"id":"` + id.Key + `"}`)})
+	for _, id := range []ledger.ID{crashed, buried, done, gone, stored, reused} {
+		digest := "x"
+		if id == reused {
+			digest = "an-earlier-body"
+		}
+		b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: digest, Body: []byte(`{"id":"` + id.Key + `"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,8 +84,13 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 
 	f.clock.Advance(time.Minute) // the crashed worker's lease is over
 	rep := f.run(t)
-	if d := rep.DeadLetters; d.Read != 5 || d.Kept != 2 || d.Cleared != 3 || d.Left != 2 {
-		t.Fatalf("dead letters %+v; want 5 read, 2 bodies kept (crashed, dead), 3 cleared (those and the done one), 2 left (gone, unreadable)", d)
+	if d := rep.DeadLetters; d.Read != 7 || d.Kept != 2 || d.Cleared != 3 || d.Left != 4 {
+		t.Fatalf("dead letters %+v; want 7 read, 2 bodies kept (crashed, dead), 3 cleared (those and the done one), 4 left (gone, unreadable, payload store, reused key)", d)
+	}
+	for _, id := range []ledger.ID{stored, reused} {
+		if _, err := f.l.Payload(ctx, id); err == nil {
+			t.Errorf("%s: a payload was stored from a message the record cannot use", id.Key)
+		}
 	}
 	for _, id := range []ledger.ID{crashed, buried} {
 		if body, err := f.l.Payload(ctx, id); err != nil || string(body) != `{"id":"`+id.Key+`"}` {
@@ -95,15 +112,15 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	}
 	// What was left is still in the DLQ once its short hiding ends.
 	left := 0
-	for deadline := time.Now().Add(40 * time.Second); left < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(40 * time.Second); left < 4 && time.Now().Before(deadline); {
 		out, err := f.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &dlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
 		left += len(out.Messages)
 	}
-	if left != 2 {
-		t.Errorf("%d messages left in the DLQ, want 2", left)
+	if left != 4 {
+		t.Errorf("%d messages left in the DLQ, want 4", left)
 	}
 }
 

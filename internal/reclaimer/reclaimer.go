@@ -250,7 +250,7 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	}
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	rep := h.DeadLetters.Run(dctx, log)
+	rep := h.DeadLetters.Run(dctx, log, h.now())
 	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left})
 	return rep
 }
