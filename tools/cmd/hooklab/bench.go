@@ -586,7 +586,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 	if !b.accountingPrinted {
 		t.Print(b.out)
 		sizes.Print(b.out)
-		fmt.Fprintln(b.out, "\nTargets (docs/design.md §8):")
+		fmt.Fprintln(b.out, "\nTargets:")
 		for _, l := range targetLines {
 			fmt.Fprintln(b.out, l)
 		}

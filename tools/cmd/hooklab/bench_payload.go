@@ -384,7 +384,7 @@ func (b *benchRun) latency(ctx context.Context) error {
 		"The handlers run against the local emulator with tools/latency adding a uniform wait per request (per attempt, before it is sent) from these published figures:"},
 		latency.Sources()...)
 	t.Notes = append(t.Notes, "The emulator's own time (1–2 ms a call on this machine) comes on top. ∥ marks calls made at the same time: the sender waits for the slower. "+
-		"The round-trip target (docs/design.md §8: at most two on the new-event path) is met when the new-event rows sit near two round trips (about 20–30 ms), not three (about 30–40 ms).")
+		"The round-trip target (at most two sequential round trips on the new-event path) is met when the new-event rows sit near two round trips (about 20–30 ms), not three (about 30–40 ms).")
 	t.Print(b.out)
 	return nil
 }
@@ -468,7 +468,7 @@ func (b *benchRun) costSideBySide() error {
 			"WCU per new event: record 1 + due-index entry 1 + payload (always: 2 at 3 KB) + claim 1 + complete 1 + due-index exit 1.",
 	}
 	t.Print(b.out)
-	fmt.Fprintln(b.out, "\nTargets (issue 11):")
+	fmt.Fprintln(b.out, "\nTargets:")
 	for _, v := range verdicts {
 		fmt.Fprintln(b.out, v)
 	}
