@@ -62,7 +62,8 @@ var (
 // HOOKLEDGER_PAYLOAD).
 const (
 	// PayloadAlways stores every new event's body, in parallel with the
-	// enqueue (the default).
+	// enqueue (a Handler's zero value; the deployed default, from
+	// HOOKLEDGER_PAYLOAD, is PayloadOnTrouble).
 	PayloadAlways = "always"
 	// PayloadOnTrouble stores a new event's body only when its enqueue
 	// fails; the processor stores it when the event runs into trouble.
