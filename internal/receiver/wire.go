@@ -57,6 +57,12 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 			return nil, fmt.Errorf("sources config: every delivery of these tenants would get 503 on AWS (AccessDenied):\n%w", err)
 		}
 	}
+	if c.FunctionName != "" && getenv("AWS_ENDPOINT_URL") == "" {
+		// Deployed on AWS (an emulator sets AWS_ENDPOINT_URL).
+		if err := reg.CheckStored(); err != nil {
+			return nil, fmt.Errorf("sources config: signing secrets must come from a secret store on AWS:\n%w", err)
+		}
+	}
 	opts := c.LedgerOptions()
 	if opts.SourceRetention, err = sourceRetention(reg, c, log); err != nil {
 		return nil, err

@@ -104,3 +104,35 @@ func tenants(n int) string {
 	}
 	return b.String()
 }
+
+// On AWS (in Lambda, no emulator endpoint) a literal: or env: signing
+// secret is plain text in the function's configuration: the cold start
+// refuses it and names the secret stores. Local runs and emulators may
+// use them.
+func TestFromConfigRefusesPlainSecretsOnAWS(t *testing.T) {
+	t.Parallel()
+	env := func(extra map[string]string) func(string) string {
+		m := map[string]string{
+			"HOOKLEDGER_QUEUE_URL":     "https://sqs.us-east-1.amazonaws.com/123456789012/q",
+			"HOOKLEDGER_SOURCES":       `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_x"]},"globex":{"secrets":["env:GLOBEX"]},"initech":{"secrets":["ssm:/hookledger/prod/initech"]}}}}`,
+			"AWS_LAMBDA_FUNCTION_NAME": "hookledger-receiver",
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := config.Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, env(nil), nil)
+	if err == nil || !strings.Contains(err.Error(), `tenant "acme": a literal: secret`) || !strings.Contains(err.Error(), `tenant "globex": a env: secret`) ||
+		strings.Contains(err.Error(), "initech") || !strings.Contains(err.Error(), "Secrets Manager") {
+		t.Fatalf("FromConfig on AWS: %v; want acme and globex refused with the fix, initech not", err)
+	}
+	local := env(map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"})
+	if _, err := receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, local, nil); err != nil {
+		t.Fatalf("against an emulator: %v", err)
+	}
+}

@@ -52,6 +52,24 @@ func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
 		}
 	}
+	// On AWS (in Lambda, no emulator endpoint) plain-text credentials and
+	// signing secrets are refused; against an emulator they are fine.
+	onAWS := c
+	onAWS.FunctionName = "hookledger-reconciler"
+	if _, err := FromConfig(onAWS, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, quiet()); err == nil ||
+		!strings.Contains(err.Error(), "a literal: credential is plain text") {
+		t.Errorf("literal credential on AWS: %v", err)
+	}
+	stored := onAWS
+	stored.SourcesJSON = `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_h"]}}}}`
+	if _, err := FromConfig(stored, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/hookledger-reconcile/prod/stripe"}]`, ReceiverFunction: "r"},
+		aws.Config{Region: "us-east-1"}, func(string) string { return "" }, quiet()); err == nil || !strings.Contains(err.Error(), "signing secrets must come from a secret store") {
+		t.Errorf("literal signing secret on AWS: %v", err)
+	}
+	emulated := func(k string) string { return map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"}[k] }
+	if _, err := FromConfig(onAWS, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, emulated, quiet()); err != nil {
+		t.Errorf("against an emulator: %v", err)
+	}
 	// References outside what the template grants the reconciler's role
 	// stop it at cold start, as they stop the receiver.
 	_, err := FromConfig(c, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/elsewhere/stripe-api"}]`,

@@ -242,14 +242,25 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 	if len(specs) == 0 {
 		return nil, errors.New("HOOKLEDGER_RECONCILE lists no source to reconcile")
 	}
+	onAWS := c.FunctionName != "" && (getenv == nil || getenv("AWS_ENDPOINT_URL") == "") // an emulator sets the endpoint
 	var errs []error
 	for _, sp := range specs {
 		if err := rc.Check(sp); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if ref, err := source.ParseRef(sp.Credential); err == nil && onAWS && (ref.Scheme == source.SchemeLiteral || ref.Scheme == source.SchemeEnv) {
+			errs = append(errs, fmt.Errorf("reconcile %s/%s: a %s: credential is plain text in the stack's parameters and the function's configuration; store it in SSM (ssm:/...) or Secrets Manager (secretsmanager:...) under ReconcileCredentialsParameterPath or ReconcileCredentialsSecretArn",
+				sp.Source, sp.Tenant, ref.Scheme))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("HOOKLEDGER_RECONCILE: %w", err)
+	}
+	if onAWS && rc.Registry != nil {
+		if err := rc.Registry.CheckStored(); err != nil {
+			return nil, fmt.Errorf("sources config: signing secrets must come from a secret store on AWS:\n%w", err)
+		}
 	}
 	var feeder Feeder
 	switch {

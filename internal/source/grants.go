@@ -15,9 +15,10 @@ import (
 type Grants struct {
 	// SSMPath is SecretsParameterPath: parameters under it may be read.
 	SSMPath string
-	// SecretsManagerARN is SecretsManagerSecretArn: an ARN or an ARN
-	// pattern with * and ?; the template grants it and, for an exact ARN
-	// without Secrets Manager's random suffix, ARN-?????? too.
+	// SecretsManagerARN is SecretsManagerSecretArn: an ARN, or one ending
+	// in /* (the template allows no other wildcard); the template grants it
+	// and, for an exact ARN without Secrets Manager's random suffix,
+	// ARN-?????? too.
 	SecretsManagerARN string
 	// SecretsManagerPrefix is SecretsManagerPrefix: secret names starting
 	// with it, in the stack's own account and region.
@@ -159,7 +160,7 @@ func (g Grants) checkSecretsManager(ref Ref) error {
 	n := g.names()
 	switch {
 	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "" && n.SecretPrefix == "":
-		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=ARN (the secret's ARN, or a pattern with *)",
+		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=ARN (the secret's ARN, or one ending in /* for a path)",
 			ErrNotGranted, ref, n.SecretARN)
 	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "":
 		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=%s (or %s=ARN)",

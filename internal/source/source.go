@@ -189,6 +189,25 @@ func (r *Registry) Secrets(ctx context.Context, refs []Ref) Resolved {
 // ReplayGuard reports whether the source refuses replayed bodies.
 func (r *Registry) ReplayGuard(source string) bool { return r.entries[source].guard }
 
+// CheckStored refuses the references whose secret is not in a secret
+// store: literal: (the value itself) and env: (a function environment
+// variable). On AWS both sit in plain text in the function's configuration,
+// which anyone allowed lambda:GetFunctionConfiguration can read, and a
+// signing secret read there lets anyone forge signed deliveries. Local runs
+// and emulators may use them.
+func (r *Registry) CheckStored() error {
+	var errs []error
+	for _, name := range r.Names() {
+		src, tenant, _ := strings.Cut(name, "/")
+		for _, ref := range r.entries[src].tenants[tenant] {
+			if ref.Scheme == SchemeLiteral || ref.Scheme == SchemeEnv {
+				errs = append(errs, fmt.Errorf("source %q tenant %q: a %s: secret is plain text in the function's configuration; store it in SSM (ssm:/...) or Secrets Manager (secretsmanager:...) under the granted path or prefix", src, tenant, ref.Scheme))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // CheckGrants checks every reference against what the deployed role may
 // read, and names each one outside it with the fix.
 func (r *Registry) CheckGrants(g Grants) error {
