@@ -28,7 +28,7 @@ export HOOKLEDGER_EMULATOR_PORT="${HOOKLEDGER_EMULATOR_PORT:-4599}"
 bash scripts/tools.sh emulator
 if [[ -z "$only" || ",$only," == *",compare,"* ]]; then bash scripts/bench_tools.sh; fi
 bash scripts/emulator.sh start
-trap 'bash scripts/emulator.sh stop' EXIT
+trap 'bash scripts/emulator.sh release' EXIT
 mkdir -p bin/bench
 gobench=()
 if [[ -z "$only" ]]; then

@@ -12,7 +12,7 @@ cd "$root"
 port="${HOOKLEDGER_EMULATOR_PORT:-4566}"
 bash scripts/tools.sh emulator
 bash scripts/emulator.sh start
-trap 'bash scripts/emulator.sh stop' EXIT
+trap 'bash scripts/emulator.sh release' EXIT
 mkdir -p bin
 go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./tools/cmd/hooklab
 AWS_ENDPOINT_URL="http://localhost:$port" ./bin/proof/hooklab chaos "$@"

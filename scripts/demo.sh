@@ -43,7 +43,7 @@ fi
 
 if [[ "$target" == dev ]]; then
   HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh start
-  trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh stop' EXIT
+  trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh release' EXIT
   AWS_ENDPOINT_URL="http://localhost:$port" ./bin/proof/hooklab demo "$@"
   exit
 fi

@@ -16,5 +16,5 @@ for a in "$@"; do
   case "$a" in -h | --help | -help) exec ./bin/outage/hooklab outage "$@" ;; esac
 done
 HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh start
-trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh stop' EXIT
+trap 'HOOKLEDGER_EMULATOR_PORT="$port" bash scripts/emulator.sh release' EXIT
 AWS_ENDPOINT_URL="http://localhost:$port" ./bin/outage/hooklab outage "$@"

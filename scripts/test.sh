@@ -8,7 +8,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/tools.sh
 bash scripts/emulator.sh start
-trap 'bash scripts/emulator.sh stop' EXIT
+trap 'bash scripts/emulator.sh release' EXIT
 export HOOKLEDGER_TEST_ENDPOINT="http://localhost:${HOOKLEDGER_EMULATOR_PORT:-4566}"
 export HOOKLEDGER_REQUIRE_EMULATOR=1
 echo "== go vet"
