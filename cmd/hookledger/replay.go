@@ -231,7 +231,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 			return 1
 		}
 		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
 			return 1
 		}
 		if rec.Status != ledger.Dead && rec.Status != ledger.Failed {
@@ -242,7 +242,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	} else {
 		all, err := r.ledger.List(ctx, o.status, 0)
 		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
 			return 1
 		}
 		for _, rec := range all {
