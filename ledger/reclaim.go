@@ -376,7 +376,11 @@ func (l *Ledger) List(ctx context.Context, status Status, limit int) ([]Record, 
 			ExpressionAttributeNames: names, ExclusiveStartKey: start, ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w: %v", status, ErrUnavailable, err)
+			what := "all records"
+			if status != "" {
+				what = string(status) + " records"
+			}
+			return nil, fmt.Errorf("scan table %s for %s: %w: %v", l.opt.Table, what, ErrUnavailable, err)
 		}
 		for _, it := range out.Items {
 			r := decodeRecord(it)

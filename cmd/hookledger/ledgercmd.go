@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -89,7 +90,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "inspect: %v\n", err)
+		fmt.Fprintf(stderr, "inspect: %v\n%s", err, awsHint(err, os.Getenv))
 		return 1
 	}
 	out := map[string]any{"record": rec}
@@ -129,7 +130,7 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	recs, err := l.List(ctx, ledger.Status(*status), *limit)
 	if err != nil {
-		fmt.Fprintf(stderr, "list: %v\n", err)
+		fmt.Fprintf(stderr, "list: %v\n%s", err, awsHint(err, os.Getenv))
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -211,4 +212,28 @@ func validTableName(name string) bool {
 		}
 	}
 	return true
+}
+
+// awsHint returns a line saying how to reach the ledger when err looks like
+// the AWS SDK found no credentials or could not reach its endpoint, else "".
+// setup says the same before it starts.
+func awsHint(err error, getenv func(string) string) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	creds := strings.Contains(msg, "get credentials") || strings.Contains(msg, "retrieve credentials") ||
+		strings.Contains(msg, "IMDS") || strings.Contains(msg, "NoCredentialProviders") ||
+		strings.Contains(msg, "UnrecognizedClientException") || strings.Contains(msg, "InvalidClientTokenId")
+	unreachable := strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") ||
+		strings.Contains(msg, "dial tcp")
+	switch ep := getenv("AWS_ENDPOINT_URL"); {
+	case ep == "" && (creds || unreachable):
+		return "hint: AWS_ENDPOINT_URL is not set and no AWS credentials were found. For the local emulator, start it (make emulator) and export AWS_ENDPOINT_URL=http://localhost:4566; for a deployed table, set AWS credentials (AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and AWS_REGION.\n"
+	case ep != "" && unreachable:
+		return fmt.Sprintf("hint: nothing answers at AWS_ENDPOINT_URL=%s: start the emulator (make emulator), or unset AWS_ENDPOINT_URL to use AWS.\n", ep)
+	case creds:
+		return "hint: check the AWS credentials (AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or set AWS_ENDPOINT_URL for the local emulator.\n"
+	}
+	return ""
 }

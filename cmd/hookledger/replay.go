@@ -231,7 +231,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 			return 1
 		}
 		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
 			return 1
 		}
 		if rec.Status != ledger.Dead && rec.Status != ledger.Failed {
@@ -242,7 +242,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	} else {
 		all, err := r.ledger.List(ctx, o.status, 0)
 		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n", err)
+			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
 			return 1
 		}
 		for _, rec := range all {
@@ -297,7 +297,7 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 	if err != nil {
 		return fmt.Errorf("%s: read payload: %w", rec.ID, err)
 	}
-	line := fmt.Sprintf("%s (was %s after %d attempts, %d reclaims", rec.ID, rec.Status, rec.Attempts, rec.Reclaims)
+	line := fmt.Sprintf("%s (was %s after %s, %s", rec.ID, rec.Status, plural(rec.Attempts, "attempt"), plural(rec.Reclaims, "reclaim"))
 	if rec.LastError != "" {
 		line += "; last error: " + rec.LastError
 	}
@@ -364,7 +364,7 @@ func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 		if o.limit > 0 {
 			n = min(n, o.limit)
 		}
-		fmt.Fprintf(r.stdout, "would redrive about %d messages from %s to %s\n", n, o.dlq, r.queueURL)
+		fmt.Fprintf(r.stdout, "would redrive about %s from %s to %s\n", plural(n, "message"), o.dlq, r.queueURL)
 		return 0
 	}
 	moved, kept, failed, dead := 0, 0, 0, 0
@@ -412,7 +412,7 @@ func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 			fmt.Fprintf(r.stdout, "redriven %s\n", msg.ID())
 		}
 	}
-	fmt.Fprintf(r.stdout, "redrove %d messages from %s to %s; %d left (undecodable), %d failed\n", moved, o.dlq, r.queueURL, kept, failed)
+	fmt.Fprintf(r.stdout, "redrove %s from %s to %s; %d left (undecodable), %d failed\n", plural(moved, "message"), o.dlq, r.queueURL, kept, failed)
 	if dead > 0 {
 		fmt.Fprintf(r.stdout, "%d of them belong to dead events: the processor keeps their bodies; replay them afterwards (hookledger replay --status dead)\n", dead)
 	}
@@ -476,4 +476,12 @@ func normalQueueURL(u string) string {
 	p.Path = strings.TrimRight(p.Path, "/")
 	p.RawPath = ""
 	return p.String()
+}
+
+// plural returns n and noun, with an s unless n is 1: "1 attempt", "2 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -272,3 +272,13 @@ func TestReplayFlags(t *testing.T) {
 		t.Errorf("--help: exit %d, %q", code, out.String())
 	}
 }
+
+// TestPlural: replay printed "1 attempts".
+func TestPlural(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "0 attempts", 1: "1 attempt", 2: "2 attempts"} {
+		if got := plural(n, "attempt"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

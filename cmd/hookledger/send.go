@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,10 +26,10 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tenant := fs.String("tenant", "acme", "tenant name in the URL")
 	base := fs.String("base", "http://127.0.0.1:8080", "receiver base URL (hookledger dev's address, or the deployed API)")
 	target := fs.String("url", "", "full target URL (overrides --base, --source, --tenant)")
-	body := fs.String("body", "", "request body (default: a sample invoice.paid event with a fresh id)")
+	body := fs.String("body", "", "request body (default: a minimal sample event of --provider's with a fresh id: stripe invoice.paid, github push, gitlab Push Hook, shopify orders/create, ...; twilio and generic get the Stripe sample: pass --body and --type for a real event)")
 	bodyFile := fs.String("body-file", "", "read the body from this file")
 	id := fs.String("id", "", "event/delivery id for schemes that send it in a header (default: random)")
-	typ := fs.String("type", "invoice.paid", "event type for schemes that send it in a header")
+	typ := fs.String("type", "", "event type for schemes that send it in a header (default: the sample's, e.g. push for github, orders/create for shopify)")
 	repeat := fs.Int("repeat", 1, "send the same signed delivery this many times in sequence")
 	conc := fs.Int("concurrency", 1, "and this many at once each time (duplicates racing)")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
@@ -69,8 +71,13 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "send: %v\n", err)
 			return 2
 		}
-	case *body == "":
-		payload = cli.SampleInvoice("evt_"+cli.RandomHex(12), 4900)
+	}
+	sampleBody, sampleType := sampleEvent(*provider, time.Now())
+	if *body == "" && *bodyFile == "" {
+		payload = sampleBody
+	}
+	if *typ == "" {
+		*typ = sampleType
 	}
 	u := *target
 	if u == "" {
@@ -83,6 +90,26 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "send: sign: %v\n", err)
 		return 2
+	}
+	// Say what was sent, with the idempotency key the receiver will derive
+	// (by the provider's defaults: a key_header or key_path in the source's
+	// config changes it), so that the event can be inspected.
+	where := ""
+	if *target == "" {
+		where = *src + "/" + *tenant
+	} else if s, t, ok := sourceTenant(u); ok {
+		*src, *tenant, where = s, t, s+"/"+t
+	}
+	ev, err := v.Verify(&webhook.Request{Method: http.MethodPost, URL: u, Header: hdr.Clone(), Body: payload}, []string{*secret}, time.Now())
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "send: warning: by %s's defaults the receiver finds no idempotency key in this delivery: %v\n", *provider, err)
+	case ev.Handshake != nil:
+		fmt.Fprintf(stdout, "sending a %s handshake to %s\n", *provider, u)
+	case where != "":
+		fmt.Fprintf(stdout, "sending %s key %s (type %q); inspect it with: hookledger inspect --source %s --tenant %s %s\n", where, ev.Key, ev.Type, *src, *tenant, ev.Key)
+	default:
+		fmt.Fprintf(stdout, "sending key %s (type %q) to %s\n", ev.Key, ev.Type, u)
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}
 	counts := map[string]int{}
@@ -115,8 +142,64 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			failed = true
 		}
 	}
+	for _, k := range keys {
+		switch k {
+		case "401 rejected_signature":
+			fmt.Fprintln(stderr, "send: 401 rejected_signature: check that --secret is the tenant's signing secret in HOOKLEDGER_SOURCES (the receiver's log has the reason)")
+		case "404 rejected_unknown":
+			fmt.Fprintf(stderr, "send: 404 rejected_unknown: source %q or tenant %q not in HOOKLEDGER_SOURCES\n", *src, *tenant)
+		}
+	}
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// sourceTenant returns the {source} and {tenant} of a .../webhooks/{source}/{tenant}
+// URL.
+func sourceTenant(u string) (string, string, bool) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", "", false
+	}
+	parts := strings.Split(strings.Trim(p.Path, "/"), "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "webhooks" && parts[i+1] != "" && parts[i+2] != "" {
+			return parts[i+1], parts[i+2], true
+		}
+	}
+	return "", "", false
+}
+
+// sampleEvent returns send's default body and event type for provider: a
+// minimal event of a kind the provider sends, with a fresh id, whose key the
+// provider's default config finds. Twilio (a form body signed through the
+// URL) and generic get the Stripe sample.
+func sampleEvent(provider string, now time.Time) ([]byte, string) {
+	id := cli.RandomHex(12)
+	ms := now.UnixMilli()
+	switch provider {
+	case "github":
+		return fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s","repository":{"full_name":"acme/app"}}`, cli.RandomHex(40)), "push"
+	case "gitlab":
+		return fmt.Appendf(nil, `{"object_kind":"push","ref":"refs/heads/main","checkout_sha":"%s","project":{"path_with_namespace":"acme/app"}}`, cli.RandomHex(40)), "Push Hook"
+	case "shopify":
+		return fmt.Appendf(nil, `{"id":%d,"total_price":"49.00","currency":"USD"}`, 1_000_000+now.UnixNano()%1_000_000_000), "orders/create"
+	case "paddle":
+		return fmt.Appendf(nil, `{"event_id":"evt_%s","event_type":"transaction.completed","occurred_at":%q,"data":{"id":"txn_%s"}}`, id, now.UTC().Format(time.RFC3339), id), "transaction.completed"
+	case "square":
+		return fmt.Appendf(nil, `{"merchant_id":"M_%s","type":"payment.updated","event_id":"%s","created_at":%q,"data":{"type":"payment","id":"%s"}}`, id, id, now.UTC().Format(time.RFC3339), id), "payment.updated"
+	case "intercom":
+		return fmt.Appendf(nil, `{"type":"notification_event","id":"notif_%s","topic":"conversation.user.created","created_at":%d,"data":{"item":{"type":"conversation","id":"%s"}}}`, id, now.Unix(), id), "conversation.user.created"
+	case "slack":
+		return fmt.Appendf(nil, `{"type":"event_callback","event_id":"Ev%s","event_time":%d,"event":{"type":"app_mention","text":"hello"}}`, id, now.Unix()), "event_callback"
+	case "linear":
+		return fmt.Appendf(nil, `{"action":"create","type":"Issue","webhookTimestamp":%d,"data":{"id":"%s"}}`, ms, id), "Issue"
+	case "zoom":
+		return fmt.Appendf(nil, `{"event":"meeting.started","event_ts":%d,"payload":{"object":{"id":"%s"}}}`, ms, id), "meeting.started"
+	case "twitch":
+		return fmt.Appendf(nil, `{"subscription":{"type":"channel.follow"},"event":{"user_id":"%s"}}`, id), "channel.follow"
+	}
+	return cli.SampleInvoice("evt_"+id, 4900), "invoice.paid"
 }

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookledger/hookledger/webhook"
 )
 
 // TestSendDefaultsSourceToProvider: --provider square posted to the
@@ -54,4 +59,108 @@ func newPathRecorder(t *testing.T, paths chan<- string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestSendPrintsKey: send printed only the answers, never the idempotency
+// key it generated, so the event could not be inspected.
+func TestSendPrintsKey(t *testing.T) {
+	t.Parallel()
+	paths := make(chan string, 4)
+	srv := newPathRecorder(t, paths)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--base", srv, "--body", `{"id":"evt_abc","type":"invoice.paid"}`},
+			`sending stripe/acme key evt_abc (type "invoice.paid"); inspect it with: hookledger inspect --source stripe --tenant acme evt_abc`},
+		{[]string{"--base", srv, "--provider", "github", "--id", "d-1", "--tenant", "t1"},
+			`sending github/t1 key d-1 (type "push")`},
+		{[]string{"--url", srv + "/webhooks/shop/t2", "--provider", "shopify", "--id", "e-9"},
+			`sending shop/t2 key e-9 (type "orders/create"); inspect it with: hookledger inspect --source shop --tenant t2 e-9`},
+		{[]string{"--url", srv + "/hook", "--body", `{"id":"evt_x"}`},
+			`sending key evt_x (type "") to ` + srv + "/hook"},
+	} {
+		var out, errb bytes.Buffer
+		args := append([]string{"send", "--secret", "s"}, tc.args...)
+		if code := run(t.Context(), args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+		<-paths
+		first, _, _ := strings.Cut(out.String(), "\n")
+		if !strings.HasPrefix(first, tc.want) {
+			t.Errorf("%v: first line %q, want %q", tc.args, first, tc.want)
+		}
+	}
+}
+
+// TestSendRejectionHints: a 401 or 404 from the receiver came with no word
+// on what to fix.
+func TestSendRejectionHints(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		result string
+		hint   string
+	}{
+		{401, "rejected_signature", "check that --secret is the tenant's signing secret in HOOKLEDGER_SOURCES (the receiver's log has the reason)"},
+		{404, "rejected_unknown", `source "stripe" or tenant "acme" not in HOOKLEDGER_SOURCES`},
+		{500, "error", ""},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Hookledger-Result", tc.result)
+			w.WriteHeader(tc.status)
+		}))
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"send", "--secret", "s", "--base", srv.URL}, &out, &errb)
+		srv.Close()
+		if code != 1 {
+			t.Errorf("%d: exit %d, want 1", tc.status, code)
+		}
+		if tc.hint == "" {
+			if strings.Contains(errb.String(), "HOOKLEDGER_SOURCES") {
+				t.Errorf("%d: unexpected hint %q", tc.status, errb.String())
+			}
+		} else if !strings.Contains(errb.String(), tc.hint) {
+			t.Errorf("%d: stderr %q, want the hint %q", tc.status, errb.String(), tc.hint)
+		}
+	}
+}
+
+// TestSendSampleFitsProvider: --provider shopify (or any non-Stripe
+// provider) sent a Stripe invoice.paid body and type. Each provider's sample
+// must verify, with a key and the provider's kind of type, by the
+// provider's default config.
+func TestSendSampleFitsProvider(t *testing.T) {
+	t.Parallel()
+	secrets := map[string]string{
+		"standard-webhooks": "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123")),
+		"svix":              "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123")),
+		"twitch":            "0123456789abcdef",
+	}
+	wantType := map[string]string{"stripe": "invoice.paid", "github": "push", "shopify": "orders/create", "gitlab": "Push Hook", "paddle": "transaction.completed", "square": "payment.updated"}
+	for _, p := range webhook.Providers() {
+		if p == "twilio" {
+			continue // a form body signed through the URL: send needs --body
+		}
+		v, err := webhook.New(webhook.Config{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := cmp.Or(secrets[p], "s")
+		now := time.Now()
+		body, typ := sampleEvent(p, now)
+		const u = "http://127.0.0.1:8080/webhooks/x/acme"
+		hdr, err := v.Sign(webhook.Message{ID: "id-1", Type: typ, Body: body, URL: u, Now: now}, secret)
+		if err != nil {
+			t.Errorf("%s: sign: %v", p, err)
+			continue
+		}
+		ev, err := v.Verify(&webhook.Request{Method: http.MethodPost, URL: u, Header: hdr, Body: body}, []string{secret}, now)
+		if err != nil || ev.Key == "" {
+			t.Errorf("%s: sample %s: %+v, %v", p, body, ev, err)
+		}
+		if w, ok := wantType[p]; ok && (typ != w || ev.Type != w) {
+			t.Errorf("%s: sample type %q, verified type %q, want %q", p, typ, ev.Type, w)
+		}
+	}
 }

@@ -32,15 +32,27 @@ func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// Parse parses args; it returns -1 to go on, or the exit code.
+// Parse parses args; it returns -1 to go on, or the exit code. --help prints
+// the usage once, to stdout, and returns 0; a usage error prints the error and
+// the usage to the flag set's output (stderr) and returns 2.
+//
+// flag.FlagSet.Parse itself calls Usage, to the flag set's output, both for
+// --help and for an error; Parse silences that call and prints the usage
+// itself, to the right stream, so that --help does not print it twice.
 func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		stderr := fs.Output()
 		fs.SetOutput(stdout)
 		fs.Usage()
+		fs.SetOutput(stderr)
 		return 0
-	}
-	if err != nil {
+	case err != nil:
+		fs.Usage() // flag has printed the error to the flag set's output
 		return 2
 	}
 	return -1

@@ -114,6 +114,7 @@ type demo struct {
 	burst          int
 	crash          string
 	logDir         string
+	giveUp         context.CancelCauseFunc // stops the demo when the pipeline keeps failing
 	target         string
 	table          string
 	processorFn    string
@@ -150,9 +151,18 @@ type demoReport struct {
 	lateOK                              bool
 }
 
-func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) error {
+func (d *demo) run(ctx context.Context, timeout time.Duration, keep bool) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The supervisor gives up on a pipeline that keeps failing to start;
+	// the demo then stops with its error rather than a bare cancellation.
+	ctx, d.giveUp = context.WithCancelCause(ctx)
+	defer d.giveUp(nil)
+	defer func() {
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errPipelineDown) {
+			err = cause
+		}
+	}()
 	ep := os.Getenv("AWS_ENDPOINT_URL")
 	if err := reachable(ep); err != nil {
 		return fmt.Errorf("no AWS emulator answers at %s (%v); run `make demo`, which starts MiniStack, or start one and set AWS_ENDPOINT_URL", ep, err)
@@ -306,9 +316,13 @@ func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string,
 	d.addr = ln.Addr().String()
 	d.base = "http://" + d.addr
 	ln.Close()
-	env := append(os.Environ(),
+	env := os.Environ()
+	for _, v := range demoEffectEnv {
+		env = append(env, v+"="+paymentsURL)
+	}
+	env = append(env,
 		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+d.sourcesJSON(),
-		"PAYMENTS_URL="+paymentsURL, "NOTIFY_URL="+paymentsURL, "HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info",
+		"HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info",
 		"HOOKLEDGER_CRASH="+d.crash, "HOOKLEDGER_CRASH_MARK="+d.crashMark)
 	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments and notification stub %s, pipeline on %s (logs in %s)\n",
 		name, qurl, paymentsURL, d.addr, filepath.Join(d.logDir, "pipeline.log"))
@@ -528,6 +542,22 @@ func (d *demo) print() int {
 	return 1
 }
 
+// demoEffectEnv are the effect settings the demo gives the pipeline, all
+// pointed at its payments and notification stub. An effect that needs a new
+// setting needs it here too, or the pipeline will not start under the demo.
+var demoEffectEnv = []string{"PAYMENTS_URL", "NOTIFY_URL"}
+
+// errPipelineDown: the pipeline kept failing to start.
+var errPipelineDown = errors.New("the pipeline keeps failing")
+
+// The supervisor stops restarting a pipeline that exits unexpectedly
+// maxFailures times within failureWindow (crash points do not count).
+const (
+	maxFailures   = 3
+	failureWindow = 30 * time.Second
+	logTailLines  = 20
+)
+
 // supervisor runs `hookledger dev` as a child process and restarts it after
 // a crash, like Lambda starting a fresh execution environment.
 type supervisor struct {
@@ -542,7 +572,11 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(d.logDir, "pipeline.log"))
+	logPath, err := filepath.Abs(filepath.Join(d.logDir, "pipeline.log"))
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -566,6 +600,7 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 	go func() {
 		defer close(s.done)
 		defer logf.Close()
+		var failures []time.Time
 		for {
 			s.mu.Lock()
 			cmd := s.cmd
@@ -581,6 +616,15 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 			if errors.As(err, &ee) && ee.ExitCode() == crash.ExitCode {
 				fmt.Fprintln(d.stdout, "demo: pipeline crashed at an armed crash point; restarting it")
 			} else {
+				now := time.Now()
+				failures = append(failures, now)
+				for len(failures) > 0 && now.Sub(failures[0]) > failureWindow {
+					failures = failures[1:]
+				}
+				if len(failures) >= maxFailures {
+					d.pipelineDown(err, logPath)
+					return
+				}
 				fmt.Fprintf(d.stdout, "demo: pipeline exited unexpectedly (%v); restarting it\n", err)
 			}
 			if err := start(); err != nil {
@@ -590,6 +634,36 @@ func (d *demo) supervise(ctx context.Context, env []string) (*supervisor, error)
 		}
 	}()
 	return s, nil
+}
+
+// pipelineDown reports a pipeline that keeps failing, with the end of its
+// log, and stops the demo.
+func (d *demo) pipelineDown(err error, logPath string) {
+	fmt.Fprintf(d.stderr, "demo: the pipeline exited unexpectedly %d times within %v (last: %v); not restarting it.\n", maxFailures, failureWindow, err)
+	fmt.Fprintf(d.stderr, "demo: last %d lines of its log %s:\n%s", logTailLines, logPath, tailLines(logPath, logTailLines))
+	fmt.Fprintf(d.stderr, "demo: the demo sets the effect settings %s for the pipeline; if the log names another missing setting (a new effect's), set it for the demo too (demoEffectEnv in tools/cmd/hooklab/demo.go), or export it before running the demo.\n",
+		strings.Join(demoEffectEnv, " and "))
+	if d.giveUp != nil {
+		d.giveUp(fmt.Errorf("%w (exited %d times within %v; see %s)", errPipelineDown, maxFailures, failureWindow, logPath))
+	}
+}
+
+// tailLines returns the last n lines of the file at path, each indented and
+// ending in a newline, or a line saying why it cannot be read.
+func tailLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("  (cannot read it: %v)\n", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var sb strings.Builder
+	for _, l := range lines {
+		sb.WriteString("  " + l + "\n")
+	}
+	return sb.String()
 }
 
 func (s *supervisor) stop() {
