@@ -1,13 +1,11 @@
 package receiver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,7 +38,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		}
 		grants = &g
 	}
-	raw, err := sourcesJSON(c.SourcesJSON, secrets, grants)
+	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
 	if err != nil {
 		return nil, err
 	}
@@ -79,33 +77,6 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		h.Store, h.StoreAbove = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}, c.PayloadStoreAbove
 	}
 	return h, nil
-}
-
-// sourcesJSON returns the sources JSON: HOOKLEDGER_SOURCES itself, or, when
-// it is an "ssm:" or "secretsmanager:" reference, the value stored there.
-// That is the way past Lambda's 4 KB limit on a function's environment:
-// an SSM advanced-tier parameter holds 8 KB, a Secrets Manager secret 64 KB.
-func sourcesJSON(v string, secrets *source.Secrets, grants *source.Grants) (string, error) {
-	t := strings.TrimSpace(v)
-	if !strings.HasPrefix(t, "ssm:") && !strings.HasPrefix(t, "secretsmanager:") {
-		return v, nil
-	}
-	ref, err := source.ParseRef(t)
-	if err != nil {
-		return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
-	}
-	if grants != nil {
-		if err := grants.Check(ref); err != nil {
-			return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	raw, err := secrets.Document(ctx, ref)
-	if err != nil {
-		return "", fmt.Errorf("HOOKLEDGER_SOURCES: read the sources JSON from %s: %w", ref, err)
-	}
-	return raw, nil
 }
 
 // sourceRetention is each source's retention for the ledger, logged once at

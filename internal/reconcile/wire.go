@@ -63,7 +63,7 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 		}
 		grants = &g
 	}
-	raw, err := sourcesJSON(c.SourcesJSON, secrets, grants)
+	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,31 +85,6 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 		return nil, nil, err
 	}
 	return &Config{Sources: srcs, Registry: reg, Secrets: secrets, Retention: c.Retention, Client: &http.Client{Timeout: 30 * time.Second}}, l, nil
-}
-
-// sourcesJSON returns the sources JSON: HOOKLEDGER_SOURCES itself, or the
-// document an "ssm:" or "secretsmanager:" reference in it names.
-func sourcesJSON(v string, secrets *source.Secrets, grants *source.Grants) (string, error) {
-	t := strings.TrimSpace(v)
-	if !strings.HasPrefix(t, source.SchemeSSM+":") && !strings.HasPrefix(t, source.SchemeSecretsManager+":") {
-		return v, nil
-	}
-	ref, err := source.ParseRef(t)
-	if err != nil {
-		return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
-	}
-	if grants != nil {
-		if err := grants.Check(ref); err != nil {
-			return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	raw, err := secrets.Document(ctx, ref)
-	if err != nil {
-		return "", fmt.Errorf("HOOKLEDGER_SOURCES: read the sources JSON from %s: %w", ref, err)
-	}
-	return raw, nil
 }
 
 // configReader is the slice of the Lambda client that reads a function's

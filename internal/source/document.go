@@ -1,0 +1,37 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SourcesJSON returns the sources JSON from HOOKLEDGER_SOURCES's value v:
+// v itself, or, when it is an "ssm:" or "secretsmanager:" reference, the
+// document stored there (checked against grants first, when given). That is
+// the way past Lambda's 4 KB limit on a function's environment: an SSM
+// advanced-tier parameter holds 8 KB, a Secrets Manager secret 64 KB. The
+// receiver and the reconciler read it the same way.
+func SourcesJSON(v string, secrets *Secrets, grants *Grants) (string, error) {
+	t := strings.TrimSpace(v)
+	if !strings.HasPrefix(t, SchemeSSM+":") && !strings.HasPrefix(t, SchemeSecretsManager+":") {
+		return v, nil
+	}
+	ref, err := ParseRef(t)
+	if err != nil {
+		return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
+	}
+	if grants != nil {
+		if err := grants.Check(ref); err != nil {
+			return "", fmt.Errorf("HOOKLEDGER_SOURCES: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := secrets.Document(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("HOOKLEDGER_SOURCES: read the sources JSON from %s: %w", ref, err)
+	}
+	return raw, nil
+}
