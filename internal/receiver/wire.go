@@ -91,15 +91,15 @@ func sourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (m
 	rs := reg.Retentions(c.Retention)
 	out := make(map[string]time.Duration, len(rs))
 	var errs []error
-	store := time.Duration(c.PayloadStoreDays) * 24 * time.Hour
 	for _, name := range slices.Sorted(maps.Keys(rs)) {
 		d := rs[name].Duration
 		out[name] = d
 		log.Info("source retention", "source", name, "retention", d.String(), "reason", rs[name].Reason)
-		if c.PayloadBucket != "" && store > 0 && d > store {
+		// In days: a Duration of PayloadStoreDays overflows past 106,751.
+		if need := int((d + 24*time.Hour - 1) / (24 * time.Hour)); c.PayloadBucket != "" && c.PayloadStoreDays > 0 && c.PayloadStoreDays < need {
 			errs = append(errs, fmt.Errorf("source %q: its records live %v (%s), longer than the S3 payload store keeps bodies "+
 				"(HOOKLEDGER_PAYLOAD_STORE_DAYS=%d): raise PayloadStoreDays to at least %d, or lower the source's \"retention\"",
-				name, d, rs[name].Reason, c.PayloadStoreDays, int((d+24*time.Hour-1)/(24*time.Hour))))
+				name, d, rs[name].Reason, c.PayloadStoreDays, need))
 		}
 	}
 	return out, errors.Join(errs...)
