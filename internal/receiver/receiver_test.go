@@ -131,18 +131,7 @@ func (f fixture) handle(t *testing.T, req events.APIGatewayV2HTTPRequest) events
 // queued drains the queue and returns how many messages it held.
 func (f fixture) queued(t *testing.T) int {
 	t.Helper()
-	n := 0
-	for range 5 {
-		out, err := f.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &f.queue, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n += len(out.Messages)
-		if len(out.Messages) == 0 {
-			break
-		}
-	}
-	return n
+	return len(emulator.Drain(t, f.sqs, f.queue))
 }
 
 func (f fixture) items(t *testing.T) int32 {

@@ -62,28 +62,19 @@ func (f *fixture) event(t *testing.T, key string) ledger.ID {
 	return id
 }
 
-// drain returns the keys of the messages on the queue.
+// drain takes the messages off the queue and returns their keys.
 func (f *fixture) drain(t *testing.T) []string {
 	t.Helper()
 	var keys []string
-	for range 5 {
-		out, err := f.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &f.queue, MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	for _, b := range emulator.Drain(t, f.sqs, f.queue) {
+		msg, err := queue.Decode(b)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("reclaimer sent an unreadable message: %v", err)
 		}
-		if len(out.Messages) == 0 {
-			break
+		if string(msg.Body) != `{"id":"`+msg.Key+`"}` {
+			t.Errorf("message for %s carries body %q", msg.Key, msg.Body)
 		}
-		for _, m := range out.Messages {
-			msg, err := queue.Decode(*m.Body)
-			if err != nil {
-				t.Fatalf("reclaimer sent an unreadable message: %v", err)
-			}
-			if string(msg.Body) != `{"id":"`+msg.Key+`"}` {
-				t.Errorf("message for %s carries body %q", msg.Key, msg.Body)
-			}
-			keys = append(keys, msg.Key)
-		}
+		keys = append(keys, msg.Key)
 	}
 	return f.explainRepeats(t, keys)
 }
