@@ -298,8 +298,9 @@ func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Reco
 	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(next)}), "")
 }
 
-// BuryStale marks dead a non-terminal record nobody holds (reclaims
-// exhausted, payload lost): Bury for the reclaimer, which holds no lease.
+// BuryStale marks dead a non-terminal record nobody holds (past its
+// give-up time, payload lost): Bury for the reclaimer, which holds no
+// lease.
 func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Record, error) {
 	return l.versioned(ctx, "bury", rec,
 		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
