@@ -653,9 +653,10 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // with its own conditional write (Requeue or Reset, so only one reclaimer
 // ever sends a given record), then send the messages of those it took in
 // batches. A record past its give-up time is buried instead (giveUp, or
-// buryBodiless when its body is stored nowhere). A message SQS failed is taken back (Unsent) and due again soon;
-// one whose fate is unknown stays counted and is due again after its
-// backoff, like one whose send never happened because the run died.
+// buryBodiless when its body is stored nowhere). A message SQS failed is
+// taken back (Unsent) and due again soon; one whose fate is unknown stays
+// counted and is due again after its backoff, like one whose send never
+// happened because the run died.
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, rep *Report) {
 	ids := make([]ledger.ID, len(recs))
 	for i, rec := range recs {
