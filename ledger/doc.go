@@ -40,10 +40,9 @@
 // token still owns an unexpired lease, and return ErrLeaseLost otherwise.
 // Release is Fail for a run the infrastructure cut short (the processor
 // could not read the body). The reclaimer's transitions (Requeue, Reset,
-// Postpone, Unsent, BuryStale) are
-// conditioned on the version it read, so two reclaimers, or a reclaimer and
-// a worker, never both act on one record. "Bury" is the one name for
-// marking a record dead.
+// Postpone, Unsent, BuryStale) are conditioned on the version it read, so
+// two reclaimers, or a reclaimer and a worker, never both act on one
+// record. "Bury" is the one name for marking a record dead.
 //
 // # Runs
 //

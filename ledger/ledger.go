@@ -549,9 +549,9 @@ func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChang
 			map[string]types.AttributeValue{":done": s(string(Done))}), changes, "")
 }
 
-// Fail records a retryable failure of the handler: status failed, the
-// failure counted (failures+1, the answer the run's claim waited for), the
-// error text (trimmed to 1 KB of the caller's choosing; never put secrets
+// Fail records a retryable failure of the handler: status failed,
+// failures+1 (and the run's interrupted count, which its claim added, taken
+// back: the run did answer), the error text (trimmed to 1 KB of the caller's choosing; never put secrets
 // in it), the step changes, and a due time retryAfter from now when the
 // reclaimer re-drives it if SQS has not.
 //
