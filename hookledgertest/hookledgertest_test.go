@@ -143,7 +143,8 @@ func TestExtendLeaseAsInThePipeline(t *testing.T) {
 
 // TestCheckFailingPermanentlyIsIndeterminate: a check that returns a
 // Permanent error has not learnt that the effect did not happen: the event
-// is retried and, once its attempts are spent, dead as indeterminate.
+// is retried and, at the check's MaxAttempts-th failure, dead as
+// indeterminate. The crash before it is not a failure.
 func TestCheckFailingPermanentlyIsIndeterminate(t *testing.T) {
 	t.Parallel()
 	sent := 0
@@ -156,12 +157,58 @@ func TestCheckFailingPermanentlyIsIndeterminate(t *testing.T) {
 	}))
 	tr.MaxAttempts = 3
 	tr.Run(t.Context(), ev, hookledgertest.CrashAfter("sms"))
-	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Failed {
-		t.Fatalf("attempt 2: %v, want failed (retried)", res)
+	for attempt := 2; attempt <= 3; attempt++ {
+		if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Failed {
+			t.Fatalf("attempt %d: %v, want failed (retried)", attempt, res)
+		}
 	}
 	res := tr.Run(t.Context(), ev)
-	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || sent != 1 {
-		t.Fatalf("attempt 3: %v (sent %d), want dead as indeterminate", res, sent)
+	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || !strings.Contains(res.Cause, "failed 3 times") || sent != 1 {
+		t.Fatalf("attempt 4: %v (sent %d), want dead as indeterminate", res, sent)
+	}
+}
+
+// TestInterruptedRunsDoNotSpendAttempts: crashes and lost leases are not
+// the handler's failures. An event whose first seven runs are interrupted
+// is still retried after its first failure, and dead only at its
+// MaxAttempts-th; Attempt counts every run.
+func TestInterruptedRunsDoNotSpendAttempts(t *testing.T) {
+	t.Parallel()
+	fail := false
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		if _, err := ev.Step(ctx, "charge", func(context.Context, string) (string, error) { return "ch_1", nil }); err != nil {
+			return err
+		}
+		if fail {
+			return errors.New("notify: 503")
+		}
+		return nil
+	}))
+	tr.MaxAttempts = 3
+	for i := 1; i <= 6; i++ {
+		if res := tr.Run(t.Context(), ev, hookledgertest.CrashAfter("charge")); res.Status != hookledgertest.Crashed || res.Attempt != i {
+			t.Fatalf("run %d: %v", i, res)
+		}
+	}
+	if res := tr.Run(t.Context(), ev, hookledgertest.LoseLease()); res.Status != hookledgertest.LeaseLost || res.Interrupted != 7 || res.Failures != 0 {
+		t.Fatalf("run 7: %v", res)
+	}
+	fail = true
+	for i, want := range []hookledgertest.Status{hookledgertest.Failed, hookledgertest.Failed, hookledgertest.Dead} {
+		res := tr.Run(t.Context(), ev)
+		if res.Status != want || res.Attempt != 8+i || res.Failures != i+1 || res.Interrupted != 7 {
+			t.Fatalf("failure %d: %v, want %s", i+1, res, want)
+		}
+		if want == hookledgertest.Dead && !strings.Contains(res.Cause, "failed 3 times") {
+			t.Fatalf("cause %q", res.Cause)
+		}
+	}
+	if err := tr.Replay(ev); err != nil {
+		t.Fatal(err)
+	}
+	fail = false
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || res.Attempt != 1 || res.Failures != 0 || res.Interrupted != 0 {
+		t.Fatalf("after replay: %v", res)
 	}
 }
 
