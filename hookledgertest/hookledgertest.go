@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,7 @@ type Option struct{ apply func(*runConfig) }
 
 type runConfig struct {
 	crashAt   string
+	passed    func(point string) // called at every crash point the run passes
 	loseLease bool
 }
 
@@ -168,6 +170,9 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		Store: store, Recorded: recorded, Attempt: attempt,
 		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.Key, name) },
 		Point: func(p string) {
+			if cfg.passed != nil {
+				cfg.passed(p)
+			}
 			if p == cfg.crashAt {
 				panic(crash{})
 			}
@@ -338,4 +343,102 @@ func render(in map[string]steps.State) map[string]string {
 		}
 	}
 	return out
+}
+
+// Scenario is one crash of EveryCrash: where the run died, the event it ran
+// under, how it ended once the pipeline's retries were done, and how often
+// each step's function ran over all of that.
+type Scenario struct {
+	// Point is the crash point: step.NAME.ran (right after the step's
+	// function returned, before its completion was recorded) or
+	// step.NAME.started (an at-most-once step recorded started, before its
+	// function ran); "" for the run without a crash.
+	Point string
+	// Event is the event as the scenario ran it: the given event with its
+	// key made unique to the scenario (Key + "~" + Point), so each scenario
+	// has its own ledger state and its own downstream keys
+	// (Event.IdempotencyKey) to look up in your fakes.
+	Event hookledger.Event
+	// Status is how the event ended: Done normally; Dead when a step could
+	// not be proven (an at-most-once step without a check) or the handler
+	// gave up.
+	Status Status
+	// Cause is the recorded cause when the event did not end done.
+	Cause string
+	// Ran counts the runs of each step's function over the crashed run and
+	// its retries: 1 when the crash cost nothing, 2 when the step ran again
+	// after it (at-least-once without a check that found it).
+	Ran map[string]int
+	// Runs is how many times the handler ran, the crashed run included.
+	Runs int
+}
+
+func (s Scenario) String() string {
+	p := s.Point
+	if p == "" {
+		p = "no crash"
+	}
+	return fmt.Sprintf("%s: %s after %d runs, step functions ran %v, cause %q", p, s.Status, s.Runs, s.Ran, s.Cause)
+}
+
+// EveryCrash runs ev through the handler once without a crash, to find the
+// steps it takes, and then once per crash point of every step: for each, a
+// run that dies at the point, followed by the pipeline's retries until the
+// event is done or dead. It returns the scenarios in that order, the one
+// without a crash first. Every scenario runs under its own key (see
+// Scenario.Event), so your fakes can tell what each one did:
+//
+//	for _, sc := range tr.EveryCrash(ctx, ev) {
+//		if sc.Status != hookledgertest.Done || payments.Charges(sc.Event.IdempotencyKey("charge")) != 1 {
+//			t.Error(sc)
+//		}
+//	}
+func (t *Tester) EveryCrash(ctx context.Context, ev hookledger.Event) []Scenario {
+	var points []string
+	seen := map[string]bool{}
+	clean := t.scenario(ctx, ev, "", func(p string) {
+		if !seen[p] && strings.HasPrefix(p, "step.") {
+			seen[p] = true
+			points = append(points, p)
+		}
+	})
+	out := []Scenario{clean}
+	for _, p := range points {
+		out = append(out, t.scenario(ctx, ev, p, nil))
+	}
+	return out
+}
+
+// scenario runs one crash scenario and its retries.
+func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string, passed func(string)) Scenario {
+	e := ev
+	e.Key = ev.Key + "~" + point
+	if point == "" {
+		e.Key = ev.Key + "~clean"
+	}
+	sc := Scenario{Point: point, Event: e, Ran: map[string]int{}}
+	max := t.MaxAttempts
+	if max <= 0 {
+		max = DefaultMaxAttempts
+	}
+	first := Option{func(c *runConfig) { c.crashAt, c.passed = point, passed }}
+	// A crash and then at most max failures end every event; the bound
+	// only stops a handler that neither succeeds nor fails.
+	for i := 0; i < max+2; i++ {
+		var res Result
+		if i == 0 {
+			res = t.Run(ctx, e, first)
+		} else {
+			res = t.Run(ctx, e)
+		}
+		sc.Runs++
+		for name, n := range res.Ran {
+			sc.Ran[name] += n
+		}
+		sc.Status, sc.Cause = res.Status, res.Cause
+		if res.Status == Done || res.Status == Dead {
+			break
+		}
+	}
+	return sc
 }
