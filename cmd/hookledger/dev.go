@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger"
 
 	"github.com/hookledger/hookledger/internal/cli"
@@ -47,6 +48,18 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1
 	}
+	if c.DLQURL == "" {
+		// The deployed reclaimer is handed the stack's DLQ; here it is the
+		// queue's redrive target, or the pipeline would never take back
+		// the bodies only the DLQ holds.
+		if c.DLQURL, err = local.DeadLetterQueueURL(ctx, sqs.NewFromConfig(cfg), c.QueueURL); err != nil {
+			fmt.Fprintf(stderr, "dev: %v\n", err)
+			if errors.Is(err, local.ErrNoDeadLetterQueue) {
+				return 2
+			}
+			return 1
+		}
+	}
 	routes := hookledger.NewRouter()
 	if err := effect.Register(routes, os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "dev: effect configuration: %v\n", err)
@@ -62,7 +75,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
 		return 1
 	}
-	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL)
+	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL)
 	if err := d.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1
