@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,24 +14,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/paystub"
 )
 
 // devEnv sets what the README's local flow exports, HOOKLEDGER_DLQ_URL
 // left unset as `hookledger setup` used to leave it.
 func devEnv(t *testing.T, table, queueURL string) config.Config {
 	t.Helper()
-	pay := httptest.NewServer(paystub.New())
-	t.Cleanup(pay.Close)
+	// The shipped effect's settings; nothing calls them (the one event is
+	// done already).
+	const nowhere = "http://127.0.0.1:9"
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": queueURL, "HOOKLEDGER_DLQ_URL": "",
 		"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_dev_dlq"]}}}}`,
-		"PAYMENTS_URL":       pay.URL, "NOTIFY_URL": pay.URL, "LOG_LEVEL": "info", "AWS_ENDPOINT_URL": emulator.Endpoint(t)}
+		"PAYMENTS_URL":       nowhere, "NOTIFY_URL": nowhere, "LOG_LEVEL": "info", "AWS_ENDPOINT_URL": awstest.Endpoint(t)}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -49,9 +48,9 @@ func devEnv(t *testing.T, table, queueURL string) config.Config {
 // spent copy of a finished event stayed on the DLQ (and a body only the DLQ
 // held was never taken back).
 func TestDevTakesBackTheDeadLetterQueue(t *testing.T) {
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, dlq := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, dlq := awstest.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
 	c := devEnv(t, table, qurl)
 
 	// A finished event whose message the DLQ still holds: the DLQ pass
@@ -133,10 +132,10 @@ func depth(t *testing.T, sq *sqs.Client, url string) int {
 // there is no DLQ to read, and dev says how to get one instead of running
 // a pipeline that drops what the processor keeps failing.
 func TestDevRefusesAQueueWithoutADeadLetterQueue(t *testing.T) {
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
 	sq := sqs.NewFromConfig(cfg)
-	q, err := sq.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(emulator.Name("hl-nodlq"))})
+	q, err := sq.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(awstest.Name("hl-nodlq"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +156,9 @@ func TestDevRefusesAQueueWithoutADeadLetterQueue(t *testing.T) {
 // HOOKLEDGER_DLQ_URL (it was printed as a comment), to the queue's redrive
 // target.
 func TestSetupExportsTheDeadLetterQueue(t *testing.T) {
-	cfg := emulator.Config(t)
-	t.Setenv("AWS_ENDPOINT_URL", emulator.Endpoint(t))
-	name := emulator.Name("hl-setup")
+	cfg := awstest.Config(t)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	name := awstest.Name("hl-setup")
 	var out, errb bytes.Buffer
 	if code := run(t.Context(), []string{"setup", "--table", name, "--queue", name}, &out, &errb); code != 0 {
 		t.Fatalf("setup: exit %d: %s", code, errb.String())

@@ -10,10 +10,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // The reclaimer buries a record whose body was never stored in the ledger
@@ -53,10 +53,10 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 		return nil
 	})
 	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
-	consume := func() int { // emulator.Drain: a receive answer the emulator cuts short hides nothing for long
+	consume := func() int { // awstest.Drain: a receive answer the emulator cuts short hides nothing for long
 		t.Helper()
 		n := 0
-		for i, b := range emulator.Drain(t, f.sq, f.qurl) {
+		for i, b := range awstest.Drain(t, f.sq, f.qurl) {
 			resp, _ := proc.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(i), Body: b}}})
 			if len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("processor failed the message: %v", resp.BatchItemFailures)

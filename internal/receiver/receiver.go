@@ -6,6 +6,7 @@ package receiver
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -271,7 +272,11 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ev, err := verifier.Verify(&webhook.Request{
 		Method: http.MethodPost, URL: requestURL(req), Header: headers(req.Headers), Body: body,
 	}, secrets.Values, h.now())
-	switch {
+	switch rh, repeated := errors.AsType[*webhook.RepeatedHeaderError](err); {
+	case repeated:
+		// Checked first: a repeated id or type header after a valid
+		// signature also wraps ErrNoKey.
+		return repeatedHeader(rh.Header), none
 	case errors.Is(err, webhook.ErrMalformedBody):
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"malformed body"}`), none
 	case errors.Is(err, webhook.ErrNoKey):
@@ -524,9 +529,19 @@ func (h *Handler) decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, *answe
 	return b, nil
 }
 
+// repeatedHeader answers a delivery that carries a header the verifier
+// reads once (signature, timestamp, id, type) more than once.
+func repeatedHeader(name string) answer {
+	// The name is the verifier's own (or a configured one, an HTTP token),
+	// never sender text; Marshal keeps the body JSON whatever it is.
+	body, _ := json.Marshal(map[string]string{"error": "repeated header " + name})
+	return jsonAnswer(http.StatusBadRequest, BadRequest, string(body))
+}
+
 // headers turns API Gateway's lower-cased header map into an http.Header.
-// API Gateway joins repeated headers with commas; schemes that accept
-// several signatures in one header parse that form.
+// API Gateway (and hookledger dev) join repeated headers with commas; the
+// verifier tells that form from one header's value by the header's format
+// and refuses it.
 func headers(in map[string]string) http.Header {
 	h := make(http.Header, len(in))
 	for k, v := range in {
