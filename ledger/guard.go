@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // skGuard is the sort key of a replay-guard item.
@@ -19,7 +21,7 @@ const skGuard = "g"
 // ("ev#"); it has no due-index attributes, so the reclaimer never sees it,
 // and List reads only records.
 func guardPK(id ID, digest string) string {
-	return "rg#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(digest)
+	return "rg#" + name.Escape(id.Source) + "#" + name.Escape(id.Tenant) + "#" + name.Escape(digest)
 }
 
 // ClaimBody is the replay guard: it records that id's source and tenant

@@ -21,6 +21,7 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -317,11 +318,11 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
 
-	if err := checkText(ev.Key); err != nil {
+	if err := name.CheckText(ev.Key); err != nil {
 		log.WarnContext(ctx, "unusable idempotency key", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`), none
 	}
-	if err := checkText(ev.Type); err != nil {
+	if err := name.CheckText(ev.Type); err != nil {
 		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`), none
 	}
@@ -428,11 +429,8 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body)
 }
 
-// MaxTypeBytes bounds an event type. Real types are a few dozen bytes
-// (invoice.paid, pull_request, orders/create); the type rides in the record,
-// the message and every log line, and a signed body can carry any string
-// there, so a long one is refused before anything is written.
-const MaxTypeBytes = 256
+// MaxTypeBytes bounds an event type (name.MaxType).
+const MaxTypeBytes = name.MaxType
 
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
@@ -569,27 +567,4 @@ func requestURL(req events.APIGatewayV2HTTPRequest) string {
 		u += "?" + req.RawQueryString
 	}
 	return u
-}
-
-// checkText refuses a key or type the pipeline cannot carry faithfully:
-// invalid UTF-8 (DynamoDB refuses it); U+FFFE and U+FFFF, which the queue
-// message would carry raw and SQS refuses; U+FFFD, which is what a JSON
-// decoder makes of a lone UTF-16 surrogate escape ("\ud800" and "\udbff"
-// would both become it, so two event ids would share one key); and control
-// characters, which JSON would escape but which no event id or type has.
-func checkText(s string) error {
-	if !utf8.ValidString(s) {
-		return errors.New("not valid UTF-8")
-	}
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			return fmt.Errorf("U+FFFD at byte %d: a lone surrogate or a replacement character cannot identify an event", i)
-		case r == 0xFFFE || r == 0xFFFF:
-			return fmt.Errorf("non-character U+%04X at byte %d (SQS refuses it)", r, i)
-		case r < 0x20 && r != '\t' && r != '\n' && r != '\r':
-			return fmt.Errorf("control character U+%04X at byte %d", r, i)
-		}
-	}
-	return nil
 }

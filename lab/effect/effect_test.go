@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/lab/effect"
 	"github.com/hookledger/hookledger/hookledgertest"
+	"github.com/hookledger/hookledger/lab/effect"
 )
 
 // apis fakes the two downstream APIs the invoice handler calls: payments

@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/lab/effect"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/processor"
+	"github.com/hookledger/hookledger/lab/effect"
 )
 
 func main() {
