@@ -195,7 +195,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "setup: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\n# dead-letter queue: %s\n", *table, q, dlq)
+	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\nexport HOOKLEDGER_DLQ_URL=%s\n", *table, q, dlq)
 	return 0
 }
 

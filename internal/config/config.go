@@ -49,7 +49,7 @@ const DefaultPayloadPrefix = "payloads/"
 type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
-	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue)
+	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
 	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
 	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (default 262144)

@@ -243,7 +243,10 @@ func (p *phase) setup(ctx context.Context) error {
 	devEnv := append(append([]string{}, p.env...),
 		"HOOKLEDGER_SOURCES="+string(sources), "PAYMENTS_URL=http://"+payLn.Addr().String(), "NOTIFY_URL=http://"+payLn.Addr().String(),
 		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn",
-		"HOOKLEDGER_PAYLOAD="+p.payload)
+		"HOOKLEDGER_PAYLOAD="+p.payload,
+		// As the stack hands it to the reclaimer: the dev processes take
+		// back the bodies only the DLQ holds.
+		"HOOKLEDGER_DLQ_URL="+p.dlq)
 	if p.t.faults {
 		devEnv = append(devEnv, "HOOKLEDGER_FAULTS="+p.cfg.Faults)
 	}
