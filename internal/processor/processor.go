@@ -52,7 +52,7 @@ var (
 const (
 	DefaultLease       = 60 * time.Second
 	DefaultLeaseMargin = 5 * time.Second
-	DefaultMaxAttempts = 5
+	DefaultMaxAttempts = steps.DefaultMaxAttempts
 )
 
 // Unrouted policies: what happens to an event no route matches.
