@@ -157,8 +157,12 @@ var setByParameter = map[string]string{
 func SettingNames() []string { return slices.Clone(settingNames) }
 
 // withSettings returns getenv with the members of HOOKLEDGER_SETTINGS laid
-// over it. A member it does not know, or one also set directly in the
-// environment, is an error: neither may win silently.
+// over it: a member replaces a variable of the same name the function
+// inherited. The template never sets those variables itself, so on AWS
+// nothing is replaced; an emulator that hands its own environment to the
+// functions it runs (MiniStack's LOG_LEVEL) or a shell running hookledger
+// dev cannot override what the deployment says. A member it does not know
+// is an error.
 func withSettings(getenv func(string) string) (func(string) string, error) {
 	raw := strings.TrimSpace(getenv(SettingsVar))
 	if raw == "" {
@@ -192,10 +196,6 @@ func withSettings(getenv func(string) string) (func(string) string, error) {
 				continue
 			}
 			v = n.String()
-		}
-		if getenv(name) != "" {
-			errs = append(errs, fmt.Errorf("%s is set both in %s and directly in the environment: keep one", name, SettingsVar))
-			continue
 		}
 		values[name] = v
 	}

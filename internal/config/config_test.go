@@ -236,6 +236,12 @@ func TestSettingsObjectSetsTheVariables(t *testing.T) {
 	if _, err := Load(env(map[string]string{SettingsVar: `{"HOOKLEDGER_MAX_ATTEMPTS":"often"}`})); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_MAX_ATTEMPTS") {
 		t.Errorf("a bad value: %v", err)
 	}
+	// What the deployment says replaces what the function inherited (an
+	// emulator hands its own LOG_LEVEL to the functions it runs).
+	if c, err := Load(env(map[string]string{SettingsVar: `{"LOG_LEVEL":"debug"}`, "LOG_LEVEL": "INFO", "HOOKLEDGER_MAX_ATTEMPTS": "3"})); err != nil ||
+		c.LogLevel != "debug" || c.MaxAttempts != 3 {
+		t.Errorf("over an inherited environment: %v %q %d", err, c.LogLevel, c.MaxAttempts)
+	}
 	for _, empty := range []string{"", "{}", "  "} {
 		if c, err := Load(env(map[string]string{SettingsVar: empty})); err != nil || c.MaxAttempts != 0 {
 			t.Errorf("%s=%q: %v %+v", SettingsVar, empty, err, c)
@@ -243,9 +249,8 @@ func TestSettingsObjectSetsTheVariables(t *testing.T) {
 	}
 }
 
-// A member it does not take, a variable set twice, or a document that is
-// not an object of strings stops the cold start with what to do; nothing
-// is dropped or overridden silently.
+// A member it does not take, or a document that is not an object of
+// strings, stops the cold start with what to do; nothing is dropped.
 func TestSettingsObjectRefusesWhatItCannotApply(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -255,7 +260,6 @@ func TestSettingsObjectRefusesWhatItCannotApply(t *testing.T) {
 		{map[string]string{SettingsVar: `{"HOOKLEDGER_MAX_ATTEMPT":"8"}`}, []string{`unknown setting "HOOKLEDGER_MAX_ATTEMPT"`, "HOOKLEDGER_MAX_ATTEMPTS", "LOG_LEVEL", "PipelineSettings"}},
 		{map[string]string{SettingsVar: `{"HOOKLEDGER_RETENTION":"30d"}`}, []string{`unknown setting "HOOKLEDGER_RETENTION"`, "RetentionDays"}},
 		{map[string]string{SettingsVar: `{"HOOKLEDGER_TABLE":"other"}`}, []string{`unknown setting "HOOKLEDGER_TABLE"`}},
-		{map[string]string{SettingsVar: `{"LOG_LEVEL":"warn"}`, "LOG_LEVEL": "debug"}, []string{"LOG_LEVEL is set both in HOOKLEDGER_SETTINGS and directly", "keep one"}},
 		{map[string]string{SettingsVar: `{"LOG_LEVEL":"warn","LOG_LEVEL":"debug"}`}, []string{SettingsVar, "LOG_LEVEL"}},
 		{map[string]string{SettingsVar: `{"LOG_LEVEL":true}`}, []string{"LOG_LEVEL is true", "want a string"}},
 		{map[string]string{SettingsVar: `["LOG_LEVEL"]`}, []string{SettingsVar, "JSON object"}},
