@@ -120,12 +120,65 @@ func avMap(m map[string]types.AttributeValue) map[string]any {
 	return out
 }
 
+// noted is a Backend that writes down, after each call's requests, the
+// record it returned: what the backend decoded from the items.
+type noted struct {
+	idempotency.Backend
+	r *recorder
+}
+
+func (b noted) note(rec idempotency.Record, claimed bool, err error) {
+	line := map[string]any{"record": rec}
+	if rec.Result != nil {
+		sum := sha256.Sum256(rec.Result)
+		line["result"] = fmt.Sprintf("%d bytes, sha256 %s", len(rec.Result), hex.EncodeToString(sum[:8]))
+	}
+	if claimed {
+		line["claimed"] = true
+	}
+	if err != nil {
+		line["error"] = "other"
+		for name, e := range map[string]error{"ErrLeaseLost": idempotency.ErrLeaseLost, "ErrNotFound": idempotency.ErrNotFound,
+			"ErrUnavailable": idempotency.ErrUnavailable, "ErrInvalid": idempotency.ErrInvalid} {
+			if errors.Is(err, e) {
+				line["error"] = name
+			}
+		}
+	}
+	var w strings.Builder
+	enc := json.NewEncoder(&w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(line)
+	b.r.mu.Lock()
+	b.r.lines = append(b.r.lines, "=> "+strings.TrimSuffix(w.String(), "\n"))
+	b.r.mu.Unlock()
+}
+
+func (b noted) Claim(ctx context.Context, key string, c idempotency.Claim) (idempotency.Record, bool, error) {
+	rec, claimed, err := b.Backend.Claim(ctx, key, c)
+	b.note(rec, claimed, err)
+	return rec, claimed, err
+}
+
+func (b noted) Complete(ctx context.Context, key, token string, c idempotency.Completion) (idempotency.Record, error) {
+	rec, err := b.Backend.Complete(ctx, key, token, c)
+	b.note(rec, false, err)
+	return rec, err
+}
+
+func (b noted) Get(ctx context.Context, key string) (idempotency.Record, error) {
+	rec, err := b.Backend.Get(ctx, key)
+	b.note(rec, false, err)
+	return rec, err
+}
+
 var tokenPattern = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 
 // TestDynamoDBRequestsGolden pins the DynamoDB backend's wire format: every
 // request a claim, completion (small, compressed, unstored and too large),
-// failure, take-over, refused completion, read and forget sends, and every
-// item the table gave back, against testdata/dynamodb_requests.golden.
+// failure, take-over, refused completion, read and forget sends, every
+// item the table gave back, and the record the backend decoded from it,
+// against testdata/dynamodb_requests.golden.
 // Tables written by earlier versions must keep working, so a change here
 // is a change of the stored format: the key space (pk "idem#...", sk
 // "idem"), the attribute names and encodings, and the conditions. Claim
@@ -145,8 +198,8 @@ func TestDynamoDBRequestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := s.Backend()
-	forget := b.(interface {
+	b := noted{s.Backend(), rec}
+	forget := b.Backend.(interface {
 		Forget(context.Context, string) error
 	}).Forget
 	ctx := t.Context()
