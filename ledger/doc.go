@@ -102,15 +102,12 @@
 //     replay guard's digest take the same retention, so the payload never
 //     expires before its record.
 //
-// # Call records
+// # Sharing the table
 //
-// The same table also holds call records, the memo of idempotent function
-// calls (package idempotency builds on them; see idem.go): pk "idem#" plus
-// the caller's key, sk "idem", states processing, done and failed. They
-// never carry the due-index attributes and List never returns them.
-// ClaimCall is one conditional put (a repeat gets the stored result back
-// from the failed put), CompleteCall and FailCall one update each,
-// conditioned on the claim token.
+// Other items may live in the same table under partition keys of their
+// own (package idempotency keeps its records there, under "idem#", when
+// pointed at it). The ledger never reads them: List and Counts select
+// sort key "r", and everything else reads by key.
 //
 // SDK errors never leave the package: callers branch on the sentinel errors
 // (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a
