@@ -20,7 +20,8 @@
 // JSON encoding: member names separated by dots, array indexes ([0]),
 // quoted names for anything else (`detail."order.id"`), several paths
 // separated by commas for a list, "$" for the whole input; a path that
-// continues into a string holding JSON decodes it on the way. The stored
+// continues into a string holding JSON decodes it on the way, and header
+// names match in any case. The stored
 // key is "operation#" and the SHA-256 of the material's canonical JSON
 // (KeyOf).
 //

@@ -384,7 +384,7 @@ func TestDynamoDBRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestDynamoDBLargestResultFits: a result of exactly MaxCallResult stored bytes,
+// TestDynamoDBLargestResultFits: a result of exactly MaxResultBytes stored bytes,
 // under the longest key, fits the item the emulator (which enforces
 // DynamoDB's 400 KB limit) accepts.
 func TestDynamoDBLargestResultFits(t *testing.T) {
@@ -601,7 +601,7 @@ func TestDynamoDBClaimUnderContention(t *testing.T) {
 }
 
 // TestDynamoDBResultOverDecodeLimit: a result that compresses under
-// MaxCallResult but is over MaxCallResultDecoded is recorded as unstored,
+// MaxResultBytes but is over MaxResultDecodedBytes is recorded as unstored,
 // since it could never be read back.
 func TestDynamoDBResultOverDecodeLimit(t *testing.T) {
 	t.Parallel()
