@@ -84,7 +84,7 @@ func TestIAMIsEnforced(t *testing.T) {
 	health, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(strings.ReplaceAll(string(health), " ", ""), `"auth":"enabled"`) {
-		t.Fatalf("the emulator does not enforce IAM (health: %s); scripts/e2e.sh starts it with AUTH=true", health)
+		t.Fatalf("the emulator does not enforce IAM (health: %s); lab/scripts/e2e.sh starts it with AUTH=true", health)
 	}
 	roles := pairs(t, "HOOKLEDGER_E2E_ROLES")
 	logGroups := pairs(t, "HOOKLEDGER_E2E_LOG_GROUPS")
@@ -360,7 +360,7 @@ func TestIAMIsEnforced(t *testing.T) {
 	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
 		t.Run(fn, func(t *testing.T) {
 			if roles[fn] == "" {
-				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
+				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (lab/scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
 			}
 			c := roleClients(t, root, roles[fn])
 			probed := map[string]bool{}
