@@ -105,10 +105,10 @@ func TestCheckPayloadSize(t *testing.T) {
 			break
 		}
 	}
-	if err := f.l.PutPayload(t.Context(), id, noise[:limit]); err != nil {
+	if err := f.l.PutPayload(t.Context(), id, noise[:limit], strings.Repeat("d", 64)); err != nil {
 		t.Errorf("the largest body CheckPayloadSize admits (%d bytes) could not be stored: %v", limit, err)
 	}
-	if err := f.l.PutPayload(t.Context(), id, noise[:limit+2048]); err == nil {
+	if err := f.l.PutPayload(t.Context(), id, noise[:limit+2048], strings.Repeat("d", 64)); err == nil {
 		t.Errorf("DynamoDB stored %d bytes: the check refuses bodies that would fit", limit+2048)
 	}
 }
@@ -117,11 +117,11 @@ func TestPutPayloadIfAbsent(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	id := newID(t)
-	stored, err := f.l.PutPayloadIfAbsent(t.Context(), id, []byte("first"))
+	stored, err := f.l.PutPayloadIfAbsent(t.Context(), id, []byte("first"), "")
 	if err != nil || !stored {
 		t.Fatalf("absent: %v %v", stored, err)
 	}
-	stored, err = f.l.PutPayloadIfAbsent(t.Context(), id, []byte("second"))
+	stored, err = f.l.PutPayloadIfAbsent(t.Context(), id, []byte("second"), "")
 	if err != nil || stored {
 		t.Fatalf("present: %v %v", stored, err)
 	}

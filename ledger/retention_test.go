@@ -55,7 +55,7 @@ func TestSourceRetention(t *testing.T) {
 		if got := expiresAt(t, f, c.id.PK(), "r"); !got.Equal(now.Add(c.want)) {
 			t.Errorf("%s: stored record expires_at %v, want %v", c.id.Source, got, now.Add(c.want))
 		}
-		if err := f.l.PutPayload(t.Context(), c.id, []byte(`{"id":"x"}`)); err != nil {
+		if err := f.l.PutPayload(t.Context(), c.id, []byte(`{"id":"x"}`), createdAs.BodySHA256); err != nil {
 			t.Fatal(err)
 		}
 		if got := expiresAt(t, f, c.id.PK(), "p"); !got.Equal(now.Add(c.want)) {
@@ -106,7 +106,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Hour)
-	if stored, err := processor.EnsurePayload(t.Context(), id, []byte(`{"id":"x"}`)); err != nil || !stored {
+	if stored, err := processor.EnsurePayload(t.Context(), id, []byte(`{"id":"x"}`), createdAs); err != nil || !stored {
 		t.Fatalf("ensure payload: %v %v", stored, err)
 	}
 	if got := expiresAt(t, f, id.PK(), "p"); !got.Equal(rec.ExpiresAt) {
@@ -115,7 +115,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 	// No record (it expired, or was never written): nothing is written; a
 	// payload then would outlive any record.
 	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("orphan")}
-	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`)); err != nil || stored {
+	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`), createdAs); err != nil || stored {
 		t.Fatalf("no record: stored=%v err=%v, want nothing stored", stored, err)
 	}
 }

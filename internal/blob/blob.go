@@ -105,7 +105,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 
 // payloads is the ledger's payload side, as the readers below need it.
 type payloads interface {
-	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 }
 
 // ErrMissing marks a body found in neither place: errors.Is matches it for
@@ -113,12 +113,13 @@ type payloads interface {
 var ErrMissing = errors.New("payload missing")
 
 // Body returns the stored body of rec: from the store when the record
-// references an object, from the ledger's payload item otherwise. A body
-// that is not there (yet) is an error matching ErrMissing; store may be nil
-// when rec references nothing.
+// references an object, from the ledger's payload item otherwise (one the
+// ledger finds was written for an earlier event under the key is not
+// rec's: ledger.PayloadOf). A body that is not there (yet) is an error
+// matching ErrMissing; store may be nil when rec references nothing.
 func Body(ctx context.Context, l payloads, store *Store, rec ledger.Record) ([]byte, error) {
 	if rec.PayloadRef == "" {
-		b, err := l.Payload(ctx, rec.ID)
+		b, err := l.PayloadOf(ctx, rec)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", ErrMissing, err)
 		}

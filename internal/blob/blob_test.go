@@ -63,7 +63,7 @@ func TestBodyReadsWhereTheRecordSays(t *testing.T) {
 	if _, err := blob.Body(t.Context(), l, st, inItem); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no payload item: %v, want ErrMissing", err)
 	}
-	if err := l.PutPayload(t.Context(), id, []byte("in the ledger")); err != nil {
+	if err := l.PutPayload(t.Context(), id, []byte("in the ledger"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := blob.Body(t.Context(), l, st, inItem); err != nil || string(b) != "in the ledger" {

@@ -33,7 +33,7 @@ func (f *fuzzLedger) Create(_ context.Context, ev ledger.NewEvent) (ledger.Recor
 	return ledger.Record{ID: ev.ID, Status: ledger.Received, BodySHA256: ev.BodySHA256, CreatedAt: time.Now()}, true, nil
 }
 
-func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte) error {
+func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte, string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stores++

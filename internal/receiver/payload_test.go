@@ -93,11 +93,11 @@ type meetingLedger struct {
 	r *rendezvous
 }
 
-func (m meetingLedger) PutPayload(ctx context.Context, id ledger.ID, body []byte) error {
+func (m meetingLedger) PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error {
 	if err := m.r.meet(ctx, m.r.payloadStarted, &m.r.once1, m.r.sendStarted); err != nil {
 		return err
 	}
-	return m.Ledger.PutPayload(ctx, id, body)
+	return m.Ledger.PutPayload(ctx, id, body, digest)
 }
 
 type meetingSender struct {

@@ -29,7 +29,7 @@ import (
 // recorder is the slice of the ledger the receiver writes.
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
-	PutPayload(ctx context.Context, id ledger.ID, body []byte) error
+	PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error
 	ClaimBody(ctx context.Context, id ledger.ID, digest string) (string, error)
 }
 
@@ -395,8 +395,10 @@ func (h *Handler) keepAndSend(ctx context.Context, msg queue.Message) error {
 }
 
 // keep stores the body where the record says: the payload store when the
-// message carries a reference, the ledger's payload item otherwise. Both
-// writes are idempotent (the same bytes under the event's own key).
+// message carries a reference, the ledger's payload item otherwise, marked
+// with the record's digest (msg.SHA256: the callers send only a body whose
+// digest is the record's). Both writes are idempotent (the same bytes under
+// the event's own key).
 func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	if msg.Ref != "" {
 		if h.Store == nil {
@@ -404,7 +406,7 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 		}
 		return h.Store.Put(ctx, msg.Ref, msg.Body)
 	}
-	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body)
+	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body, msg.SHA256)
 }
 
 // MaxTypeBytes bounds an event type. Real types are a few dozen bytes
@@ -435,6 +437,19 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		a.result = Mismatched
 		return a
 	}
+	// The same body (or a record from before digests were kept). The
+	// record is the event's identity: whatever is stored or enqueued from
+	// here on carries its type and digest, not this delivery's. A type
+	// header the signature does not cover (GitHub's X-GitHub-Event,
+	// Shopify's topic) may differ on a forged or buggy duplicate; the
+	// message would otherwise be parked by the processor, or, before the
+	// processor checked, run under the wrong route.
+	if msg.Type != rec.EventType {
+		log.WarnContext(ctx, "duplicate carries another event type than its record; the record's is kept",
+			"event_key", msg.Key, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
+		h.Metrics.Count("TypeMismatch")
+	}
+	msg.Type, msg.SHA256 = rec.EventType, rec.BodySHA256
 	grace := h.RequeueAfter
 	if grace <= 0 {
 		grace = DefaultRequeueAfter

@@ -54,7 +54,7 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	// The message arrives (the processor keeps the body as soon as the
 	// event is in trouble, or completes it): with the body stored, the
 	// reclaimer re-drives as before.
-	if err := f.l.PutPayload(ctx, recv, []byte(`{"id":"evt_no_payload"}`)); err != nil {
+	if err := f.l.PutPayload(ctx, recv, []byte(`{"id":"evt_no_payload"}`), "x"); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * time.Hour)
@@ -184,7 +184,7 @@ func TestEmptyPayloadIsRedrivenAsAnEmptyBody(t *testing.T) {
 	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.l.EnsurePayload(ctx, id, []byte{}); err != nil {
+	if _, err := f.l.EnsurePayload(ctx, id, []byte{}, ledger.Identity{Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Minute)
