@@ -83,8 +83,8 @@
 // before anything is written, whether a body fits one payload item
 // (MaxItemBytes) after compression, so no record is created whose payload
 // could never be stored. The replay guard (ClaimBody) keeps one small item
-// per source, tenant and body digest ("rg#..." partition keys, sort key
-// "g"), with an expiry and no due-index attributes.
+// per source, tenant, event type and body digest ("rg#..." partition keys,
+// sort key "g"), with an expiry and no due-index attributes.
 //
 // # Guarantees
 //

@@ -62,7 +62,7 @@ func TestSourceRetention(t *testing.T) {
 			t.Errorf("%s: payload expires %v, want its record's %v", c.id.Source, got, now.Add(c.want))
 		}
 	}
-	if _, err := f.l.ClaimBody(t.Context(), stripe, "digest-1"); err != nil {
+	if _, err := f.l.ClaimBody(t.Context(), stripe, ledger.Identity{BodySHA256: "digest-1"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,7 +70,7 @@ func TestSourceRetention(t *testing.T) {
 	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: stripe, BodySHA256: "abc"}); err != nil || created {
 		t.Errorf("stripe at 95h: created=%v err=%v; want a duplicate inside its 96h", created, err)
 	}
-	if k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "replayed"}, "digest-1"); err != nil || k != stripe.Key {
+	if k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "replayed"}, ledger.Identity{BodySHA256: "digest-1"}); err != nil || k != stripe.Key {
 		t.Errorf("replay guard at 95h: %q %v; want the first key, the digest still guarded", k, err)
 	}
 	if _, err := f.l.Get(t.Context(), github); !errors.Is(err, ledger.ErrNotFound) {

@@ -40,7 +40,7 @@ func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte, string) erro
 	return nil
 }
 
-func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.ID, _ string) (string, error) {
+func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.ID, _ ledger.Identity) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates++

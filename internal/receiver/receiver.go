@@ -30,7 +30,7 @@ import (
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
 	PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error
-	ClaimBody(ctx context.Context, id ledger.ID, digest string) (string, error)
+	ClaimBody(ctx context.Context, id ledger.ID, ev ledger.Identity) (string, error)
 }
 
 // sender enqueues an event for the processor.
@@ -327,15 +327,17 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	digest := verifier.BodyDigest(body)
 	if h.Sources.ReplayGuard(src) {
-		first, err := h.Ledger.ClaimBody(ctx, id, digest)
+		// Scoped by event type: two real events of different types may
+		// carry the same body (ledger.ClaimBody).
+		first, err := h.Ledger.ClaimBody(ctx, id, ledger.Identity{Type: ev.Type, BodySHA256: digest})
 		if err != nil {
 			log.ErrorContext(ctx, "replay guard unavailable", "event_key", ev.Key, "error", err.Error())
 			return ansUnavailable, ev
 		}
 		if first != ev.Key {
 			log.WarnContext(ctx, "body already accepted under another event id: replay refused",
-				"event_key", ev.Key, "first_event_key", first, "body_sha256", digest)
-			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered under another event id"}`), ev
+				"event_key", ev.Key, "first_event_key", first, "event_type", ev.Type, "body_sha256", digest)
+			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered with this type under another event id"}`), ev
 		}
 	}
 	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
