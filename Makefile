@@ -18,28 +18,29 @@ test:
 
 ## lint: go vet and staticcheck (all build tags), and the template checks (cfn-lint with serverless rules, sam validate --lint, checkov)
 lint: lint-template
-	$(GO) vet ./...
-	$(GO) vet -tags crashpoints ./...
-	$(GO) vet -tags e2e ./e2e/ ./examples/idempotency/
-	.tools/bin/staticcheck ./...
-	.tools/bin/staticcheck -tags crashpoints ./...
-	.tools/bin/staticcheck -tags e2e ./e2e/ ./examples/idempotency/
+	bash scripts/hygiene.sh
+	$(GO) vet ./... ./lab/...
+	$(GO) vet -tags crashpoints ./... ./lab/...
+	$(GO) vet -tags e2e ./lab/e2e/ ./examples/idempotency/
+	.tools/bin/staticcheck ./... ./lab/...
+	.tools/bin/staticcheck -tags crashpoints ./... ./lab/...
+	.tools/bin/staticcheck -tags e2e ./lab/e2e/ ./examples/idempotency/
 
 ## demo: the pipeline end to end on this machine, with duplicates and a crash
 demo:
-	bash scripts/demo.sh $(ARGS)
+	bash lab/scripts/demo.sh $(ARGS)
 
 ## outage: deliveries lost in an outage, healed by hookledger reconcile (docs/reconcile.md)
 outage:
-	bash scripts/outage.sh $(ARGS)
+	bash lab/scripts/outage.sh $(ARGS)
 
 ## chaos: the fault-injection harness (crashes, duplicates, AWS faults) with an independent oracle
 chaos:
-	bash scripts/chaos.sh $(ARGS)
+	bash lab/scripts/chaos.sh $(ARGS)
 
 ## bench: speed, request, write-unit and cost numbers per event
 bench:
-	bash scripts/bench.sh $(ARGS)
+	bash lab/scripts/bench.sh $(ARGS)
 
 ## fuzz: every fuzz target for 60s each
 fuzz:

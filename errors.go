@@ -1,10 +1,6 @@
 package hookledger
 
-import (
-	"errors"
-
-	"github.com/hookledger/hookledger/internal/steps"
-)
+import "github.com/hookledger/hookledger/internal/steps"
 
 // Errors a handler, a step or a check can return or test for.
 var (
@@ -20,7 +16,7 @@ var (
 	ErrIndeterminate = steps.ErrIndeterminate
 	// ErrLeaseLost: another worker took the event over (this worker was
 	// too slow or presumed dead). Stop; the other worker finishes.
-	ErrLeaseLost = errors.New("hookledger: lease lost to another worker")
+	ErrLeaseLost = steps.ErrLeaseLost
 )
 
 // Permanent marks err as one that no retry can fix (a declined card, a body

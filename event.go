@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
@@ -24,15 +24,16 @@ type Event struct {
 	Attempt    int       // 1 on the first run; higher after a failure or a crash
 	ReceivedAt time.Time // when the receiver accepted it
 
-	run    *steps.Run
-	extend func(ctx context.Context, d time.Duration) error
+	engine steps.Engine // nil unless handed over by NewEvent
 }
 
-func init() {
-	steps.Wrap = func(m steps.Meta, r *steps.Run, extend func(ctx context.Context, d time.Duration) error) any {
-		return &Event{Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: m.Type, Body: m.Body,
-			Attempt: m.Attempt, ReceivedAt: m.ReceivedAt, run: r, extend: extend}
-	}
+// NewEvent returns a copy of ev whose Step, StepResult and ExtendLease run
+// against engine. The processor and hookledgertest hand every event to a
+// handler this way; a handler never calls it (an Event built any other way
+// refuses steps, pointing at hookledgertest).
+func NewEvent(ev Event, engine steps.Engine) *Event {
+	ev.engine = engine
+	return &ev
 }
 
 // IdempotencyKey is the deterministic downstream idempotency key for the
@@ -45,21 +46,16 @@ func (e *Event) IdempotencyKey(name string) string {
 	return IdempotencyKey(e.Source, e.Tenant, e.Key, name)
 }
 
-// IdempotencyKey derives the downstream key of the effect called name for
+// IdempotencyKey derives the downstream key of the effect called step for
 // the event (source, tenant, key), as Event.IdempotencyKey does; for tools
 // that look an effect up from outside a handler.
-func IdempotencyKey(source, tenant, key, name string) string {
+func IdempotencyKey(source, tenant, key, step string) string {
 	h := sha256.New()
-	h.Write([]byte("ev#" + escape(source) + "#" + escape(tenant) + "#" + escape(key)))
+	h.Write([]byte(name.EventKey(source, tenant, key)))
 	h.Write([]byte{0})
-	h.Write([]byte(name))
+	h.Write([]byte(step))
 	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]
 }
-
-// escape makes the joined identity injective, as the ledger's key is.
-var escaper = strings.NewReplacer("%", "%25", "#", "%23")
-
-func escape(s string) string { return escaper.Replace(s) }
 
 // Step runs one named side effect of the event, at most once per successful
 // recording: fn gets the step's downstream idempotency key and returns a
@@ -92,7 +88,7 @@ func escape(s string) string { return escaper.Replace(s) }
 // at-most-once step cannot be proven (the event goes dead whatever the
 // handler returns).
 func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Context, key string) (string, error), opts ...StepOption) (string, error) {
-	if e.run == nil {
+	if e.engine == nil {
 		return "", steps.ErrNoEngine
 	}
 	spec := steps.Spec{Name: name}
@@ -104,12 +100,17 @@ func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Conte
 	if fn == nil {
 		return "", Permanent(errors.New("hookledger: Step " + name + " has a nil function"))
 	}
-	return e.run.Step(ctx, spec, steps.Func(fn))
+	return e.engine.Step(ctx, spec, steps.Func(fn))
 }
 
 // StepResult returns the result of a step recorded done, by this run or an
 // earlier one, and whether it is done.
-func (e *Event) StepResult(name string) (string, bool) { return e.run.Result(name) }
+func (e *Event) StepResult(name string) (string, bool) {
+	if e.engine == nil {
+		return "", false
+	}
+	return e.engine.Result(name)
+}
 
 // ExtendLease keeps the event's lease for at least d more from now: the
 // lease ends at now+d or where it already ended, whichever is later, so it
@@ -119,15 +120,11 @@ func (e *Event) StepResult(name string) (string, bool) { return e.run.Result(nam
 // another worker has taken the event over. Stop then: no further step runs
 // in this attempt, and your effects must not race theirs.
 func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
-	if e.extend == nil {
+	if e.engine == nil {
 		return steps.ErrNoEngine
 	}
 	if d <= 0 {
 		return Permanent(fmt.Errorf("hookledger: ExtendLease(%v): the extension must be positive", d))
 	}
-	err := e.extend(ctx, d)
-	if errors.Is(err, ErrLeaseLost) {
-		e.run.LoseLease(err)
-	}
-	return err
+	return e.engine.ExtendLease(ctx, d)
 }

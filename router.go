@@ -3,10 +3,10 @@ package hookledger
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // Handler performs an event's side effects. Returning nil marks the event
@@ -52,7 +52,7 @@ func (r *Router) Handle(source, eventType string, h Handler) {
 	if source == "" || eventType == "" {
 		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
 	}
-	if source != Any && !sourceName.MatchString(source) {
+	if source != Any && !name.Source(source) {
 		panic(fmt.Sprintf("hookledger: route %q/%q: %q is not a source name, so no event can match it: write the source's name as configured in the sources JSON (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit), or hookledger.Any for every source", source, eventType, source))
 	}
 	if eventType != Any {
@@ -70,27 +70,13 @@ func (r *Router) Handle(source, eventType string, h Handler) {
 	r.routes[k] = h
 }
 
-// sourceName is what a configured source's name looks like (it is a URL
-// path segment and part of the ledger key).
-var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// maxTypeBytes is the longest event type the receiver accepts.
-const maxTypeBytes = 256
-
 // badType says why no delivered event can have type t, or "".
 func badType(t string) string {
-	switch {
-	case strings.Contains(t, Any):
+	if strings.Contains(t, Any) {
 		return "routes match exact types, and '*' is not a pattern"
-	case len(t) > maxTypeBytes:
-		return fmt.Sprintf("the type is %d bytes, and the receiver refuses types over %d", len(t), maxTypeBytes)
-	case !utf8.ValidString(t):
-		return "the type is not valid UTF-8"
 	}
-	for _, c := range t { // what the receiver refuses in a type
-		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == utf8.RuneError || c == 0xFFFE || c == 0xFFFF {
-			return fmt.Sprintf("the type has the character %U, which the receiver refuses", c)
-		}
+	if err := name.CheckType(t); err != nil {
+		return "the receiver refuses such a type (" + err.Error() + ")"
 	}
 	return ""
 }

@@ -155,15 +155,16 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 				panic(crash{})
 			}
 		},
+		Extend: func(context.Context, time.Duration) error {
+			if store.lose {
+				return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
+			}
+			return nil
+		},
 	})
-	extend := func(context.Context, time.Duration) error {
-		if store.lose {
-			return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
-		}
-		return nil
-	}
-	e := steps.Wrap(steps.Meta{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key, Type: ev.Type, Body: ev.Body,
-		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, extend).(*hookledger.Event)
+	in := ev
+	in.Attempt = attempt
+	e := hookledger.NewEvent(in, run)
 
 	res.Attempt = attempt
 	herr, crashed := t.call(ctx, e)

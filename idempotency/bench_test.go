@@ -10,7 +10,7 @@ import (
 
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/idempotencytest"
-	"github.com/hookledger/hookledger/tools/bench/payload"
+	"github.com/hookledger/hookledger/internal/testbody"
 )
 
 // BenchmarkCall is the package's own work per call, with the store in
@@ -18,9 +18,9 @@ import (
 // result encoding, the engine. Against DynamoDB the round trips dominate
 // (see make bench).
 func BenchmarkCall(b *testing.B) {
-	for _, size := range payload.Sizes {
+	for _, size := range testbody.Sizes {
 		for _, kind := range []string{"first", "repeat"} {
-			b.Run(fmt.Sprintf("%s/%s", payload.Label(size), kind), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", testbody.Label(size), kind), func(b *testing.B) {
 				s, _ := idempotency.NewStoreWith(idempotencytest.NewMemory(nil), idempotency.Options{Logger: slog.New(slog.DiscardHandler)})
 				f, _ := idempotency.Wrap(s, "bench", func(_ context.Context, ev json.RawMessage) (map[string]string, error) {
 					return map[string]string{"status": "processed"}, nil
@@ -29,7 +29,7 @@ func BenchmarkCall(b *testing.B) {
 				defer cancel()
 				bodies := make([]json.RawMessage, b.N)
 				for i := range bodies {
-					bodies[i] = payload.JSON(fmt.Sprintf("evt_%d", i), size)
+					bodies[i] = testbody.JSON(fmt.Sprintf("evt_%d", i), size)
 					if kind == "repeat" {
 						f.Call(ctx, bodies[i])
 					}

@@ -22,9 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/idempotencytest"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
-	"github.com/hookledger/hookledger/tools/meter"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 )
 
 // env is one store under test.
@@ -50,10 +49,10 @@ func setup(t *testing.T, kind string, opt idempotency.Options) *env {
 	e := &env{kind: kind, clock: c}
 	switch kind {
 	case "dynamodb":
-		m := meter.New()
-		cfg := emulator.Config(t, m.APIOption)
+		m := awstest.NewMeter()
+		cfg := awstest.Config(t, m.APIOption)
 		db := dynamodb.NewFromConfig(cfg)
-		opt.Table = emulator.Name("idem-test")
+		opt.Table = awstest.Name("idem-test")
 		if err := idempotency.CreateTable(t.Context(), db, opt.Table); err != nil {
 			t.Fatal(err)
 		}

@@ -7,10 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/tools/bench"
-	"github.com/hookledger/hookledger/tools/bench/payload"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/meter"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/testbody"
 )
 
 // TestCostPerCall pins the budget the issue sets against Powertools (2
@@ -21,16 +19,16 @@ import (
 // repeat one failed conditional PutItem of 1 WCU, a cached repeat nothing.
 func TestCostPerCall(t *testing.T) {
 	t.Parallel()
-	m := meter.New()
-	raw := emulator.Config(t)
+	m := awstest.NewMeter()
+	raw := awstest.Config(t)
 	rawDB := dynamodb.NewFromConfig(raw)
-	table := emulator.Name("idem-cost")
+	table := awstest.Name("idem-cost")
 	if err := idempotency.CreateTable(t.Context(), rawDB, table); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rawDB.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	acc := &bench.Accountant{Raw: rawDB, Tables: map[string]bench.Table{table: {Keys: []string{"pk", "sk"}}}}
-	cfg := emulator.Config(t, m.APIOption, acc.APIOption)
+	acc := &awstest.Accountant{Raw: rawDB, Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
+	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
 	for _, cached := range []bool{false, true} {
 		opt := idempotency.Options{Table: table, Logger: quietLogger()}
 		if cached {
@@ -47,10 +45,10 @@ func TestCostPerCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, size := range payload.Sizes {
+		for _, size := range testbody.Sizes {
 			var ev event
-			id := emulator.Name("evt")
-			if err := json.Unmarshal(payload.JSON(id, size), &ev); err != nil {
+			id := awstest.Name("evt")
+			if err := json.Unmarshal(testbody.JSON(id, size), &ev); err != nil {
 				t.Fatal(err)
 			}
 			measure := func(what string, wantReq int, wantWCU float64) {
@@ -67,7 +65,7 @@ func TestCostPerCall(t *testing.T) {
 				u := acc.Take()
 				if n != wantReq || u.WCU+u.IndexWCU != wantWCU || u.RCU != 0 {
 					t.Errorf("%s, %s, cache %v: %d requests %v (%.1f WCU, %.1f RCU), want %d and %.0f WCU",
-						payload.Label(size), what, cached, n, m.Snapshot(), u.WCU+u.IndexWCU, u.RCU, wantReq, wantWCU)
+						testbody.Label(size), what, cached, n, m.Snapshot(), u.WCU+u.IndexWCU, u.RCU, wantReq, wantWCU)
 				}
 			}
 			measure("first call", 2, 2)

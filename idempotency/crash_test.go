@@ -14,8 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 )
 
 // Crash tests run this test binary as a child process that claims a key
@@ -34,7 +34,7 @@ func crashChild(t *testing.T) {
 	}
 	now, _ := strconv.ParseInt(os.Getenv("IDEMPOTENCY_CRASH_NOW"), 10, 64)
 	clock := fakeclock.New(time.UnixMilli(now))
-	db := dynamodb.NewFromConfig(emulator.Config(t))
+	db := dynamodb.NewFromConfig(awstest.Config(t))
 	s, err := idempotency.NewStore(db, idempotency.Options{Table: os.Getenv("IDEMPOTENCY_CRASH_TABLE"), Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -75,9 +75,9 @@ type crashRun struct {
 }
 
 func newCrashRun(t *testing.T) *crashRun {
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	db := dynamodb.NewFromConfig(cfg)
-	r := &crashRun{table: emulator.Name("idem-crash"), effects: filepath.Join(t.TempDir(), "effects"), clock: fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))}
+	r := &crashRun{table: awstest.Name("idem-crash"), effects: filepath.Join(t.TempDir(), "effects"), clock: fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))}
 	if err := idempotency.CreateTable(t.Context(), db, r.table); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // faulty fails the backend operations it is told to, with ErrUnavailable
@@ -125,9 +125,9 @@ func TestConformanceLeaseLost(t *testing.T) {
 // ErrUnavailable, never as SDK types, and nothing runs.
 func TestDynamoDBUnavailable(t *testing.T) {
 	t.Parallel()
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	db := dynamodb.NewFromConfig(cfg)
-	s, err := idempotency.NewStore(db, idempotency.Options{Table: emulator.Name("no-such-table"), Logger: quietLogger()})
+	s, err := idempotency.NewStore(db, idempotency.Options{Table: awstest.Name("no-such-table"), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

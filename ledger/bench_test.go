@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/bench/payload"
 )
 
 // benchDB answers every request at once, so the benchmarks measure the
@@ -54,10 +54,10 @@ func BenchmarkCreate(b *testing.B) {
 // BenchmarkPutPayload is the payload item per body size, compression
 // included.
 func BenchmarkPutPayload(b *testing.B) {
-	for _, size := range payload.Sizes {
-		b.Run(strings.ReplaceAll(payload.Label(size), " ", ""), func(b *testing.B) {
+	for _, size := range testbody.Sizes {
+		b.Run(strings.ReplaceAll(testbody.Label(size), " ", ""), func(b *testing.B) {
 			l, ctx := benchLedger(b), context.Background()
-			body := payload.JSON("evt_bench_0001", size)
+			body := testbody.JSON("evt_bench_0001", size)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -71,9 +71,9 @@ func BenchmarkPutPayload(b *testing.B) {
 // does) with a pooled one reset per payload, to size the gain of pooling.
 func BenchmarkGzip(b *testing.B) {
 	var pool = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
-	for _, size := range payload.Sizes {
-		body := payload.JSON("evt_bench_0001", size)
-		label := strings.ReplaceAll(payload.Label(size), " ", "")
+	for _, size := range testbody.Sizes {
+		body := testbody.JSON("evt_bench_0001", size)
+		label := strings.ReplaceAll(testbody.Label(size), " ", "")
 		b.Run("fresh/"+label, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()

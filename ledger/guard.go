@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // skGuard is the sort key of a replay-guard item.
@@ -20,7 +22,7 @@ const skGuard = "g"
 // never sees it, and List reads only records. The type comes before the
 // digest, each escaped, so no two (type, digest) pairs share an item.
 func guardPK(id ID, ev Identity) string {
-	return "rg#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(ev.Type) + "#" + escape(ev.BodySHA256)
+	return "rg#" + name.Escape(id.Source) + "#" + name.Escape(id.Tenant) + "#" + name.Escape(ev.Type) + "#" + name.Escape(ev.BodySHA256)
 }
 
 // ClaimBody is the replay guard: it records that id's source and tenant

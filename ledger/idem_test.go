@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func callClaim(f fixture, lease time.Duration) ledger.CallClaim {
@@ -44,7 +44,7 @@ func TestCallLifecycle(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#abc"
+	key := awstest.Name("op") + "#abc"
 	c := claimCall(t, f, key)
 	if c.Status != ledger.Processing || c.Attempts != 1 || c.LeaseOwner == "" || c.Validation != "v1" {
 		t.Fatalf("claim gave %+v", c)
@@ -90,7 +90,7 @@ func TestCallLifecycle(t *testing.T) {
 func TestCallClaimRefusedWhileLeased(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c := claimCall(t, f, key)
 	old, claimed, err := f.l.ClaimCall(t.Context(), key, callClaim(f, time.Minute))
 	if err != nil || claimed || old.Status != ledger.Processing || old.LeaseOwner != c.LeaseOwner {
@@ -105,7 +105,7 @@ func TestCallTakeOverAfterLapse(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	first := claimCall(t, f, key)
 	f.clock.Advance(time.Minute)
 	f.meter.Reset()
@@ -135,7 +135,7 @@ func TestCallFailedRunsAgainUpToMaxAttempts(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	spec := callClaim(f, time.Minute)
 	spec.MaxAttempts = 2
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -164,7 +164,7 @@ func TestCallExpiredIsFresh(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c := claimCall(t, f, key)
 	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "old"))
 	f.clock.Advance(time.Hour + time.Second)
@@ -189,7 +189,7 @@ func TestCallForget(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c := claimCall(t, f, key)
 	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r"))
 	if err := f.l.ForgetCall(ctx, key); err != nil {
@@ -198,7 +198,7 @@ func TestCallForget(t *testing.T) {
 	if _, claimed, err := f.l.ClaimCall(ctx, key, callClaim(f, time.Minute)); err != nil || !claimed {
 		t.Fatalf("claim after forget: claimed=%v err=%v", claimed, err)
 	}
-	if err := f.l.ForgetCall(ctx, "nope#"+emulator.Name("k")); !errors.Is(err, ledger.ErrNotFound) {
+	if err := f.l.ForgetCall(ctx, "nope#"+awstest.Name("k")); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("forget unknown: %v", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestCallResultSizes(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#json"
+	key := awstest.Name("op") + "#json"
 	c := claimCall(t, f, key)
 	big := []byte(`{"items":[` + strings.Repeat(`{"sku":"abc-123","qty":1},`, 120) + `{}]}`)
 	got, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: big, ExpiresAt: f.clock.Now().Add(time.Hour)})
@@ -223,7 +223,7 @@ func TestCallResultSizes(t *testing.T) {
 		t.Fatalf("read back: %v (%d bytes)", err, len(back.Result))
 	}
 
-	key = emulator.Name("op") + "#huge"
+	key = awstest.Name("op") + "#huge"
 	c = claimCall(t, f, key)
 	noise := make([]byte, ledger.MaxCallResult+10)
 	rand.Read(noise) // incompressible
@@ -243,7 +243,7 @@ func TestCallResultSizes(t *testing.T) {
 func TestCallConcurrentClaimsOneWinner(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	const n = 30
 	var won atomic.Int32
 	var wg sync.WaitGroup
@@ -287,7 +287,7 @@ func TestCallWritesWhoseAnswerWasLost(t *testing.T) {
 	ctx := t.Context()
 	lp, _ := ledger.New(lostPut{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
 	lu, _ := ledger.New(lostUpdate{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c, claimed, err := lp.ClaimCall(ctx, key, callClaim(f, time.Minute))
 	if err != nil || !claimed {
 		t.Fatalf("claim with a lost answer: claimed=%v err=%v", claimed, err)
@@ -332,7 +332,7 @@ func TestCallLargestResultFits(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#" + strings.Repeat("k", ledger.MaxCallKey-20)
+	key := awstest.Name("op") + "#" + strings.Repeat("k", ledger.MaxCallKey-20)
 	spec := callClaim(f, time.Minute)
 	spec.Validation = strings.Repeat("v", 64)
 	c, claimed, err := f.l.ClaimCall(ctx, key, spec)
@@ -365,7 +365,7 @@ func TestCallRepeatWithoutAllOld(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	l, _ := ledger.New(noOld{f.db}, ledger.Options{Table: f.table, Now: f.clock.Now})
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c := claimCall(t, f, key)
 	f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r"))
 	f.meter.Reset()
@@ -388,7 +388,7 @@ func TestCallLiveLeaseOutlivesWindow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	now := f.clock.Now()
 	num := func(v int64) types.AttributeValue {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -417,7 +417,7 @@ func TestCallLiveLeaseOutlivesWindow(t *testing.T) {
 
 	// A claim's window never ends before its lease (rounded up to TTL's
 	// seconds), in the put and in a take-over.
-	key = emulator.Name("op") + "#short"
+	key = awstest.Name("op") + "#short"
 	spec := ledger.CallClaim{LeaseUntil: f.clock.Now().Add(90*time.Second + 300*time.Millisecond), ExpiresAt: f.clock.Now().Add(5 * time.Second)}
 	c, claimed, err := f.l.ClaimCall(ctx, key, spec)
 	if err != nil || !claimed || c.ExpiresAt.Before(c.LeaseUntil) {
@@ -461,7 +461,7 @@ func TestCallClaimAtExpiryBoundary(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#k"
+	key := awstest.Name("op") + "#k"
 	c := claimCall(t, f, key)
 	if _, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, callResult(f, "r")); err != nil {
 		t.Fatal(err)
@@ -521,7 +521,7 @@ func TestCallClaimUnderContention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	key := emulator.Name("op") + "#lost"
+	key := awstest.Name("op") + "#lost"
 	failed(key)
 	l, _ := ledger.New(racingUpdate{Client: f.db, table: f.table, races: 2, n: new(atomic.Int32)}, ledger.Options{Table: f.table, Now: f.clock.Now})
 	c, claimed, err := l.ClaimCall(ctx, key, callClaim(f, time.Minute))
@@ -532,7 +532,7 @@ func TestCallClaimUnderContention(t *testing.T) {
 		t.Fatalf("stored %+v, claim %+v", got, c)
 	}
 
-	key = emulator.Name("op") + "#busy"
+	key = awstest.Name("op") + "#busy"
 	failed(key)
 	l, _ = ledger.New(racingUpdate{Client: f.db, table: f.table, races: 100, n: new(atomic.Int32)}, ledger.Options{Table: f.table, Now: f.clock.Now})
 	_, claimed, err = l.ClaimCall(ctx, key, callClaim(f, time.Minute))
@@ -548,7 +548,7 @@ func TestCallResultOverDecodeLimit(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	key := emulator.Name("op") + "#big"
+	key := awstest.Name("op") + "#big"
 	c := claimCall(t, f, key)
 	data := bytes.Repeat([]byte("a"), ledger.MaxCallResultDecoded+1)
 	got, err := f.l.CompleteCall(ctx, key, c.LeaseOwner, ledger.CallResult{Data: data, ExpiresAt: f.clock.Now().Add(time.Hour)})

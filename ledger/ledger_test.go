@@ -13,16 +13,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
-	"github.com/hookledger/hookledger/tools/meter"
 )
 
 type fixture struct {
 	l     *ledger.Ledger
 	clock *fakeclock.Clock
-	meter *meter.Meter
+	meter *awstest.Meter
 	db    *dynamodb.Client
 	table string
 }
@@ -31,9 +30,9 @@ type fixture struct {
 // injected clock and a request meter.
 func setup(t *testing.T, opts ...func(*ledger.Options)) fixture {
 	t.Helper()
-	m := meter.New()
-	cfg := emulator.Config(t, m.APIOption)
-	table := emulator.Table(t, cfg)
+	m := awstest.NewMeter()
+	cfg := awstest.Config(t, m.APIOption)
+	table := awstest.Table(t, cfg)
 	db := dynamodb.NewFromConfig(cfg)
 	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
 	o := ledger.Options{Table: table, Shards: 4, ReclaimAfter: time.Minute, Now: c.Now}
@@ -49,7 +48,7 @@ func setup(t *testing.T, opts ...func(*ledger.Options)) fixture {
 }
 
 func newID(t *testing.T) ledger.ID {
-	return ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	return ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
 }
 
 // createdAs is the identity of the events create writes.

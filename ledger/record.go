@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // Status is a record's place in the state machine (see the package doc).
@@ -75,25 +76,16 @@ func (id ID) String() string { return id.Source + "/" + id.Tenant + "/" + id.Key
 
 // PK is the stored partition key. Each part is escaped so that the encoding
 // is injective: "%" becomes "%25" and "#" becomes "%23" before joining with
-// "#".
-func (id ID) PK() string {
-	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.Key)
-}
-
-var escaper = strings.NewReplacer("%", "%25", "#", "%23")
-
-func escape(s string) string { return escaper.Replace(s) }
-
-var unescaper = strings.NewReplacer("%23", "#", "%25", "%")
+// "#". Downstream idempotency keys derive from it (hookledger.IdempotencyKey).
+func (id ID) PK() string { return name.EventKey(id.Source, id.Tenant, id.Key) }
 
 // ParsePK inverts ID.PK.
 func ParsePK(pk string) (ID, error) {
-	rest, ok := strings.CutPrefix(pk, "ev#")
-	parts := strings.Split(rest, "#")
-	if !ok || len(parts) != 3 {
+	source, tenant, key, ok := name.ParseEventKey(pk)
+	if !ok {
 		return ID{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
 	}
-	return ID{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), Key: unescaper.Replace(parts[2])}, nil
+	return ID{Source: source, Tenant: tenant, Key: key}, nil
 }
 
 // shardOf spreads records over the due index's partitions.

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // expiresAt reads the expires_at attribute of the item (pk, sk) as stored.
@@ -42,8 +42,8 @@ func TestSourceRetention(t *testing.T) {
 		o.SourceRetention = map[string]time.Duration{"stripe": 96 * time.Hour}
 	})
 	now := f.clock.Now().Truncate(time.Second)
-	stripe := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
-	github := ledger.ID{Source: "github", Tenant: "acme", Key: emulator.Name("gh")}
+	stripe := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+	github := ledger.ID{Source: "github", Tenant: "acme", Key: awstest.Name("gh")}
 	for _, c := range []struct {
 		id   ledger.ID
 		want time.Duration
@@ -99,7 +99,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 		o.Retention = 24 * time.Hour
 		o.SourceRetention = map[string]time.Duration{"stripe": 240 * time.Hour}
 	})
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
 	rec := create(t, f, id)
 	processor, err := ledger.New(f.db, ledger.Options{Table: f.table, Retention: 24 * time.Hour, Now: f.clock.Now})
 	if err != nil {
@@ -114,7 +114,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 	}
 	// No record (it expired, or was never written): nothing is written; a
 	// payload then would outlive any record.
-	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("orphan")}
+	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("orphan")}
 	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`), createdAs); err != nil || stored {
 		t.Fatalf("no record: stored=%v err=%v, want nothing stored", stored, err)
 	}

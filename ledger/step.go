@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // StepStatus is how far a step of an event's handler got, as recorded.
@@ -43,20 +43,18 @@ type StepChange struct {
 // must stay under 1 KB so that a status change costs one write unit: step
 // results are meant for ids, not documents.
 const (
-	MaxStepName   = 64
+	MaxStepName   = name.MaxStep
 	MaxStepResult = 256
 )
 
-var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-
-// ValidStepName reports whether name may name a step: 1 to MaxStepName
+// ValidStepName reports whether s may name a step: 1 to MaxStepName
 // bytes of letters, digits, '_', '.' and '-', starting with a letter or
 // digit.
-func ValidStepName(name string) bool { return len(name) <= MaxStepName && stepName.MatchString(name) }
+func ValidStepName(s string) bool { return name.Step(s) }
 
 func (c StepChange) validate() error {
 	if !ValidStepName(c.Name) {
-		return fmt.Errorf("%w: step name %q: want 1 to %d letters, digits, '_', '.' or '-'", ErrInvalid, c.Name, MaxStepName)
+		return fmt.Errorf("%w: step name %q: want %s", ErrInvalid, c.Name, name.StepRule)
 	}
 	switch c.Status {
 	case StepStarted, StepDone, "":

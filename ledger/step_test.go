@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/bench"
 )
 
 func claimed(t *testing.T, f fixture, id ledger.ID, d time.Duration) ledger.Lease {
@@ -259,8 +259,8 @@ func TestRecordWithStepsStaysUnderOneKB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size := bench.ItemSize(out.Item); size > 1024 {
-		t.Fatalf("record with three steps is %d bytes: status changes would cost %v write units", size, bench.WriteUnits(size))
+	if size := awstest.ItemSize(out.Item); size > 1024 {
+		t.Fatalf("record with three steps is %d bytes: status changes would cost %v write units", size, awstest.WriteUnits(size))
 	} else {
 		t.Logf("record with three steps: %d bytes", size)
 	}

@@ -29,7 +29,7 @@ sam-build: deploy-tools
 	@ls -l $(DEPLOY_ROOT)/.aws-sam/build/*/bootstrap
 
 e2e: deploy-tools
-	bash $(DEPLOY_ROOT)/scripts/e2e.sh
+	bash $(DEPLOY_ROOT)/lab/scripts/e2e.sh
 
 e2e-examples: deploy-tools
-	bash $(DEPLOY_ROOT)/scripts/e2e-examples.sh
+	bash $(DEPLOY_ROOT)/lab/scripts/e2e-examples.sh

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookledger/hookledger/tools/bench/payload"
+	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -26,13 +26,13 @@ func BenchmarkVerify(b *testing.B) {
 		{"generic-derived", webhook.Config{Provider: "generic", Generic: &webhook.GenericConfig{}}, "generic-bench-secret"},
 	}
 	for _, p := range providers {
-		for _, size := range payload.Sizes {
-			b.Run(fmt.Sprintf("%s/%s", p.name, strings.ReplaceAll(payload.Label(size), " ", "")), func(b *testing.B) {
+		for _, size := range testbody.Sizes {
+			b.Run(fmt.Sprintf("%s/%s", p.name, strings.ReplaceAll(testbody.Label(size), " ", "")), func(b *testing.B) {
 				v, err := webhook.New(p.cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
-				body := payload.JSON("evt_bench_0001", size)
+				body := testbody.JSON("evt_bench_0001", size)
 				now := time.Now()
 				h, err := v.Sign(webhook.Message{ID: "msg_bench_0001", Type: "invoice.paid", Body: body, Now: now}, p.secret)
 				if err != nil {

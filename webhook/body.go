@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hookledger/hookledger/internal/jsoncheck"
 )
 
 // derivedPrefix starts every derived key, so a derived key never collides with
@@ -18,6 +20,7 @@ const derivedPrefix = "derived:"
 // body parses the raw body as JSON at most once.
 type body struct {
 	raw    []byte
+	src    []byte // the JSON text doc was decoded from; nil when doc is a form's fields
 	doc    any
 	err    error
 	parsed bool
@@ -29,8 +32,100 @@ func (b *body) json() (any, error) {
 	if !b.parsed {
 		b.parsed = true
 		b.doc, b.err = decodeJSON(b.raw)
+		if b.err == nil {
+			b.src = b.raw
+		}
 	}
 	return b.doc, b.err
+}
+
+// uniqueAt refuses, with ErrMalformedBody, a member given twice on the way
+// to one of paths in src, the JSON text a document was decoded from: the
+// decoder keeps the last copy, so which value a key or type comes from
+// would depend on the order of the copies. nil src (a form's fields) and
+// no paths check nothing.
+func uniqueAt(src []byte, paths ...[]string) error {
+	if src == nil || len(paths) == 0 {
+		return nil
+	}
+	return duplicateError(jsoncheck.Duplicate(src, paths...))
+}
+
+// uniqueAll is uniqueAt for a document whose every member decides the key
+// (a derived key).
+func uniqueAll(src []byte) error {
+	if src == nil {
+		return nil
+	}
+	return duplicateError(jsoncheck.Duplicate(src))
+}
+
+func duplicateError(err error) error {
+	if d, ok := errors.AsType[*jsoncheck.DuplicateError](err); ok {
+		return fmt.Errorf("body member %s.%s appears twice: %w", clip(d.Path), clip(d.Key), ErrMalformedBody)
+	}
+	if err != nil {
+		return fmt.Errorf("body is not JSON: %w", ErrMalformedBody)
+	}
+	return nil
+}
+
+// textAt returns the string at path in doc ("" when there is none). A value
+// of another JSON kind is ErrMalformedBody: it is no event type.
+func textAt(doc any, path []string) (string, error) {
+	v, ok := lookup(doc, path)
+	if !ok {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("body's %s is a JSON %s, want a string: %w", strings.Join(path, "."), jsonKind(v), ErrMalformedBody)
+	}
+	return s, nil
+}
+
+// keyAt returns the key at path in doc and whether there is a value there.
+// Providers write their ids as JSON strings, and a number or anything else
+// is refused with ErrMalformedBody: 123 and "123" would otherwise be one
+// key. With integers set (a configured key_path) an integer is taken too,
+// as written; a number with a fraction or an exponent is no id.
+func keyAt(doc any, path []string, integers bool) (string, bool, error) {
+	v, ok := lookup(doc, path)
+	if !ok {
+		return "", false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true, nil
+	case json.Number:
+		if integers && !strings.ContainsAny(x.String(), ".eE") {
+			return x.String(), true, nil
+		}
+	}
+	want := "a string"
+	if integers {
+		want = "a string or an integer"
+	}
+	return "", true, fmt.Errorf("body's %s is a JSON %s, want %s: %w", strings.Join(path, "."), jsonKind(v), want, ErrMalformedBody)
+}
+
+// jsonKind names the kind of a decoded JSON value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return "value"
 }
 
 // decodeJSON decodes exactly one JSON value, numbers as json.Number.
@@ -79,18 +174,6 @@ func stringAt(doc any, path []string) string {
 	v, _ := lookup(doc, path)
 	s, _ := v.(string)
 	return s
-}
-
-// scalarAt returns the string or number at path as text.
-func scalarAt(doc any, path []string) (string, bool) {
-	v, _ := lookup(doc, path)
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case json.Number:
-		return x.String(), true
-	}
-	return "", false
 }
 
 // deleteAt removes the value at path, if there is one.

@@ -40,7 +40,8 @@
 //     else derived from the body (X-Gitlab-Event-UUID is shared by recursive
 //     webhooks, so it is not an event id).
 //   - shopify: X-Shopify-Hmac-Sha256 (base64); key = X-Shopify-Event-Id, else
-//     X-Shopify-Webhook-Id.
+//     X-Shopify-Webhook-Id; the newer names without X- (Shopify-Hmac-Sha256,
+//     Shopify-Event-Id, Shopify-Topic) are read too.
 //
 // docs/providers.md lists every provider's sources, defaults and handshake.
 // [RetryHorizon] says how long after its first attempt a provider may still
@@ -58,13 +59,23 @@
 // yields [ErrNoKey]: a key is never random and never a hash over bytes that
 // may carry delivery timestamps.
 //
+// Each signature, timestamp, id and type header is read once, in the one
+// spelling the provider's SDK accepts: hex signatures in lowercase, base64
+// ones in their canonical encoding. A header that comes twice (two lines,
+// the comma-joined value API Gateway makes of them, or two spellings of one
+// header that disagree) is refused with a [*RepeatedHeaderError]. A key or
+// type read from a JSON body must be a string (a configured key_path also
+// takes an integer), and the members on the way to it may not come twice;
+// for a derived key, no member anywhere may.
+//
 // Every Verify failure wraps one of the sentinel errors ([ErrMissingHeader],
-// [ErrMalformedHeader], [ErrBadSignature], [ErrOutsideTolerance],
-// [ErrMalformedBody], [ErrNoKey], [ErrNoSecret]); a failure after the
-// signature checked out always wraps [ErrNoKey], sometimes together with
-// [ErrMalformedBody] (a body the scheme needs as JSON). Callers map them to answers
-// with errors.Is and never show the error text to the sender. Signatures are
-// compared in constant time. No input makes the package panic.
+// [ErrMalformedHeader], [ErrRepeatedHeader], [ErrBadSignature],
+// [ErrOutsideTolerance], [ErrMalformedBody], [ErrNoKey], [ErrNoSecret]); a
+// failure after the signature checked out always wraps [ErrNoKey], sometimes
+// together with [ErrMalformedBody] (a body the scheme needs as JSON) or
+// [ErrRepeatedHeader]. Callers map them to answers with errors.Is and never
+// show the error text to the sender. Signatures are compared in constant
+// time. No input makes the package panic.
 //
 // [Verifier.Sign] produces every header a real sender would send, for tests
 // and local runs, so signatures are never crafted by hand.

@@ -103,24 +103,24 @@ func newGenericScheme(cfg *GenericConfig, tol time.Duration) (genericScheme, err
 	return g, nil
 }
 
-// parseSignatures parses every value of the signature header: signatures
-// separated by commas or whitespace, each with the configured prefix (entries
-// without it are skipped), hex or base64 encoded. Entries that do not decode
-// to a digest of the algorithm's size are skipped; none left is an error.
-func (g genericScheme) parseSignatures(values []string) ([][]byte, error) {
+// parseSignatures parses the signature header: signatures separated by
+// commas or whitespace, each with the configured prefix (entries without it
+// are skipped), in lowercase hex or canonical base64. Entries that do not
+// decode to a digest of the algorithm's size are skipped; none left is an
+// error. A header repeated and joined with commas is a longer list of the
+// same form, read as one.
+func (g genericScheme) parseSignatures(value string) ([][]byte, error) {
 	var sigs [][]byte
-	for _, v := range values {
-		for _, entry := range strings.FieldsFunc(v, isSignatureSeparator) {
-			enc, ok := strings.CutPrefix(entry, g.prefix)
-			if !ok {
-				continue
-			}
-			sig, err := g.decode(enc)
-			if err != nil || len(sig) != g.size {
-				continue
-			}
-			sigs = append(sigs, sig)
+	for _, entry := range strings.FieldsFunc(value, isSignatureSeparator) {
+		enc, ok := strings.CutPrefix(entry, g.prefix)
+		if !ok {
+			continue
 		}
+		sig, ok := g.decode(enc)
+		if !ok || len(sig) != g.size {
+			continue
+		}
+		sigs = append(sigs, sig)
 	}
 	if len(sigs) == 0 {
 		return nil, fmt.Errorf("%s: no %s signature of %d bytes: %w", g.sigHeader, g.encodingName(), g.size, ErrMalformedHeader)
@@ -136,11 +136,11 @@ func (g genericScheme) formatSignature(sig []byte) string {
 	return g.prefix + hex.EncodeToString(sig)
 }
 
-func (g genericScheme) decode(s string) ([]byte, error) {
+func (g genericScheme) decode(s string) ([]byte, bool) {
 	if g.base64 {
-		return base64.StdEncoding.DecodeString(s)
+		return decodeBase64(s)
 	}
-	return hex.DecodeString(s)
+	return decodeHex(s)
 }
 
 func (g genericScheme) encodingName() string {
@@ -166,9 +166,9 @@ func (g genericScheme) mac(key []byte, ts string, body []byte) []byte {
 }
 
 func (g genericScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, g.sigHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", g.sigHeader, ErrMissingHeader)
+	value, err := listValue(req.Header, g.sigHeader)
+	if err != nil {
+		return meta{}, err
 	}
 	var ts string
 	var t int64
@@ -181,11 +181,11 @@ func (g genericScheme) authenticate(req *Request, secrets []string, now time.Tim
 			return meta{}, fmt.Errorf("%s: %w", g.timestampHeader, err)
 		}
 	}
-	sigs, err := g.parseSignatures(values)
+	sigs, err := g.parseSignatures(value)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return g.mac(key, ts, req.Body) }, sigs); err != nil {
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return g.mac(key, ts, req.Body) }, sigs...); err != nil {
 		return meta{}, err
 	}
 	if g.timestampHeader != "" {

@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -33,25 +31,10 @@ const (
 // githubScheme verifies X-Hub-Signature-256.
 type githubScheme struct{}
 
-// parseGitHubSignature parses every value of X-Hub-Signature-256. Values that
-// are not "sha256=" + 64 hex digits are skipped; none left is an error.
-func parseGitHubSignature(values []string) ([][]byte, error) {
-	var sigs [][]byte
-	for _, v := range values {
-		hexSig, ok := strings.CutPrefix(strings.TrimSpace(v), githubPrefix)
-		if !ok {
-			continue
-		}
-		sig, err := hex.DecodeString(hexSig)
-		if err != nil || len(sig) != sha256.Size {
-			continue
-		}
-		sigs = append(sigs, sig)
-	}
-	if len(sigs) == 0 {
-		return nil, fmt.Errorf("%s: want %s followed by 64 hex digits: %w", githubSignatureHeader, githubPrefix, ErrMalformedHeader)
-	}
-	return sigs, nil
+// parseGitHubSignature parses X-Hub-Signature-256: "sha256=" + 64 lowercase
+// hex digits.
+func parseGitHubSignature(value string) ([]byte, error) {
+	return parseHexSig(githubSignatureHeader, githubPrefix, sha256.Size, value)
 }
 
 // formatGitHubSignature writes an X-Hub-Signature-256 value.
@@ -67,15 +50,15 @@ func githubMAC(key, body []byte) []byte {
 }
 
 func (githubScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	values := headerValues(req.Header, githubSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", githubSignatureHeader, ErrMissingHeader)
-	}
-	sigs, err := parseGitHubSignature(values)
+	value, err := singleValue(req.Header, githubSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return githubMAC(key, req.Body) }, sigs); err != nil {
+	sig, err := parseGitHubSignature(value)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return githubMAC(key, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	var m meta

@@ -40,7 +40,9 @@ var gitlabSpec = providerSpec{
 type gitlabScheme struct{}
 
 func (gitlabScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	token, err := singleValue(req.Header, gitlabTokenHeader)
+	// A token is the user's own string and may hold a comma; a joined
+	// repetition of it matches no secret.
+	token, err := listValue(req.Header, gitlabTokenHeader)
 	if err != nil {
 		return meta{}, err
 	}

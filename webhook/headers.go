@@ -10,41 +10,65 @@ import (
 	"time"
 )
 
-// headerValues returns every non-blank value of the named headers, trimmed.
-// Keys are matched without regard to case, so a header map that was not
-// canonicalised (API Gateway lowercases names) still works.
-func headerValues(h http.Header, names ...string) []string {
-	var out []string
+// singleValue returns the one value of a header the scheme reads once, such
+// as an id, type, timestamp or signature header whose value never holds a
+// comma. names are the spellings of that one header (Webhook-Id and
+// Svix-Id; X-Shopify-Topic and Shopify-Topic), matched without regard to
+// case, so a header map that was not canonicalised (API Gateway lowercases
+// names) still works. The value is trimmed.
+//
+// Absent or blank: ErrMissingHeader. Given more than once is a
+// *RepeatedHeaderError: two lines under one spelling (whatever their
+// values), a value holding a comma (API Gateway and hookledger dev join
+// repeated headers with commas), or two spellings with different values;
+// the same value under two spellings is one header sent twice on purpose,
+// as Shopify and Svix do while they move to new names.
+func singleValue(h http.Header, names ...string) (string, error) {
+	v, _, err := readOnce(h, false, names...)
+	return v, err
+}
+
+// listValue is singleValue for a header whose one value may hold commas
+// (Stripe-Signature "t=…,v1=…", webhook-signature "v1,…"): a comma-joined
+// repetition cannot be seen here, so the scheme's parser looks for it in
+// the value's format.
+func listValue(h http.Header, names ...string) (string, error) {
+	v, _, err := readOnce(h, true, names...)
+	return v, err
+}
+
+// readOnce is singleValue (commas false) or listValue (commas true), and
+// also returns the spelling the value came under.
+func readOnce(h http.Header, commas bool, names ...string) (value, name string, err error) {
+	var got, from string
+	lines := make([]int, len(names))
 	for k, vs := range h {
-		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(k, n) }) {
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(k, n) })
+		if i < 0 {
 			continue
 		}
 		for _, v := range vs {
-			if v = strings.TrimSpace(v); v != "" {
-				out = append(out, v)
+			lines[i]++
+			if lines[i] > 1 {
+				return "", "", &RepeatedHeaderError{Header: names[i], Detail: "more than one line"}
+			}
+			v = strings.TrimSpace(v)
+			if !commas && strings.Contains(v, ",") {
+				return "", "", &RepeatedHeaderError{Header: names[i], Detail: "a comma in a value that never holds one"}
+			}
+			switch {
+			case v == "":
+			case got == "":
+				got, from = v, names[i]
+			case got != v:
+				return "", "", &RepeatedHeaderError{Header: names[0], Detail: fmt.Sprintf("%s and %s disagree", from, names[i])}
 			}
 		}
 	}
-	return out
-}
-
-// singleValue returns the one non-empty value of the named headers. Absent or
-// empty: ErrMissingHeader. Several different values: ErrMalformedHeader, as the
-// request is ambiguous.
-func singleValue(h http.Header, names ...string) (string, error) {
-	var got string
-	for _, v := range headerValues(h, names...) {
-		switch {
-		case got == "":
-			got = v
-		case got != v:
-			return "", fmt.Errorf("%s: several different values: %w", names[0], ErrMalformedHeader)
-		}
-	}
 	if got == "" {
-		return "", fmt.Errorf("%s: %w", names[0], ErrMissingHeader)
+		return "", "", fmt.Errorf("%s: %w", names[0], ErrMissingHeader)
 	}
-	return got, nil
+	return got, from, nil
 }
 
 // maxUnixDigits bounds a timestamp to 12 decimal digits (seconds up to the

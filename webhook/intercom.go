@@ -33,27 +33,34 @@ var intercomSpec = providerSpec{
 		return providerSetup{
 			scheme: intercomScheme{},
 			keySrc: keyFromBody, keyPath: []string{"id"},
-			typeSrc: typeFromBody, typePath: []string{"topic"},
+			typeSrc: typeFromBody, typePath: intercomTopicPath,
 		}, nil
 	},
 }
+
+// intercomTopicPath is where a notification names its topic.
+var intercomTopicPath = []string{"topic"}
 
 // intercomScheme verifies X-Hub-Signature.
 type intercomScheme struct{}
 
 func (intercomScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	values := headerValues(req.Header, intercomSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", intercomSignatureHeader, ErrMissingHeader)
-	}
-	sigs, err := parseHexSigs(intercomSignatureHeader, intercomPrefix, sha1.Size, values)
+	value, err := singleValue(req.Header, intercomSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacOf(sha1.New, key, req.Body) }, sigs); err != nil {
+	sig, err := parseHexSig(intercomSignatureHeader, intercomPrefix, sha1.Size, value)
+	if err != nil {
 		return meta{}, err
 	}
-	if doc, err := decodeJSON(req.Body); err == nil && stringAt(doc, []string{"topic"}) == intercomPing {
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacOf(sha1.New, key, req.Body) }, sig); err != nil {
+		return meta{}, err
+	}
+	if doc, err := decodeJSON(req.Body); err == nil && stringAt(doc, intercomTopicPath) == intercomPing {
+		// The topic decides the handshake: one copy only.
+		if err := uniqueAt(req.Body, intercomTopicPath); err != nil {
+			return meta{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+		}
 		return meta{handshake: &Handshake{Status: http.StatusOK, ContentType: "text/plain", Body: []byte("ok")}}, nil
 	}
 	return meta{}, nil

@@ -17,33 +17,34 @@ type keyedHeader struct {
 	sigLen int    // required signature length in bytes; 0 accepts any non-empty one
 }
 
-// parse reads every value of the header. It needs exactly one timestamp
-// (repeated only with the same value) and at least one usable signature;
-// signature entries that are not hex or have the wrong length are skipped.
-func (f keyedHeader) parse(values []string) (ts string, timestamp int64, sigs [][]byte, err error) {
-	for _, value := range values {
-		for elem := range strings.SplitSeq(value, f.sep) {
-			elem = strings.TrimSpace(elem)
-			if elem == "" {
+// parse reads the header's value. It needs exactly one timestamp and at
+// least one usable signature; signature entries that are not lowercase hex
+// or have the wrong length are skipped. A second timestamp element is a
+// *RepeatedHeaderError: one header carries one, so two are two headers
+// joined into one value (API Gateway joins them with commas).
+func (f keyedHeader) parse(value string) (ts string, timestamp int64, sigs [][]byte, err error) {
+	seenTS := false
+	for elem := range strings.SplitSeq(value, f.sep) {
+		elem = strings.TrimSpace(elem)
+		if elem == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(elem, "=")
+		if !ok {
+			return "", 0, nil, fmt.Errorf("%s: element %q is not key=value: %w", f.name, clip(elem), ErrMalformedHeader)
+		}
+		switch k {
+		case f.tsKey:
+			if seenTS {
+				return "", 0, nil, &RepeatedHeaderError{Header: f.name, Detail: "two " + f.tsKey + " elements"}
+			}
+			seenTS, ts = true, val
+		case f.sigKey:
+			sig, ok := decodeHex(val)
+			if !ok || len(sig) == 0 || (f.sigLen > 0 && len(sig) != f.sigLen) {
 				continue
 			}
-			k, val, ok := strings.Cut(elem, "=")
-			if !ok {
-				return "", 0, nil, fmt.Errorf("%s: element %q is not key=value: %w", f.name, clip(elem), ErrMalformedHeader)
-			}
-			switch k {
-			case f.tsKey:
-				if ts != "" && ts != val {
-					return "", 0, nil, fmt.Errorf("%s: several timestamps: %w", f.name, ErrMalformedHeader)
-				}
-				ts = val
-			case f.sigKey:
-				sig, err := hex.DecodeString(val)
-				if err != nil || len(sig) == 0 || (f.sigLen > 0 && len(sig) != f.sigLen) {
-					continue
-				}
-				sigs = append(sigs, sig)
-			}
+			sigs = append(sigs, sig)
 		}
 	}
 	if ts == "" {

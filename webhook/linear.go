@@ -38,6 +38,9 @@ var linearSpec = providerSpec{
 	},
 }
 
+// linearTypePath is where the body names the type when Linear-Event is absent.
+var linearTypePath = []string{"type"}
+
 // linearScheme verifies Linear-Signature.
 type linearScheme struct {
 	tolerance time.Duration
@@ -59,15 +62,15 @@ func linearTimestamp(doc any) (time.Time, error) {
 }
 
 func (s linearScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, linearSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", linearSignatureHeader, ErrMissingHeader)
-	}
-	sigs, err := parseHexSigs(linearSignatureHeader, "", sha256.Size, values)
+	value, err := singleValue(req.Header, linearSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacSHA256(key, req.Body) }, sigs); err != nil {
+	sig, err := parseHexSig(linearSignatureHeader, "", sha256.Size, value)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacSHA256(key, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	doc, err := decodeJSON(req.Body)
@@ -81,11 +84,14 @@ func (s linearScheme) authenticate(req *Request, secrets []string, now time.Time
 	if err := checkToleranceAt(t, now, s.tolerance); err != nil {
 		return meta{}, err
 	}
-	m := meta{doc: doc, hasDoc: true}
+	m := meta{doc: doc, docJSON: req.Body, hasDoc: true}
 	m.id, m.idErr = singleValue(req.Header, linearDeliveryHeader)
 	m.typ, m.typErr = singleValue(req.Header, linearEventHeader)
 	if m.typErr != nil && errorsIsMissing(m.typErr) {
-		m.typ, m.typErr = stringAt(doc, []string{"type"}), nil
+		m.typErr = uniqueAt(req.Body, linearTypePath)
+		if m.typErr == nil {
+			m.typ, m.typErr = textAt(doc, linearTypePath)
+		}
 	}
 	return m, nil
 }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -51,11 +50,10 @@ type paddleHeader struct {
 	h1        [][]byte
 }
 
-// parsePaddleHeader parses every value of Paddle-Signature. It needs exactly
-// one ts (repeated only with the same value) and at least one h1 of 32 bytes
-// in hex; other h1 entries are skipped.
-func parsePaddleHeader(values []string) (paddleHeader, error) {
-	ts, timestamp, sigs, err := paddleFormat.parse(values)
+// parsePaddleHeader parses Paddle-Signature. It needs exactly one ts and at
+// least one h1 of 32 bytes in lowercase hex; other h1 entries are skipped.
+func parsePaddleHeader(value string) (paddleHeader, error) {
+	ts, timestamp, sigs, err := paddleFormat.parse(value)
 	if err != nil {
 		return paddleHeader{}, err
 	}
@@ -70,15 +68,16 @@ func paddleMAC(key []byte, ts string, body []byte) []byte {
 }
 
 func (s paddleScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, paddleSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", paddleSignatureHeader, ErrMissingHeader)
-	}
-	h, err := parsePaddleHeader(values)
+	// Paddle's value ("ts=…;h1=…") never holds a comma: one is a repetition.
+	value, err := singleValue(req.Header, paddleSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return paddleMAC(key, h.ts, req.Body) }, h.h1); err != nil {
+	h, err := parsePaddleHeader(value)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return paddleMAC(key, h.ts, req.Body) }, h.h1...); err != nil {
 		return meta{}, err
 	}
 	if err := checkTolerance(h.timestamp, now, s.tolerance); err != nil {

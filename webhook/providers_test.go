@@ -553,7 +553,7 @@ func TestProviderSpecifics(t *testing.T) {
 		{name: "slack url_verification without challenge", cfg: Config{Provider: "slack"}, m: Message{Body: []byte(`{"type":"url_verification"}`), Now: testNow}, wantErr: ErrMalformedBody},
 		{name: "slack two timestamps", cfg: Config{Provider: "slack"}, m: Message{Body: []byte(`{"event_id":"E1"}`), Now: testNow}, change: func(r *Request) {
 			r.Header.Add("X-Slack-Request-Timestamp", "1")
-		}, wantErr: ErrMalformedHeader},
+		}, wantErr: ErrRepeatedHeader},
 		{name: "square needs a URL", cfg: Config{Provider: "square"}, m: Message{Body: []byte(`{"event_id":"e"}`), URL: "https://a.example/x"}, change: func(r *Request) { r.URL = "" }, wantErr: ErrMissingHeader},
 		{name: "square URL differs", cfg: Config{Provider: "square"}, m: Message{Body: []byte(`{"event_id":"e"}`), URL: "https://a.example/x"}, change: func(r *Request) { r.URL = "https://a.example/y" }, wantErr: ErrBadSignature},
 		{name: "square without event_id", cfg: Config{Provider: "square"}, m: Message{Body: []byte(`{"type":"x"}`), URL: "https://a.example/x"}, wantErr: ErrNoKey},
@@ -622,19 +622,19 @@ func TestProviderSpecifics(t *testing.T) {
 		}, wantErr: ErrBadSignature},
 		{name: "gitlab two tokens", cfg: Config{Provider: "gitlab"}, m: Message{ID: "u1", Type: "Push Hook", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Add("X-Gitlab-Token", "other")
-		}, wantErr: ErrMalformedHeader},
+		}, wantErr: ErrRepeatedHeader},
 		{name: "shopify falls back to X-Shopify-Webhook-Id", cfg: Config{Provider: "shopify"}, m: Message{ID: "e1", Type: "orders/create", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Del("X-Shopify-Event-Id")
 			r.Header.Set("X-Shopify-Webhook-Id", "w1")
 		}, want: key("w1", "orders/create")},
-		{name: "shopify without ids", cfg: Config{Provider: "shopify"}, m: Message{ID: "e1", Body: []byte(`{}`)}, change: func(r *Request) {
+		{name: "shopify without ids", cfg: Config{Provider: "shopify"}, m: Message{ID: "e1", Type: "orders/create", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Del("X-Shopify-Event-Id")
 			r.Header.Del("X-Shopify-Webhook-Id")
 		}, wantErr: ErrMissingHeader},
-		{name: "shopify two event ids", cfg: Config{Provider: "shopify"}, m: Message{ID: "e1", Body: []byte(`{}`)}, change: func(r *Request) {
+		{name: "shopify two event ids", cfg: Config{Provider: "shopify"}, m: Message{ID: "e1", Type: "orders/create", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Add("X-Shopify-Event-Id", "e2")
-		}, wantErr: ErrMalformedHeader},
-		{name: "shopify hex instead of base64", cfg: Config{Provider: "shopify"}, m: Message{ID: "w1", Body: []byte(`{}`)}, change: func(r *Request) {
+		}, wantErr: ErrRepeatedHeader},
+		{name: "shopify hex instead of base64", cfg: Config{Provider: "shopify"}, m: Message{ID: "w1", Type: "orders/create", Body: []byte(`{}`)}, change: func(r *Request) {
 			r.Header.Set("X-Shopify-Hmac-Sha256", hexString(hmacSHA256([]byte(secretNew), []byte(`{}`))))
 		}, wantErr: ErrMalformedHeader},
 	}
@@ -682,7 +682,8 @@ func TestProviderSignNeeds(t *testing.T) {
 		{"twitch secret too short", Config{Provider: "twitch"}, Message{ID: "m", Now: testNow}, "short"},
 		{"twitch secret too long", Config{Provider: "twitch"}, Message{ID: "m", Now: testNow}, strings.Repeat("s", 101)},
 		{"gitlab without type", Config{Provider: "gitlab"}, Message{ID: "m"}, secretNew},
-		{"shopify without id", Config{Provider: "shopify"}, Message{}, secretNew},
+		{"shopify without id", Config{Provider: "shopify"}, Message{Type: "orders/create"}, secretNew},
+		{"shopify without type", Config{Provider: "shopify"}, Message{ID: "e1"}, secretNew},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,14 +3,16 @@ package webhook
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
+	"errors"
 	"net/http"
 	"time"
 )
 
 // Shopify's scheme, as documented at
 // https://shopify.dev/docs/apps/build/webhooks/subscribe/https (verify) and
-// https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates (deduplicate):
+// https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates (deduplicate),
+// and as Shopify's own library reads it (@shopify/shopify-api,
+// lib/webhooks/validate.ts and header-names.ts):
 //
 //   - X-Shopify-Hmac-Sha256 is the base64 HMAC-SHA256 of the raw body, keyed
 //     with the app's client secret as given. There is no signed timestamp
@@ -18,11 +20,32 @@ import (
 //   - The docs name X-Shopify-Event-Id as the value that marks a duplicate, so
 //     it is the key; X-Shopify-Webhook-Id is used when it is absent (older
 //     deliveries). X-Shopify-Topic is the type.
+//   - Newer deliveries (the library calls them events webhooks) name the
+//     same headers without the X- prefix (shopify-hmac-sha256,
+//     shopify-event-id, shopify-topic, ...) and, for now, send the X- ones
+//     too; the library reads the new names first. Both are read here; the
+//     two spellings of one header may both be present only with the same
+//     value.
 const (
 	shopifySignatureHeader = "X-Shopify-Hmac-Sha256"
 	shopifyWebhookIDHeader = "X-Shopify-Webhook-Id"
 	shopifyEventIDHeader   = "X-Shopify-Event-Id"
 	shopifyTopicHeader     = "X-Shopify-Topic"
+	shopifyDomainHeader    = "X-Shopify-Shop-Domain"
+	shopifyVersionHeader   = "X-Shopify-API-Version"
+	shopifyTriggeredHeader = "X-Shopify-Triggered-At"
+
+	shopifyNewSignatureHeader = "Shopify-Hmac-Sha256"
+	shopifyNewEventIDHeader   = "Shopify-Event-Id"
+	shopifyNewTopicHeader     = "Shopify-Topic"
+)
+
+// What Sign sends in the headers Shopify's library requires but this
+// package never reads: a shop's domain and the API version the payload
+// follows (one the library knows).
+const (
+	shopifySignDomain     = "example.myshopify.com"
+	shopifySignAPIVersion = "2026-04"
 )
 
 var shopifySpec = providerSpec{
@@ -31,40 +54,49 @@ var shopifySpec = providerSpec{
 	},
 }
 
-// shopifyScheme verifies X-Shopify-Hmac-Sha256.
+// shopifyScheme verifies X-Shopify-Hmac-Sha256 (or Shopify-Hmac-Sha256).
 type shopifyScheme struct{}
 
 func (shopifyScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	values := headerValues(req.Header, shopifySignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", shopifySignatureHeader, ErrMissingHeader)
-	}
-	sigs, err := parseBase64Sigs(shopifySignatureHeader, sha256.Size, values)
+	value, err := singleValue(req.Header, shopifySignatureHeader, shopifyNewSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacSHA256(key, req.Body) }, sigs); err != nil {
+	sig, err := parseBase64Sig(shopifySignatureHeader, sha256.Size, value)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return hmacSHA256(key, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	var m meta
-	m.id, m.idErr = singleValue(req.Header, shopifyEventIDHeader)
+	m.id, m.idErr = singleValue(req.Header, shopifyEventIDHeader, shopifyNewEventIDHeader)
 	if m.idErr != nil && errorsIsMissing(m.idErr) {
 		m.id, m.idErr = singleValue(req.Header, shopifyWebhookIDHeader)
 	}
-	m.typ, m.typErr = singleValue(req.Header, shopifyTopicHeader)
+	m.typ, m.typErr = singleValue(req.Header, shopifyTopicHeader, shopifyNewTopicHeader)
 	return m, nil
 }
 
+// sign sends what a Shopify delivery in the X- format carries; the
+// domain and API version are shopifySignDomain and shopifySignAPIVersion,
+// and X-Shopify-Triggered-At is m.Now when set.
 func (shopifyScheme) sign(m Message, secret string) (http.Header, error) {
 	if m.ID == "" {
 		return nil, errNeedsID(shopifyEventIDHeader)
+	}
+	if m.Type == "" {
+		return nil, errors.New("message needs a Type for " + shopifyTopicHeader)
 	}
 	h := http.Header{}
 	h.Set(shopifySignatureHeader, base64.StdEncoding.EncodeToString(hmacSHA256([]byte(secret), m.Body)))
 	h.Set(shopifyEventIDHeader, m.ID)
 	h.Set(shopifyWebhookIDHeader, m.ID)
-	if m.Type != "" {
-		h.Set(shopifyTopicHeader, m.Type)
+	h.Set(shopifyTopicHeader, m.Type)
+	h.Set(shopifyDomainHeader, shopifySignDomain)
+	h.Set(shopifyVersionHeader, shopifySignAPIVersion)
+	if !m.Now.IsZero() {
+		h.Set(shopifyTriggeredHeader, m.Now.UTC().Format(time.RFC3339Nano))
 	}
 	h.Set("Content-Type", "application/json")
 	return h, nil

@@ -43,46 +43,55 @@ func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute f
 	return nil, ErrBadSignature
 }
 
-// parseHexSigs parses every value of a header carrying prefix + hex digest
-// (Slack and Zoom "v0=", Twitch "sha256=", Intercom "sha1=", Linear no
-// prefix). Each value may hold one signature; values that lack the prefix or
-// do not decode to size bytes are skipped; none left is ErrMalformedHeader.
-// Hex is accepted in either case.
-func parseHexSigs(name, prefix string, size int, values []string) ([][]byte, error) {
-	var sigs [][]byte
-	for _, v := range values {
-		enc, ok := strings.CutPrefix(strings.TrimSpace(v), prefix)
-		if !ok {
-			continue
-		}
-		sig, err := hex.DecodeString(enc)
-		if err != nil || len(sig) != size {
-			continue
-		}
-		sigs = append(sigs, sig)
+// parseHexSig parses a header value carrying prefix + hex digest (Slack and
+// Zoom "v0=", Twitch "sha256=", Intercom "sha1=", Linear no prefix). A value
+// that lacks the prefix or is not size bytes in lowercase hex is
+// ErrMalformedHeader.
+func parseHexSig(name, prefix string, size int, value string) ([]byte, error) {
+	enc, ok := strings.CutPrefix(value, prefix)
+	sig, hexOK := decodeHex(enc)
+	if !ok || !hexOK || len(sig) != size {
+		return nil, fmt.Errorf("%s: want %q followed by %d lowercase hex digits: %w", name, prefix, 2*size, ErrMalformedHeader)
 	}
-	if len(sigs) == 0 {
-		return nil, fmt.Errorf("%s: want %q followed by %d hex digits: %w", name, prefix, 2*size, ErrMalformedHeader)
-	}
-	return sigs, nil
+	return sig, nil
 }
 
-// parseBase64Sigs parses every value of a header carrying a standard base64
-// digest (Square, Shopify, Twilio). Values that do not decode to size bytes
-// are skipped; none left is ErrMalformedHeader.
-func parseBase64Sigs(name string, size int, values []string) ([][]byte, error) {
-	var sigs [][]byte
-	for _, v := range values {
-		sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-		if err != nil || len(sig) != size {
-			continue
+// decodeHex decodes lowercase hex, the one spelling every hex-signing
+// provider sends and its SDK accepts (they compare hex strings, so an
+// upper-case digest is refused there too).
+func decodeHex(s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return nil, false
 		}
-		sigs = append(sigs, sig)
 	}
-	if len(sigs) == 0 {
+	b, err := hex.DecodeString(s)
+	return b, err == nil
+}
+
+// parseBase64Sig parses a header value carrying a standard base64 digest
+// (Square, Shopify, Twilio). A value that is not size bytes in canonical
+// base64 is ErrMalformedHeader.
+func parseBase64Sig(name string, size int, value string) ([]byte, error) {
+	sig, ok := decodeBase64(value)
+	if !ok || len(sig) != size {
 		return nil, fmt.Errorf("%s: want the base64 of a %d-byte digest: %w", name, size, ErrMalformedHeader)
 	}
-	return sigs, nil
+	return sig, nil
+}
+
+// decodeBase64 decodes standard, padded base64 in its canonical spelling
+// only: the providers' SDKs compare encoded strings, so a value with
+// non-zero unused low bits (or anything else that re-encodes differently,
+// such as a line break) is refused, though a lenient decoder maps it to
+// the same bytes. The check involves no secret, so it need not be
+// constant-time; the digest itself is still compared in constant time.
+func decodeBase64(s string) ([]byte, bool) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
 }
 
 // checkToleranceAt rejects a signed time more than tol before or after now.
@@ -134,7 +143,8 @@ func formDoc(raw []byte) (map[string]any, url.Values, error) {
 	return doc, vals, nil
 }
 
-// hexString is lowercase hex, as every hex-signing provider sends it.
+// hexString is lowercase hex, as every hex-signing provider sends it and
+// decodeHex reads it.
 func hexString(b []byte) string {
 	return hex.EncodeToString(b)
 }

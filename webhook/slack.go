@@ -55,9 +55,9 @@ func slackMAC(key []byte, ts string, body []byte) []byte {
 }
 
 func (s slackScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, slackSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", slackSignatureHeader, ErrMissingHeader)
+	value, err := singleValue(req.Header, slackSignatureHeader)
+	if err != nil {
+		return meta{}, err
 	}
 	ts, err := singleValue(req.Header, slackTimestampHeader)
 	if err != nil {
@@ -67,40 +67,62 @@ func (s slackScheme) authenticate(req *Request, secrets []string, now time.Time)
 	if err != nil {
 		return meta{}, fmt.Errorf("%s: %w", slackTimestampHeader, err)
 	}
-	sigs, err := parseHexSigs(slackSignatureHeader, slackVersion+"=", sha256.Size, values)
+	sig, err := parseHexSig(slackSignatureHeader, slackVersion+"=", sha256.Size, value)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return slackMAC(key, ts, req.Body) }, sigs); err != nil {
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return slackMAC(key, ts, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	if err := checkTolerance(t, now, s.tolerance); err != nil {
 		return meta{}, err
 	}
-	return slackBody(req.Body)
+	m, err := slackBody(req.Body)
+	if err != nil {
+		// Signed, but nothing can be read from the body.
+		return meta{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+	}
+	return m, nil
 }
+
+// Where Slack's bodies name what they are.
+var (
+	slackTypePath      = []string{"type"}
+	slackEventTypePath = []string{"event", "type"}
+)
 
 // slackBody reads an authenticated Slack body: a url_verification
 // handshake, an Events API event, an interactivity payload or a slash
-// command.
+// command. The members that name the type (and so the handshake) may not
+// come twice.
 func slackBody(raw []byte) (meta, error) {
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
 		doc, err := decodeJSON(raw)
 		if err != nil {
 			return meta{}, err
 		}
-		if stringAt(doc, []string{"type"}) == "url_verification" {
+		if err := uniqueAt(raw, slackTypePath, slackEventTypePath); err != nil {
+			return meta{}, err
+		}
+		outer, err := textAt(doc, slackTypePath)
+		if err != nil {
+			return meta{}, err
+		}
+		if outer == "url_verification" {
 			challenge := stringAt(doc, []string{"challenge"})
 			if challenge == "" {
 				return meta{}, fmt.Errorf("url_verification without a challenge: %w", ErrMalformedBody)
 			}
 			return meta{handshake: &Handshake{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(challenge)}}, nil
 		}
-		typ := stringAt(doc, []string{"event", "type"})
-		if typ == "" {
-			typ = stringAt(doc, []string{"type"})
+		typ, err := textAt(doc, slackEventTypePath)
+		if err != nil {
+			return meta{}, err
 		}
-		return meta{doc: doc, hasDoc: true, typ: typ}, nil
+		if typ == "" {
+			typ = outer
+		}
+		return meta{doc: doc, docJSON: raw, hasDoc: true, typ: typ}, nil
 	}
 	form, vals, err := formDoc(raw)
 	if err != nil {
@@ -110,11 +132,19 @@ func slackBody(raw []byte) (meta, error) {
 		if len(payload) != 1 {
 			return meta{}, fmt.Errorf("form has %d payload fields: %w", len(payload), ErrMalformedBody)
 		}
-		doc, err := decodeJSON([]byte(payload[0]))
+		src := []byte(payload[0])
+		doc, err := decodeJSON(src)
 		if err != nil {
 			return meta{}, fmt.Errorf("interactivity payload: %w", err)
 		}
-		return meta{doc: doc, hasDoc: true, typ: stringAt(doc, []string{"type"})}, nil
+		if err := uniqueAt(src, slackTypePath); err != nil {
+			return meta{}, fmt.Errorf("interactivity payload: %w", err)
+		}
+		typ, err := textAt(doc, slackTypePath)
+		if err != nil {
+			return meta{}, fmt.Errorf("interactivity payload: %w", err)
+		}
+		return meta{doc: doc, docJSON: src, hasDoc: true, typ: typ}, nil
 	}
 	return meta{doc: form, hasDoc: true, typ: vals.Get("command")}, nil
 }

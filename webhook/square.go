@@ -51,11 +51,11 @@ func errNoURL(provider string) error {
 }
 
 func (s squareScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	values := headerValues(req.Header, squareSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", squareSignatureHeader, ErrMissingHeader)
+	value, err := singleValue(req.Header, squareSignatureHeader)
+	if err != nil {
+		return meta{}, err
 	}
-	sigs, err := parseBase64Sigs(squareSignatureHeader, sha256.Size, values)
+	sig, err := parseBase64Sig(squareSignatureHeader, sha256.Size, value)
 	if err != nil {
 		return meta{}, err
 	}
@@ -63,7 +63,7 @@ func (s squareScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 	if u == "" {
 		return meta{}, errNoURL(providerSquare)
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return squareMAC(key, u, req.Body) }, sigs); err != nil {
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return squareMAC(key, u, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	return meta{}, nil

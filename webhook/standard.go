@@ -46,23 +46,32 @@ type standardScheme struct {
 	svix      bool // Sign uses the svix- header names
 }
 
-// parseStandardSignatures parses every value of webhook-signature and returns
-// the decoded v1 signatures. Entries of other versions, entries without a
-// comma and v1 entries that are not base64 are skipped; none left is an error.
-func parseStandardSignatures(values []string) ([][]byte, error) {
+// parseStandardSignatures parses webhook-signature and returns the decoded
+// v1 signatures. Entries of other versions, entries without a comma and v1
+// entries that are not canonical base64 are skipped; none left is an error.
+// An entry with a second comma is a *RepeatedHeaderError: each entry is
+// "version,signature" and base64 has no comma, so a second one is where a
+// gateway joined two headers.
+func parseStandardSignatures(value string) ([][]byte, error) {
+	return parseStandardSignaturesIn(webhookFamily.signature, value)
+}
+
+// parseStandardSignaturesIn is parseStandardSignatures of the header name.
+func parseStandardSignaturesIn(name, value string) ([][]byte, error) {
 	var sigs [][]byte
-	for _, v := range values {
-		for _, entry := range strings.Fields(v) {
-			version, enc, ok := strings.Cut(entry, ",")
-			if !ok || version != standardVersion {
-				continue
-			}
-			sig, err := base64.StdEncoding.DecodeString(enc)
-			if err != nil || len(sig) == 0 {
-				continue
-			}
-			sigs = append(sigs, sig)
+	for _, entry := range strings.Fields(value) {
+		version, enc, ok := strings.Cut(entry, ",")
+		if strings.Contains(enc, ",") {
+			return nil, &RepeatedHeaderError{Header: name, Detail: "an entry with two commas"}
 		}
+		if !ok || version != standardVersion {
+			continue
+		}
+		sig, ok := decodeBase64(enc)
+		if !ok || len(sig) == 0 {
+			continue
+		}
+		sigs = append(sigs, sig)
 	}
 	if len(sigs) == 0 {
 		return nil, fmt.Errorf("%s: no %s,<base64> entry: %w", webhookFamily.signature, standardVersion, ErrMalformedHeader)
@@ -101,9 +110,9 @@ func standardMAC(key []byte, id, ts string, body []byte) []byte {
 }
 
 func (s standardScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, webhookFamily.signature, svixFamily.signature)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", webhookFamily.signature, ErrMissingHeader)
+	value, sigHeader, err := readOnce(req.Header, true, webhookFamily.signature, svixFamily.signature)
+	if err != nil {
+		return meta{}, err
 	}
 	id, err := singleValue(req.Header, webhookFamily.id, svixFamily.id)
 	if err != nil {
@@ -117,11 +126,11 @@ func (s standardScheme) authenticate(req *Request, secrets []string, now time.Ti
 	if err != nil {
 		return meta{}, fmt.Errorf("%s: %w", webhookFamily.timestamp, err)
 	}
-	sigs, err := parseStandardSignatures(values)
+	sigs, err := parseStandardSignaturesIn(sigHeader, value)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, standardKey, func(key []byte) []byte { return standardMAC(key, id, ts, req.Body) }, sigs); err != nil {
+	if err := matchAny(secrets, standardKey, func(key []byte) []byte { return standardMAC(key, id, ts, req.Body) }, sigs...); err != nil {
 		return meta{}, err
 	}
 	if err := checkTolerance(t, now, s.tolerance); err != nil {

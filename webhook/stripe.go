@@ -3,7 +3,6 @@ package webhook
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -35,11 +34,11 @@ type stripeHeader struct {
 	v1        [][]byte
 }
 
-// parseStripeHeader parses every value of Stripe-Signature. It needs exactly
-// one timestamp (repeated only with the same value) and at least one valid v1
-// signature; v1 entries that are not hex are skipped.
-func parseStripeHeader(values []string) (stripeHeader, error) {
-	ts, timestamp, sigs, err := stripeFormat.parse(values)
+// parseStripeHeader parses Stripe-Signature. It needs exactly one timestamp
+// (a second one means the header was repeated and joined) and at least one
+// valid v1 signature; v1 entries that are not lowercase hex are skipped.
+func parseStripeHeader(value string) (stripeHeader, error) {
+	ts, timestamp, sigs, err := stripeFormat.parse(value)
 	if err != nil {
 		return stripeHeader{}, err
 	}
@@ -59,15 +58,15 @@ func stripeMAC(secret []byte, ts string, body []byte) []byte {
 }
 
 func (s stripeScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, stripeSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", stripeSignatureHeader, ErrMissingHeader)
-	}
-	h, err := parseStripeHeader(values)
+	value, err := listValue(req.Header, stripeSignatureHeader)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return stripeMAC(key, h.t, req.Body) }, h.v1); err != nil {
+	h, err := parseStripeHeader(value)
+	if err != nil {
+		return meta{}, err
+	}
+	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return stripeMAC(key, h.t, req.Body) }, h.v1...); err != nil {
 		return meta{}, err
 	}
 	if err := checkTolerance(h.timestamp, now, s.tolerance); err != nil {
@@ -96,7 +95,7 @@ func rawKey(secret string) ([]byte, error) {
 // matchAny reports nil when any of sigs equals compute(key) for the key of any
 // usable secret. Empty secrets and secrets keyOf rejects are skipped; when
 // none is usable the result wraps ErrNoSecret. Comparisons are constant-time.
-func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs [][]byte) error {
+func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs ...[]byte) error {
 	_, err := matchSecret(secrets, keyOf, func(key []byte) [][]byte { return [][]byte{compute(key)} }, sigs)
 	return err
 }

@@ -59,29 +59,39 @@ type twilioScheme struct {
 }
 
 // twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings: absent means
-// HMAC-SHA1 with the Auth Token.
+// HMAC-SHA1 with the Auth Token. Its comma-separated elements name the
+// algorithm once; a second algorithm element is the header repeated and
+// joined.
 func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
-	v, err := singleValue(h, twilioSettingsHeader)
+	v, err := listValue(h, twilioSettingsHeader)
 	if err != nil {
 		if errorsIsMissing(err) {
 			return sha1.New, nil
 		}
 		return nil, err
 	}
+	var alg string
 	for elem := range strings.SplitSeq(v, ",") {
 		k, val, _ := strings.Cut(strings.TrimSpace(elem), "=")
 		if k != "algorithm" {
 			continue
 		}
-		switch strings.TrimSpace(val) {
-		case "HMAC_SHA1":
-			return sha1.New, nil
-		case "HMAC_SHA256":
-			return sha256.New, nil
+		if alg != "" {
+			return nil, &RepeatedHeaderError{Header: twilioSettingsHeader, Detail: "two algorithm elements"}
 		}
-		return nil, fmt.Errorf("%s: algorithm %q unsupported: %w", twilioSettingsHeader, clip(val), ErrMalformedHeader)
+		if alg = strings.TrimSpace(val); alg == "" {
+			return nil, fmt.Errorf("%s: empty algorithm: %w", twilioSettingsHeader, ErrMalformedHeader)
+		}
 	}
-	return nil, fmt.Errorf("%s: no algorithm: %w", twilioSettingsHeader, ErrMalformedHeader)
+	switch alg {
+	case "":
+		return nil, fmt.Errorf("%s: no algorithm: %w", twilioSettingsHeader, ErrMalformedHeader)
+	case "HMAC_SHA1":
+		return sha1.New, nil
+	case "HMAC_SHA256":
+		return sha256.New, nil
+	}
+	return nil, fmt.Errorf("%s: algorithm %q unsupported: %w", twilioSettingsHeader, clip(alg), ErrMalformedHeader)
 }
 
 // twilioURLs returns the URL as given, and with and without its port, as
@@ -238,15 +248,15 @@ func (s twilioScheme) signedURL(reqURL string) string {
 }
 
 func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) (meta, error) {
-	values := headerValues(req.Header, twilioSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", twilioSignatureHeader, ErrMissingHeader)
+	value, err := singleValue(req.Header, twilioSignatureHeader)
+	if err != nil {
+		return meta{}, err
 	}
 	newHash, err := twilioAlgorithm(req.Header)
 	if err != nil {
 		return meta{}, err
 	}
-	sigs, err := parseBase64Sigs(twilioSignatureHeader, newHash().Size(), values)
+	sig, err := parseBase64Sig(twilioSignatureHeader, newHash().Size(), value)
 	if err != nil {
 		return meta{}, err
 	}
@@ -273,12 +283,13 @@ func (s twilioScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 		}
 		return out
 	}
-	if _, err := matchSecret(secrets, rawKey, compute, sigs); err != nil {
+	if _, err := matchSecret(secrets, rawKey, compute, [][]byte{sig}); err != nil {
 		return meta{}, err
 	}
 	if jsonBody {
 		sum := sha256.Sum256(req.Body)
-		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(strings.ToLower(bodyHash))) != 1 {
+		// Lowercase hex, as Twilio writes it and its SDKs compare it.
+		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(bodyHash)) != 1 {
 			return meta{}, fmt.Errorf("body does not hash to the signed %s: %w", twilioBodyParam, ErrBadSignature)
 		}
 	}
@@ -295,7 +306,7 @@ func (s twilioScheme) sign(m Message, secret string) (http.Header, error) {
 	payload := ""
 	if want, ok := twilioBodyHash(u); ok {
 		sum := sha256.Sum256(m.Body)
-		if got := hex.EncodeToString(sum[:]); got != strings.ToLower(want) {
+		if got := hex.EncodeToString(sum[:]); got != want {
 			return nil, fmt.Errorf("URL's %s is %q, the body hashes to %q", twilioBodyParam, clip(want), got)
 		}
 		h.Set("Content-Type", "application/json")

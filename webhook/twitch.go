@@ -75,9 +75,9 @@ func twitchMAC(key []byte, id, ts string, body []byte) []byte {
 }
 
 func (s twitchScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, twitchSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", twitchSignatureHeader, ErrMissingHeader)
+	value, err := singleValue(req.Header, twitchSignatureHeader)
+	if err != nil {
+		return meta{}, err
 	}
 	id, err := singleValue(req.Header, twitchIDHeader)
 	if err != nil {
@@ -91,11 +91,11 @@ func (s twitchScheme) authenticate(req *Request, secrets []string, now time.Time
 	if err != nil {
 		return meta{}, err
 	}
-	sigs, err := parseHexSigs(twitchSignatureHeader, twitchPrefix, sha256.Size, values)
+	sig, err := parseHexSig(twitchSignatureHeader, twitchPrefix, sha256.Size, value)
 	if err != nil {
 		return meta{}, err
 	}
-	if err := matchAny(secrets, twitchKey, func(key []byte) []byte { return twitchMAC(key, id, ts, req.Body) }, sigs); err != nil {
+	if err := matchAny(secrets, twitchKey, func(key []byte) []byte { return twitchMAC(key, id, ts, req.Body) }, sig); err != nil {
 		return meta{}, err
 	}
 	if err := checkToleranceAt(t, now, s.tolerance); err != nil {

@@ -11,12 +11,19 @@ import (
 )
 
 // Sentinel errors. Every error from Verify wraps exactly one of them, with
-// detail added by fmt.Errorf; callers branch with errors.Is.
+// detail added by fmt.Errorf (a failure after a valid signature also wraps
+// ErrNoKey); callers branch with errors.Is.
 var (
 	// ErrMissingHeader means a signature, timestamp or id header is absent.
 	ErrMissingHeader = errors.New("missing header")
 	// ErrMalformedHeader means a header is present but cannot be parsed.
 	ErrMalformedHeader = errors.New("malformed header")
+	// ErrRepeatedHeader means a header the scheme reads once (a signature,
+	// timestamp, id or type header) came more than once: as two header
+	// lines, as the comma-joined value a gateway makes of them, or under
+	// two spellings with different values. The error is a
+	// *RepeatedHeaderError naming the header.
+	ErrRepeatedHeader = errors.New("repeated header")
 	// ErrBadSignature means no signature in the request matched any secret.
 	ErrBadSignature = errors.New("bad signature")
 	// ErrOutsideTolerance means the signed timestamp is too old or too far in
@@ -32,6 +39,22 @@ var (
 	// issue, but the delivery is never accepted.
 	ErrNoSecret = errors.New("no secret")
 )
+
+// RepeatedHeaderError is the ErrRepeatedHeader of one header.
+type RepeatedHeaderError struct {
+	Header string // the header's name, as the scheme spells it (X-GitHub-Delivery)
+	Detail string // how it was repeated, for logs
+}
+
+func (e *RepeatedHeaderError) Error() string {
+	if e.Detail == "" {
+		return e.Header + ": " + ErrRepeatedHeader.Error()
+	}
+	return e.Header + ": " + e.Detail + ": " + ErrRepeatedHeader.Error()
+}
+
+// Unwrap makes errors.Is(err, ErrRepeatedHeader) hold.
+func (e *RepeatedHeaderError) Unwrap() error { return ErrRepeatedHeader }
 
 // Provider names accepted in Config.Provider.
 const (
@@ -117,10 +140,10 @@ type GenericConfig struct {
 	Algorithm       string `json:"algorithm,omitempty"`        // sha1 | sha256 (default) | sha512
 	SignatureHeader string `json:"signature_header,omitempty"` // default "X-Signature"
 	Prefix          string `json:"prefix,omitempty"`           // e.g. "sha256=" (stripped before decoding)
-	Encoding        string `json:"encoding,omitempty"`         // hex (default) | base64
+	Encoding        string `json:"encoding,omitempty"`         // hex (default; lowercase only) | base64 (standard, padded, canonical)
 	TimestampHeader string `json:"timestamp_header,omitempty"` // if set, signed content is timestamp + "." + body and tolerance applies (unix seconds)
-	IDHeader        string `json:"id_header,omitempty"`        // header carrying the event id, if any
-	TypeHeader      string `json:"type_header,omitempty"`      // header carrying the event type, if any
+	IDHeader        string `json:"id_header,omitempty"`        // header carrying the event id, if any; a comma in it is read as a repeated header
+	TypeHeader      string `json:"type_header,omitempty"`      // header carrying the event type, if any; likewise
 }
 
 // scheme is one signature scheme: it authenticates a request and says what
@@ -141,9 +164,12 @@ type meta struct {
 	// handshake, when set, is answered as is; no key is extracted.
 	handshake *Handshake
 	// doc is the body as a JSON document when the scheme decoded it itself
-	// (form-encoded bodies); hasDoc says it is set.
-	doc    any
-	hasDoc bool
+	// (form-encoded bodies, JSON it had to read); hasDoc says it is set.
+	// docJSON is the JSON text doc was decoded from (the body, or a form
+	// field holding JSON), nil when doc is a form's fields.
+	doc     any
+	docJSON []byte
+	hasDoc  bool
 }
 
 // keySource says where an event's key comes from.
@@ -168,16 +194,17 @@ const (
 
 // Verifier verifies deliveries of one source. Safe for concurrent use.
 type Verifier struct {
-	provider  string
-	scheme    scheme
-	keySrc    keySource
-	keyHeader string
-	keyPath   []string
-	derive    bool // derive a key when the scheme's own key is absent
-	rawDerive bool // a body that is not JSON derives its key from the raw bytes (generic)
-	typeSrc   typeSource
-	typePath  []string
-	volatile  [][]string
+	provider   string
+	scheme     scheme
+	keySrc     keySource
+	keyHeader  string
+	keyPath    []string
+	keyNumbers bool // the key at keyPath may be a JSON integer (a configured key_path)
+	derive     bool // derive a key when the scheme's own key is absent
+	rawDerive  bool // a body that is not JSON derives its key from the raw bytes (generic)
+	typeSrc    typeSource
+	typePath   []string
+	volatile   [][]string
 }
 
 // providerSpec registers one provider: its documented default tolerance
@@ -302,7 +329,7 @@ func New(cfg Config) (*Verifier, error) {
 		if err != nil {
 			return nil, fmt.Errorf("webhook config: key_path: %w", err)
 		}
-		v.keySrc, v.keyPath, v.derive = keyFromBody, p, false
+		v.keySrc, v.keyPath, v.keyNumbers, v.derive = keyFromBody, p, true, false
 	}
 	if cfg.TypePath != "" {
 		p, err := parsePath(cfg.TypePath)
@@ -399,7 +426,25 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 	var b body
 	b.raw = req.Body
 	if m.hasDoc {
-		b.doc, b.parsed = m.doc, true
+		b.doc, b.src, b.parsed = m.doc, m.docJSON, true
+	}
+	// The members the key and type are read from, checked once for copies
+	// on the first read of the document.
+	var paths [][]string
+	if v.typeSrc == typeFromBody || v.typeSrc == typeFromBodySoft {
+		paths = append(paths, v.typePath)
+	}
+	if v.keySrc == keyFromBody {
+		paths = append(paths, v.keyPath)
+	}
+	checked := false
+	readDoc := func() (any, error) {
+		d, err := b.json()
+		if err == nil && !checked {
+			checked = true
+			err = uniqueAt(b.src, paths...)
+		}
+		return d, err
 	}
 
 	var ev Event
@@ -411,14 +456,23 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		}
 		ev.Type = m.typ
 	case typeFromBody:
-		doc, err := b.json()
+		d, err := readDoc()
 		if err != nil {
 			return Event{}, err
 		}
-		ev.Type = stringAt(doc, v.typePath)
+		if ev.Type, err = textAt(d, v.typePath); err != nil {
+			return Event{}, err
+		}
 	case typeFromBodySoft:
-		if doc, err := b.json(); err == nil {
-			ev.Type = stringAt(doc, v.typePath)
+		// A body that is not JSON has no type; one that is has it right.
+		if _, err := b.json(); err == nil {
+			d, err := readDoc()
+			if err == nil {
+				ev.Type, err = textAt(d, v.typePath)
+			}
+			if err != nil {
+				return Event{}, err
+			}
 		}
 	}
 
@@ -435,24 +489,30 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		}
 	case keyFromHeader:
 		k, err := singleValue(req.Header, v.keyHeader)
-		if err != nil {
+		if errors.Is(err, ErrMissingHeader) {
 			// The sender's signature was fine; the configured key is not there.
-			return Event{}, fmt.Errorf("key header %s absent or ambiguous: %w", v.keyHeader, ErrNoKey)
+			return Event{}, fmt.Errorf("key header %s absent: %w", v.keyHeader, ErrNoKey)
 		}
-		ev.Key = k
-	case keyFromBody:
-		doc, err := b.json()
 		if err != nil {
 			return Event{}, err
 		}
-		k, ok := scalarAt(doc, v.keyPath)
+		ev.Key = k
+	case keyFromBody:
+		d, err := readDoc()
+		if err != nil {
+			return Event{}, err
+		}
+		k, ok, err := keyAt(d, v.keyPath, v.keyNumbers)
+		if err != nil {
+			return Event{}, err
+		}
 		switch {
 		case ok && k != "":
 			ev.Key = k
 		case v.derive:
 			derive = true
 		default:
-			return Event{}, fmt.Errorf("body has no string or number at %q: %w", strings.Join(v.keyPath, "."), ErrNoKey)
+			return Event{}, fmt.Errorf("body has no id at %q: %w", strings.Join(v.keyPath, "."), ErrNoKey)
 		}
 	case keyDerived:
 		derive = true
@@ -467,6 +527,10 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		}
 		if err != nil {
 			return Event{}, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
+		}
+		// Every member decides a derived key, so none may come twice.
+		if err := uniqueAll(b.src); err != nil {
+			return Event{}, err
 		}
 		k, err := deriveKey(ev.Type, doc, v.volatile)
 		if err != nil {

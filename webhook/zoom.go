@@ -37,10 +37,13 @@ var zoomSpec = providerSpec{
 	build: func(_ Config, tol time.Duration) (providerSetup, error) {
 		return providerSetup{
 			scheme: zoomScheme{tolerance: tol}, keySrc: keyDerived,
-			typeSrc: typeFromBody, typePath: []string{"event"},
+			typeSrc: typeFromBody, typePath: zoomEventPath,
 		}, nil
 	},
 }
+
+// zoomEventPath is where the body names its event.
+var zoomEventPath = []string{"event"}
 
 // zoomScheme verifies x-zm-signature.
 type zoomScheme struct {
@@ -69,9 +72,9 @@ func zoomHandshake(key []byte, doc any) (*Handshake, error) {
 }
 
 func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
-	values := headerValues(req.Header, zoomSignatureHeader)
-	if len(values) == 0 {
-		return meta{}, fmt.Errorf("%s: %w", zoomSignatureHeader, ErrMissingHeader)
+	value, err := singleValue(req.Header, zoomSignatureHeader)
+	if err != nil {
+		return meta{}, err
 	}
 	ts, err := singleValue(req.Header, zoomTimestampHeader)
 	if err != nil {
@@ -81,11 +84,11 @@ func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) 
 	if err != nil {
 		return meta{}, fmt.Errorf("%s: %w", zoomTimestampHeader, err)
 	}
-	sigs, err := parseHexSigs(zoomSignatureHeader, zoomVersion+"=", sha256.Size, values)
+	sig, err := parseHexSig(zoomSignatureHeader, zoomVersion+"=", sha256.Size, value)
 	if err != nil {
 		return meta{}, err
 	}
-	key, err := matchSecret(secrets, rawKey, func(key []byte) [][]byte { return [][]byte{zoomMAC(key, ts, req.Body)} }, sigs)
+	key, err := matchSecret(secrets, rawKey, func(key []byte) [][]byte { return [][]byte{zoomMAC(key, ts, req.Body)} }, [][]byte{sig})
 	if err != nil {
 		return meta{}, err
 	}
@@ -97,14 +100,18 @@ func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) 
 		// Signed, but no key can be derived from a body that is not JSON.
 		return meta{}, fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
-	if stringAt(doc, []string{"event"}) == zoomValidation {
+	// The event decides the handshake and the type: one copy only.
+	if err := uniqueAt(req.Body, zoomEventPath); err != nil {
+		return meta{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+	}
+	if stringAt(doc, zoomEventPath) == zoomValidation {
 		h, err := zoomHandshake(key, doc)
 		if err != nil {
 			return meta{}, err
 		}
 		return meta{handshake: h}, nil
 	}
-	return meta{doc: doc, hasDoc: true}, nil
+	return meta{doc: doc, docJSON: req.Body, hasDoc: true}, nil
 }
 
 func (zoomScheme) sign(m Message, secret string) (http.Header, error) {

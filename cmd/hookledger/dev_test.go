@@ -9,40 +9,33 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hookledger/hookledger"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/hookledger/hookledger/effect"
 	"github.com/hookledger/hookledger/internal/local"
 
 	"github.com/hookledger/hookledger/internal/cli"
 
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/paystub"
 	"github.com/hookledger/hookledger/webhook"
 )
 
 // TestPipelineChargesOnce drives the real handlers through hookledger dev's
 // HTTP server, SQS pollers and reclaimer ticker against the emulator, with
 // sequential and concurrent duplicates, and checks the payments stub: every
-// invoice charged exactly once.
+// invoice charged and notified exactly once.
 func TestPipelineChargesOnce(t *testing.T) {
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
-	stub := paystub.New()
-	pay := httptest.NewServer(stub)
-	defer pay.Close()
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
+	fx := newEffects()
 	const secret = "whsec_pipeline_test"
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
@@ -53,11 +46,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := hookledger.NewRouter()
-	if err := effect.Register(routes, func(k string) string { return map[string]string{"PAYMENTS_URL": pay.URL, "NOTIFY_URL": pay.URL}[k] }); err != nil {
-		t.Fatal(err)
-	}
-	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d, err := local.New(c, cfg, fx.routes(), func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +107,8 @@ func TestPipelineChargesOnce(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	st := stub.Stats()
-	if st.Charges != events || len(st.Twice()) != 0 || len(st.PerEvent) != events {
-		t.Fatalf("charges %+v, want %d events charged once each", st, events)
-	}
-	if st.Notifications != events || len(st.NotifiedTwice()) != 0 || len(st.NotifiedEvents) != events {
-		t.Fatalf("notifications %+v, want %d events notified once each", st, events)
+	if charges, notes, twice, notifiedTwice := fx.counts(); charges != events || notes != events || twice != 0 || notifiedTwice != 0 {
+		t.Fatalf("%d charges (%d twice), %d notifications (%d twice): want %d events charged and notified once each", charges, twice, notes, notifiedTwice, events)
 	}
 }
 

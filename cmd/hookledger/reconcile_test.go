@@ -13,47 +13,35 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/effect"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
+	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reconcile"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/paystub"
-	"github.com/hookledger/hookledger/tools/providerstub"
 )
 
 // TestReconcileCommandHealsAnOutage runs `hookledger reconcile` as an
 // operator would, after a Stripe outage, against the pipeline of hookledger
-// dev (the shipped invoice effect charging through the payments stub) and
-// the provider stub; the payments stub is the oracle: every invoice charged
-// exactly once.
+// dev (with this package's test routes, whose recorded effects are the
+// oracle) and the provider stub: every invoice charged exactly once.
 func TestReconcileCommandHealsAnOutage(t *testing.T) {
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
-	pay := paystub.New()
-	paySrv := httptest.NewServer(pay)
-	defer paySrv.Close()
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 20})
+	fx := newEffects()
 	const secret = "whsec_reconcile_cmd"
 	sources := `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + secret + `"]}}}}`
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_SOURCES": sources, "LOG_LEVEL": "warn"}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	t.Setenv("AWS_ENDPOINT_URL", emulator.Endpoint(t))
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
 	c, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := hookledger.NewRouter()
-	if err := effect.Register(routes, func(k string) string {
-		return map[string]string{"PAYMENTS_URL": paySrv.URL, "NOTIFY_URL": paySrv.URL}[k]
-	}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d, err := local.New(c, cfg, fx.routes(), func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +90,11 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 		t.Fatalf("reconcile output:\n%s", out.String())
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for pay.Stats().Charges < invoices && time.Now().Before(deadline) {
+	for charges, _, _, _ := fx.counts(); charges < invoices && time.Now().Before(deadline); charges, _, _, _ = fx.counts() {
 		time.Sleep(100 * time.Millisecond)
 	}
-	st := pay.Stats()
-	if st.Charges != invoices || len(st.PerEvent) != invoices || len(st.Twice()) != 0 {
-		t.Fatalf("payments %+v: want %d invoices charged once each", st, invoices)
+	if charges, _, twice, _ := fx.counts(); charges != invoices || twice != 0 {
+		t.Fatalf("%d charges (%d twice): want %d invoices charged once each", charges, twice, invoices)
 	}
 	out.Reset()
 	if code := run(t.Context(), append(args, "--json"), &out, &errb); code != 0 {
@@ -117,8 +104,8 @@ func TestReconcileCommandHealsAnOutage(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Missing != 0 || rep.InLedger != 3 {
 		t.Fatalf("second run: %+v %v\n%s", rep.Counts, err, out.String())
 	}
-	if st := pay.Stats(); st.Charges != invoices || st.Notifications != invoices {
-		t.Fatalf("after the second run: %+v", st)
+	if charges, notes, _, _ := fx.counts(); charges != invoices || notes != invoices {
+		t.Fatalf("after the second run: %d charges, %d notifications; want %d each", charges, notes, invoices)
 	}
 }
 

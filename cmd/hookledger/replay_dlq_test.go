@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // The reclaimer buries a record whose body was never stored in the ledger
@@ -55,10 +55,10 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 		return nil
 	})
 	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
-	consume := func() int { // emulator.Drain: a receive answer the emulator cuts short hides nothing for long
+	consume := func() int { // awstest.Drain: a receive answer the emulator cuts short hides nothing for long
 		t.Helper()
 		n := 0
-		for i, b := range emulator.Drain(t, f.sq, f.qurl) {
+		for i, b := range awstest.Drain(t, f.sq, f.qurl) {
 			resp, _ := proc.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(i), Body: b}}})
 			if len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("processor failed the message: %v", resp.BatchItemFailures)
@@ -111,7 +111,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 	f := replaySetup(t)
 	ctx := t.Context()
 	reused := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_reused_id"}
-	expired, err := ledger.New(dynamodb.NewFromConfig(emulator.Config(t)), ledger.Options{Table: f.l.Table(), Now: func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }})
+	expired, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t)), ledger.Options{Table: f.l.Table(), Now: func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
 	consume := func() {
 		t.Helper()
-		for i, b := range emulator.Drain(t, f.sq, f.qurl) {
+		for i, b := range awstest.Drain(t, f.sq, f.qurl) {
 			if resp, _ := proc.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(i), Body: b}}}); len(resp.BatchItemFailures) != 0 {
 				t.Errorf("processor failed message %d: %v", i, resp.BatchItemFailures)
 			}
@@ -173,7 +173,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 		!strings.Contains(f.out.String(), "dropped stripe/acme/evt_reused_id: not the event") || !strings.Contains(f.out.String(), "dropped 1 of them") {
 		t.Fatalf("--drop-skipped: exit %d, stdout:\n%s\nstderr:\n%s", code, f.out, f.err)
 	}
-	if left := emulator.Drain(t, f.sq, f.dlq); len(left) != 0 {
+	if left := awstest.Drain(t, f.sq, f.dlq); len(left) != 0 {
 		t.Errorf("%d messages left in the DLQ after --drop-skipped", len(left))
 	}
 	if rec, _ := f.l.Get(ctx, reused); rec.Status != ledger.Done || rec.Attempts != 1 {

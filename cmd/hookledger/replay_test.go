@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 type replayFixture struct {
@@ -27,14 +27,14 @@ type replayFixture struct {
 
 func replaySetup(t *testing.T) *replayFixture {
 	t.Helper()
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	db := dynamodb.NewFromConfig(cfg)
-	table := emulator.Name("chaos-replay")
+	table := awstest.Name("chaos-replay")
 	if err := ledger.CreateTable(t.Context(), db, table); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	qurl, dlq := emulator.Queues(t, cfg, queue.QueueSpec{Name: emulator.Name("chaos-replay")})
+	qurl, dlq := awstest.Queues(t, cfg, queue.QueueSpec{Name: awstest.Name("chaos-replay")})
 	l, _ := ledger.New(db, ledger.Options{Table: table})
 	old, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
 	f := &replayFixture{l: l, old: old, sq: sqs.NewFromConfig(cfg), qurl: qurl, dlq: dlq, out: &bytes.Buffer{}, err: &bytes.Buffer{}}
@@ -87,7 +87,7 @@ func (f *replayFixture) status(t *testing.T, id ledger.ID) ledger.Status {
 func (f *replayFixture) drain(t *testing.T, url string) []queue.Message {
 	t.Helper()
 	var out []queue.Message
-	for _, b := range emulator.Drain(t, f.sq, url) {
+	for _, b := range awstest.Drain(t, f.sq, url) {
 		msg, err := queue.Decode(b)
 		if err != nil {
 			t.Fatalf("malformed message %q: %v", b, err)

@@ -164,3 +164,42 @@ func TestSendSampleFitsProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestShopifyDeliveryHeaders: sign and send --provider shopify left out the
+// shop-domain and API-version headers Shopify's own library requires, so a
+// delivery they made was not what Shopify sends.
+func TestShopifyDeliveryHeaders(t *testing.T) {
+	t.Parallel()
+	want := []string{"X-Shopify-Hmac-Sha256", "X-Shopify-Topic", "X-Shopify-Shop-Domain", "X-Shopify-Api-Version",
+		"X-Shopify-Webhook-Id", "X-Shopify-Event-Id", "X-Shopify-Triggered-At"}
+
+	code, out, errs := signCLI("--provider", "shopify", "--secret", "s", "--now", "1700000000", "--id", "e-1", "--type", "orders/create", "--body", `{"id":1}`)
+	if code != 0 {
+		t.Fatalf("sign: exit %d, stderr %q", code, errs)
+	}
+	for _, name := range want {
+		if !strings.Contains(out, "\n"+name+": ") && !strings.HasPrefix(out, name+": ") {
+			t.Errorf("sign output lacks %s:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "X-Shopify-Triggered-At: 2023-11-14T22:13:20Z\n") {
+		t.Errorf("sign output's X-Shopify-Triggered-At is not --now:\n%s", out)
+	}
+
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.Header().Set("X-Hookledger-Result", "accepted")
+	}))
+	t.Cleanup(srv.Close)
+	var sout, serr bytes.Buffer
+	if code := run(t.Context(), []string{"send", "--provider", "shopify", "--secret", "s", "--base", srv.URL}, &sout, &serr); code != 0 {
+		t.Fatalf("send: exit %d, stderr %q", code, serr.String())
+	}
+	h := <-got
+	for _, name := range want {
+		if h.Get(name) == "" {
+			t.Errorf("send posted no %s: %v", name, h)
+		}
+	}
+}

@@ -327,3 +327,34 @@ func hexSHA256(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestVerifyRefusesAmbiguousDeliveries: verify said valid for a delivery the
+// receiver now refuses: a repeated header, a signature in upper-case hex.
+func TestVerifyRefusesAmbiguousDeliveries(t *testing.T) {
+	t.Parallel()
+	const secret = "gh-cli-secret"
+	body := `{"ref":"refs/heads/main"}`
+	headers := signedHeaders(t, "--provider", "github", "--secret", secret, "--id", "d-1", "--type", "push", "--body", body)
+	verify := func(extra ...string) (int, string, string) {
+		return verifyCLI(slices.Concat([]string{"--provider", "github", "--secret", secret, "--body", body}, headers, extra)...)
+	}
+	if code, out, errs := verify(); code != 0 || out != "d-1\n" {
+		t.Fatalf("as signed: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := verify("--header", "X-Github-Delivery: d-2"); code != 3 || !strings.Contains(errs, "X-GitHub-Delivery") || !strings.Contains(errs, "repeated header") {
+		t.Errorf("two delivery ids: exit %d, stderr %q; want 3 and repeated header", code, errs)
+	}
+	var upper []string
+	for i, h := range headers {
+		if name, value, ok := strings.Cut(h, ": "); ok && name == "X-Hub-Signature-256" {
+			h = name + ": sha256=" + strings.ToUpper(strings.TrimPrefix(value, "sha256="))
+		}
+		if i%2 == 1 {
+			upper = append(upper, "--header", h)
+		}
+	}
+	code, _, errs := verifyCLI(slices.Concat([]string{"--provider", "github", "--secret", secret, "--body", body}, upper)...)
+	if code != 1 || !strings.Contains(errs, "lowercase hex") {
+		t.Errorf("upper-case signature: exit %d, stderr %q; want 1 and malformed", code, errs)
+	}
+}

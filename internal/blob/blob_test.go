@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func setup(t *testing.T) (*blob.Store, *ledger.Ledger) {
 	t.Helper()
-	cfg := emulator.Config(t)
-	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
-	l, err := ledger.New(dynamodbClient(cfg), ledger.Options{Table: emulator.Table(t, cfg)})
+	cfg := awstest.Config(t)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
+	l, err := ledger.New(dynamodbClient(cfg), ledger.Options{Table: awstest.Table(t, cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 	st, _ := setup(t)
 	body := make([]byte, 2<<20+7)
 	rand.Read(body)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
 	key := st.Key(id)
 	if err := st.Put(t.Context(), key, body); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestKeyIsFixedLengthAndPerIdentity(t *testing.T) {
 func TestBodyReadsWhereTheRecordSays(t *testing.T) {
 	t.Parallel()
 	st, l := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: emulator.Name("evt")}
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
 	inItem := ledger.Record{ID: id}
 	if _, err := blob.Body(t.Context(), l, st, inItem); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no payload item: %v, want ErrMissing", err)

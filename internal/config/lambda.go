@@ -5,7 +5,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/hookledger/hookledger/internal/inject"
 )
 
 // LambdaAWS builds the SDK configuration a Lambda function needs from the
@@ -33,6 +32,5 @@ func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 	if ep := getenv("AWS_ENDPOINT_URL"); ep != "" {
 		cfg.BaseEndpoint = aws.String(ep)
 	}
-	cfg.APIOptions = append(cfg.APIOptions, inject.AWSOptions()...) // fault-injection builds only
 	return cfg, nil
 }

@@ -1,12 +1,11 @@
-// Package inject holds the pipeline's fault-injection hooks: named crash
-// points at every step boundary of the three functions, and a place to add
-// SDK middleware that injects AWS faults.
+// Package inject holds the pipeline's crash points: named points at every
+// step boundary of the three functions, where a proof build can make the
+// process die.
 //
-// In a normal build every hook is an empty function the compiler removes: no
-// crash point can fire and no fault can be injected in a deployment. A binary
-// built with the build tag "crashpoints" (the demo, the fault harness and the
-// crash tests build one) forwards the hooks to the proof tooling in tools/crash
-// and tools/fault, which read HOOKLEDGER_CRASH and HOOKLEDGER_FAULTS.
+// In a normal build Crash is an empty function the compiler removes: no crash
+// point can fire in a deployment. A binary built with the build tag
+// "crashpoints" (the demo, the proof lab and the crash tests build one) exits
+// at the points HOOKLEDGER_CRASH names (see ParseCrash).
 package inject
 
 // The named crash points. Steps add their own, named after the step (see

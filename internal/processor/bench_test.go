@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/bench/payload"
 )
 
 // benchDB stands in for DynamoDB: every update succeeds at once and returns
@@ -39,8 +39,8 @@ func (benchDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*d
 // no-op effect, complete) per body size, with DynamoDB replaced by an
 // instant fake.
 func BenchmarkProcessor(b *testing.B) {
-	for _, size := range payload.Sizes {
-		b.Run(strings.ReplaceAll(payload.Label(size), " ", ""), func(b *testing.B) {
+	for _, size := range testbody.Sizes {
+		b.Run(strings.ReplaceAll(testbody.Label(size), " ", ""), func(b *testing.B) {
 			l, err := ledger.New(benchDB{}, ledger.Options{Table: "bench"})
 			if err != nil {
 				b.Fatal(err)
@@ -51,7 +51,7 @@ func BenchmarkProcessor(b *testing.B) {
 				return nil
 			})
 			h := &Handler{Ledger: l, Routes: routes, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-			body := payload.JSON("evt_bench_0001", size)
+			body := testbody.JSON("evt_bench_0001", size)
 			msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_bench_0001", Type: "invoice.paid",
 				SHA256: strings.Repeat("ab", 32), Body: body, ReceivedAt: 1_780_000_000_000})
 			if err != nil {

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // An accepted empty body (GitHub, Standard Webhooks, a generic source with
@@ -30,8 +30,8 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	cfg := emulator.Config(t)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	cfg := awstest.Config(t)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
 	sq := sqs.NewFromConfig(cfg)
 	var mu sync.Mutex
 	seen := map[string][][]byte{}

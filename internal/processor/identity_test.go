@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
 )
 
 // identityFixture is a processor over a ledger whose clock the test moves,
@@ -37,9 +37,9 @@ type identityFixture struct {
 
 func identitySetup(t *testing.T) *identityFixture {
 	t.Helper()
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	f := &identityFixture{clock: fakeclock.New(time.Now().UTC().Truncate(time.Millisecond)), emf: &bytes.Buffer{}, log: &bytes.Buffer{}}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg), Retention: time.Hour, Now: f.clock.Now})
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg), Retention: time.Hour, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func (f *fixture) payload(t *testing.T, key string) ([]byte, error) {
@@ -91,8 +91,8 @@ func TestProcessorKeepsThePayloadOnlyForEventsInTrouble(t *testing.T) {
 func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	cfg := emulator.Config(t)
-	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
+	cfg := awstest.Config(t)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
 	var seen []byte
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error {

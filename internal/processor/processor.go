@@ -379,11 +379,12 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	run := steps.New(steps.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
 		Key: func(name string) string { return hookledger.IdempotencyKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
+		Extend: w.extend,
 	})
-	ev := steps.Wrap(steps.Meta{
+	ev := hookledger.NewEvent(hookledger.Event{
 		Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
-	}, run, w.extend).(*hookledger.Event)
+	}, run)
 	herr := safeRun(ctx, handler, ev)
 	changes := ledgerChanges(run.Pending())
 	switch {

@@ -17,12 +17,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/meter"
 )
 
 type fixture struct {
@@ -30,14 +29,14 @@ type fixture struct {
 	h      *processor.Handler
 	calls  sync.Map          // event key -> *atomic.Int32
 	leases chan [2]time.Time // the slow handler's lease before and after extending
-	meter  *meter.Meter
+	meter  *awstest.Meter
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	m := meter.New()
-	cfg := emulator.Config(t, m.APIOption)
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg)})
+	m := awstest.NewMeter()
+	cfg := awstest.Config(t, m.APIOption)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}

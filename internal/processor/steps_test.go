@@ -15,13 +15,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
-	"github.com/hookledger/hookledger/tools/meter"
 )
 
 // downstream is a fake downstream API for the step tests: it records each
@@ -60,7 +59,7 @@ type stepFixture struct {
 	h     *processor.Handler
 	clock *fakeclock.Clock
 	down  *downstream
-	meter *meter.Meter
+	meter *awstest.Meter
 	crash string // the crash point armed for the next run ("" none)
 	mu    sync.Mutex
 }
@@ -76,10 +75,10 @@ type stepFixture struct {
 //	stripe/slow:   step a, then waits on down.block, then step b
 func setupSteps(t *testing.T) *stepFixture {
 	t.Helper()
-	m := meter.New()
-	cfg := emulator.Config(t, m.APIOption)
+	m := awstest.NewMeter()
+	cfg := awstest.Config(t, m.APIOption)
 	c := fakeclock.New(time.Now().UTC())
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg), Now: c.Now})
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg), Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fault"
-	"github.com/hookledger/hookledger/tools/meter"
 )
 
 func TestGroupID(t *testing.T) {
@@ -58,16 +56,16 @@ func TestGroupID(t *testing.T) {
 type sqsFixture struct {
 	sqs   *sqs.Client
 	url   string
-	meter *meter.Meter
+	meter *awstest.Meter
 	snd   *queue.BatchSender
 }
 
 func setupSQS(t *testing.T, opts ...func(*middleware.Stack) error) *sqsFixture {
 	t.Helper()
-	m := meter.New()
-	cfg := emulator.Config(t, append([]func(*middleware.Stack) error{m.APIOption}, opts...)...)
-	url, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
-	raw := sqs.NewFromConfig(emulator.Config(t))
+	m := awstest.NewMeter()
+	cfg := awstest.Config(t, append([]func(*middleware.Stack) error{m.APIOption}, opts...)...)
+	url, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
+	raw := sqs.NewFromConfig(awstest.Config(t))
 	return &sqsFixture{sqs: raw, url: url, meter: m, snd: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: url}}
 }
 
@@ -184,7 +182,7 @@ func TestSendBatchReportsEachFailedEntry(t *testing.T) {
 	for _, senderFault := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sender_fault=%v", senderFault), func(t *testing.T) {
 			t.Parallel()
-			inj := &fault.BatchEntryFailures{Fail: func(body string) bool { return strings.Contains(body, `"evt_fail`) }, SenderFault: senderFault}
+			inj := &awstest.BatchEntryFailures{Fail: func(body string) bool { return strings.Contains(body, `"evt_fail`) }, SenderFault: senderFault}
 			f := setupSQS(t, inj.APIOption)
 			keys := []string{"evt_ok_1", "evt_fail_1", "evt_ok_2", "evt_fail_2", "evt_ok_3"}
 			msgs := make([]queue.Message, len(keys))

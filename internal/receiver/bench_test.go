@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/bench/payload"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -70,8 +70,8 @@ var benchProviders = []struct {
 // size, with DynamoDB and SQS replaced by instant fakes.
 func BenchmarkReceiver(b *testing.B) {
 	for _, p := range benchProviders {
-		for _, size := range payload.Sizes {
-			b.Run(fmt.Sprintf("%s/%s", p.name, strings.ReplaceAll(payload.Label(size), " ", "")), func(b *testing.B) {
+		for _, size := range testbody.Sizes {
+			b.Run(fmt.Sprintf("%s/%s", p.name, strings.ReplaceAll(testbody.Label(size), " ", "")), func(b *testing.B) {
 				v, err := webhook.New(p.cfg)
 				if err != nil {
 					b.Fatal(err)
@@ -84,7 +84,7 @@ func BenchmarkReceiver(b *testing.B) {
 					Sources: benchSources{v, p.secret}, Ledger: l, Queue: &queue.Sender{API: benchSQS{}, URL: "q"},
 					Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 				}
-				body := payload.JSON("evt_bench_0001", size)
+				body := testbody.JSON("evt_bench_0001", size)
 				hdr, err := v.Sign(webhook.Message{ID: "msg_bench_0001", Type: "invoice.paid", Body: body, Now: time.Now()}, p.secret)
 				if err != nil {
 					b.Fatal(err)
@@ -130,7 +130,7 @@ func BenchmarkReceiverRejects(b *testing.B) {
 		Sources: benchSources{v, "whsec_bench_0123456789"}, Ledger: l, Queue: &queue.Sender{API: benchSQS{}, URL: "q"},
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}
-	body := payload.JSON("evt_bench_0001", 1024)
+	body := testbody.JSON("evt_bench_0001", 1024)
 	hdr, err := v.Sign(webhook.Message{Body: body, Now: time.Now()}, "whsec_forged")
 	if err != nil {
 		b.Fatal(err)

@@ -8,12 +8,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -46,7 +46,7 @@ func TestDuplicateWithAnotherTypeIsRequeuedAsTheRecord(t *testing.T) {
 	if !strings.Contains(emf.String(), `"TypeMismatch":1`) {
 		t.Errorf("the type mismatch was not counted:\n%s", emf.String())
 	}
-	msgs := emulator.Drain(t, f.sqs, f.queue)
+	msgs := awstest.Drain(t, f.sqs, f.queue)
 	if len(msgs) != 1 {
 		t.Fatalf("queue held %d, want the re-enqueued message", len(msgs))
 	}

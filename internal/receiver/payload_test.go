@@ -12,11 +12,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -159,8 +159,8 @@ func TestAlwaysPayloadFailureWithTheMessageSentIsRepairedByTheRetry(t *testing.T
 func storeFixture(t *testing.T) (fixture, *blob.Store) {
 	t.Helper()
 	f := setup(t)
-	cfg := emulator.Config(t, f.meter.APIOption)
-	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
+	cfg := awstest.Config(t, f.meter.APIOption)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
 	f.h.Store, f.h.MaxBody = st, 6<<20
 	f.meter.Reset()
 	return f, st

@@ -6,6 +6,7 @@ package receiver
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -261,7 +263,11 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ev, err := verifier.Verify(&webhook.Request{
 		Method: http.MethodPost, URL: requestURL(req), Header: headers(req.Headers), Body: body,
 	}, secrets.Values, h.now())
-	switch {
+	switch rh, repeated := errors.AsType[*webhook.RepeatedHeaderError](err); {
+	case repeated:
+		// Checked first: a repeated id or type header after a valid
+		// signature also wraps ErrNoKey.
+		return repeatedHeader(rh.Header), none
 	case errors.Is(err, webhook.ErrMalformedBody):
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"malformed body"}`), none
 	case errors.Is(err, webhook.ErrNoKey):
@@ -296,11 +302,11 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
 
-	if err := checkText(ev.Key); err != nil {
+	if err := name.CheckText(ev.Key); err != nil {
 		log.WarnContext(ctx, "unusable idempotency key", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`), none
 	}
-	if err := checkText(ev.Type); err != nil {
+	if err := name.CheckText(ev.Type); err != nil {
 		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`), none
 	}
@@ -411,11 +417,8 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body, msg.SHA256)
 }
 
-// MaxTypeBytes bounds an event type. Real types are a few dozen bytes
-// (invoice.paid, pull_request, orders/create); the type rides in the record,
-// the message and every log line, and a signed body can carry any string
-// there, so a long one is refused before anything is written.
-const MaxTypeBytes = 256
+// MaxTypeBytes bounds an event type (name.MaxType).
+const MaxTypeBytes = name.MaxType
 
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
@@ -525,9 +528,19 @@ func (h *Handler) decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, *answe
 	return b, nil
 }
 
+// repeatedHeader answers a delivery that carries a header the verifier
+// reads once (signature, timestamp, id, type) more than once.
+func repeatedHeader(name string) answer {
+	// The name is the verifier's own (or a configured one, an HTTP token),
+	// never sender text; Marshal keeps the body JSON whatever it is.
+	body, _ := json.Marshal(map[string]string{"error": "repeated header " + name})
+	return jsonAnswer(http.StatusBadRequest, BadRequest, string(body))
+}
+
 // headers turns API Gateway's lower-cased header map into an http.Header.
-// API Gateway joins repeated headers with commas; schemes that accept
-// several signatures in one header parse that form.
+// API Gateway (and hookledger dev) join repeated headers with commas; the
+// verifier tells that form from one header's value by the header's format
+// and refuses it.
 func headers(in map[string]string) http.Header {
 	h := make(http.Header, len(in))
 	for k, v := range in {
@@ -555,27 +568,4 @@ func requestURL(req events.APIGatewayV2HTTPRequest) string {
 		u += "?" + req.RawQueryString
 	}
 	return u
-}
-
-// checkText refuses a key or type the pipeline cannot carry faithfully:
-// invalid UTF-8 (DynamoDB refuses it); U+FFFE and U+FFFF, which the queue
-// message would carry raw and SQS refuses; U+FFFD, which is what a JSON
-// decoder makes of a lone UTF-16 surrogate escape ("\ud800" and "\udbff"
-// would both become it, so two event ids would share one key); and control
-// characters, which JSON would escape but which no event id or type has.
-func checkText(s string) error {
-	if !utf8.ValidString(s) {
-		return errors.New("not valid UTF-8")
-	}
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			return fmt.Errorf("U+FFFD at byte %d: a lone surrogate or a replacement character cannot identify an event", i)
-		case r == 0xFFFE || r == 0xFFFF:
-			return fmt.Errorf("non-character U+%04X at byte %d (SQS refuses it)", r, i)
-		case r < 0x20 && r != '\t' && r != '\n' && r != '\r':
-			return fmt.Errorf("control character U+%04X at byte %d", r, i)
-		}
-	}
-	return nil
 }

@@ -15,14 +15,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
-	"github.com/hookledger/hookledger/tools/meter"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -35,7 +34,7 @@ const (
 type fixture struct {
 	h      *receiver.Handler
 	l      *ledger.Ledger
-	meter  *meter.Meter
+	meter  *awstest.Meter
 	clock  *fakeclock.Clock
 	sqs    *sqs.Client
 	db     *dynamodb.Client
@@ -53,10 +52,10 @@ func setup(t *testing.T) fixture { return setupWith(t, nil, &source.Secrets{}) }
 // given secret resolver.
 func setupWith(t *testing.T, extra map[string]source.Source, secrets *source.Secrets) fixture {
 	t.Helper()
-	m := meter.New()
-	cfg := emulator.Config(t, m.APIOption)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	m := awstest.NewMeter()
+	cfg := awstest.Config(t, m.APIOption)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
 	c := fakeclock.New(time.Now().UTC())
 	db := dynamodb.NewFromConfig(cfg)
 	l, err := ledger.New(db, ledger.Options{Table: table, Now: c.Now})
@@ -131,7 +130,7 @@ func (f fixture) handle(t *testing.T, req events.APIGatewayV2HTTPRequest) events
 // queued drains the queue and returns how many messages it held.
 func (f fixture) queued(t *testing.T) int {
 	t.Helper()
-	return len(emulator.Drain(t, f.sqs, f.queue))
+	return len(awstest.Drain(t, f.sqs, f.queue))
 }
 
 func (f fixture) items(t *testing.T) int32 {

@@ -12,13 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -45,9 +45,9 @@ func storedExpiry(t *testing.T, db *dynamodb.Client, table, pk, sk string) time.
 // logs every source's retention and why.
 func TestFromConfigGivesEachSourceItsRetention(t *testing.T) {
 	t.Parallel()
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
 	c, err := config.Load(func(k string) string {
 		return map[string]string{
 			"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": qurl, "HOOKLEDGER_RETENTION": "24h",
@@ -100,9 +100,9 @@ func TestFromConfigGivesEachSourceItsRetention(t *testing.T) {
 // (shorter) global retention; once the window passed it is a new event.
 func TestStripeRetryWithinItsHorizonIsADuplicate(t *testing.T) {
 	t.Parallel()
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
 	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:` + stripeSecret + `"]}}},
 		"billing":{"provider":"stripe","retention":"240h","tenants":{"acme":{"secrets":["literal:` + stripeSecret + `"]}}}}`))
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -65,8 +65,8 @@ func TestFromConfigRefusesReferencesOutsideTheGrants(t *testing.T) {
 // (or a Secrets Manager secret) that holds the JSON.
 func TestSourcesJSONFromSSM(t *testing.T) {
 	t.Parallel()
-	cfg := emulator.Config(t)
-	name := "/" + emulator.Name("hl-sources") + "/sources"
+	cfg := awstest.Config(t)
+	name := "/" + awstest.Name("hl-sources") + "/sources"
 	big := `{"stripe":{"provider":"stripe","tenants":{` + tenants(120) + `}}}`
 	if len(big) < 4096 {
 		t.Fatalf("test sources are only %d bytes", len(big))

@@ -7,10 +7,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // A message that reached the DLQ may hold the only copy of its body (the
@@ -22,7 +22,7 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
 
 	bare := func(key string) ledger.ID { // a record with no stored body
@@ -130,7 +130,7 @@ func TestOnlyScheduledRunsReadTheDeadLetters(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	b, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_x", Body: []byte("{}")})
 	if _, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: aws.String(b)}); err != nil {
 		t.Fatal(err)

@@ -8,17 +8,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // queued decodes what the reclaimer put on the queue.
 func (f *fixture) queued(t *testing.T) []queue.Message {
 	t.Helper()
 	var out []queue.Message
-	for _, b := range emulator.Drain(t, f.sqs, f.queue) {
+	for _, b := range awstest.Drain(t, f.sqs, f.queue) {
 		m, err := queue.Decode(b)
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +40,7 @@ func TestReclaimerNeverRedrivesAnEarlierEventsBody(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
 	id := ledger.ID{Source: "zoom", Tenant: "acme", Key: "derived:0123"}
 	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "meeting.started", BodySHA256: "sha-earlier"}); err != nil {
@@ -111,7 +111,7 @@ func TestDeadLettersOfAnotherEventAreLeft(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	_, dlq := emulator.Queues(t, emulator.Config(t), queue.QueueSpec{})
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
 	bare := func(key string) ledger.ID {
 		t.Helper()

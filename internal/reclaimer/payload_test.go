@@ -7,11 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
 )
 
 // A record whose body is stored nowhere (HOOKLEDGER_PAYLOAD=on-trouble, or a
@@ -72,8 +72,8 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 func TestMissingPayloadPastTheQueuesRetentionIsBuried(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	cfg := emulator.Config(t)
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: emulator.Table(t, cfg), Shards: 1, Retention: 30 * 24 * time.Hour, ReclaimAfter: time.Minute, Now: f.clock.Now})
+	cfg := awstest.Config(t)
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg), Shards: 1, Retention: 30 * 24 * time.Hour, ReclaimAfter: time.Minute, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +95,8 @@ func TestMissingPayloadPastTheQueuesRetentionIsBuried(t *testing.T) {
 func TestReclaimerRedrivesBodiesInThePayloadStore(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	cfg := emulator.Config(t)
-	st := &blob.Store{API: blob.NewClient(cfg), Bucket: emulator.Bucket(t, cfg), Prefix: "payloads/"}
+	cfg := awstest.Config(t)
+	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
 	f.h.Store = st
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_stored_in_s3"}
 	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x", PayloadRef: st.Key(id)}); err != nil {

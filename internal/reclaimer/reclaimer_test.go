@@ -9,12 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/fakeclock"
-	"github.com/hookledger/hookledger/tools/meter"
 )
 
 type fixture struct {
@@ -23,7 +22,7 @@ type fixture struct {
 	clock *fakeclock.Clock
 	sqs   *sqs.Client
 	queue string
-	meter *meter.Meter // the reclaimer's calls
+	meter *awstest.Meter // the reclaimer's calls
 }
 
 // setup makes a ledger (4 shards) and a queue in the emulator and a
@@ -31,17 +30,17 @@ type fixture struct {
 // (fault injection, a meter).
 func setup(t *testing.T, opts ...func(*middleware.Stack) error) *fixture {
 	t.Helper()
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	c := fakeclock.New(time.Now().UTC())
-	table := emulator.Table(t, cfg)
+	table := awstest.Table(t, cfg)
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table, Shards: 4, ReclaimAfter: time.Minute, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{})
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
 	sq := sqs.NewFromConfig(cfg)
-	m := meter.New()
-	hcfg := emulator.Config(t, append(opts, m.APIOption)...)
+	m := awstest.NewMeter()
+	hcfg := awstest.Config(t, append(opts, m.APIOption)...)
 	hl, err := ledger.New(dynamodb.NewFromConfig(hcfg), ledger.Options{Table: table, Shards: 4, ReclaimAfter: time.Minute, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +65,7 @@ func (f *fixture) event(t *testing.T, key string) ledger.ID {
 func (f *fixture) drain(t *testing.T) []string {
 	t.Helper()
 	var keys []string
-	for _, b := range emulator.Drain(t, f.sqs, f.queue) {
+	for _, b := range awstest.Drain(t, f.sqs, f.queue) {
 		msg, err := queue.Decode(b)
 		if err != nil {
 			t.Fatalf("reclaimer sent an unreadable message: %v", err)

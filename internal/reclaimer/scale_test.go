@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/fault"
 )
 
 // backlog creates n overdue records (with payloads) for tenants t0..t3.
@@ -192,7 +192,7 @@ func TestConcurrentRunsOverABacklogNeverDoubleEnqueue(t *testing.T) {
 func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 	t.Parallel()
 	var failedOnce sync.Map
-	inj := &fault.BatchEntryFailures{Fail: func(body string) bool {
+	inj := &awstest.BatchEntryFailures{Fail: func(body string) bool {
 		if !strings.Contains(body, `"evt_flaky_`) {
 			return false
 		}
@@ -242,7 +242,7 @@ func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 
 func TestRejectedEntriesCountAsReclaims(t *testing.T) {
 	t.Parallel()
-	inj := &fault.BatchEntryFailures{Fail: func(body string) bool { return strings.Contains(body, `"evt_poison"`) }, SenderFault: true}
+	inj := &awstest.BatchEntryFailures{Fail: func(body string) bool { return strings.Contains(body, `"evt_poison"`) }, SenderFault: true}
 	f := setup(t, inj.APIOption)
 	id := f.event(t, "evt_poison")
 	for round := 1; round <= 2; round++ {

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/meter"
-	"github.com/hookledger/hookledger/tools/providerstub"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -25,9 +24,9 @@ import (
 // per new event is measured in internal/receiver). It reports the AWS and
 // provider API requests per listed event next to time and memory.
 func BenchmarkReconcileStripe(b *testing.B) {
-	m := meter.New()
-	cfg := emulator.Config(b, m.APIOption)
-	table := emulator.Table(b, cfg)
+	m := awstest.NewMeter()
+	cfg := awstest.Config(b, m.APIOption)
+	table := awstest.Table(b, cfg)
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table})
 	if err != nil {
 		b.Fatal(err)
@@ -83,9 +82,9 @@ func BenchmarkReconcileStripe(b *testing.B) {
 // the list carries no payloads, so each missing event costs one more API
 // request (GET .../deliveries/{id}) to rebuild it.
 func BenchmarkReconcileGitHub(b *testing.B) {
-	m := meter.New()
-	cfg := emulator.Config(b, m.APIOption)
-	table := emulator.Table(b, cfg)
+	m := awstest.NewMeter()
+	cfg := awstest.Config(b, m.APIOption)
+	table := awstest.Table(b, cfg)
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table})
 	if err != nil {
 		b.Fatal(err)

@@ -18,8 +18,8 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
-	"github.com/hookledger/hookledger/tools/providerstub"
 )
 
 func handlerConfig(t *testing.T) config.Config {

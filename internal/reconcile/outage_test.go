@@ -16,13 +16,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
+	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reconcile"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/emulator"
-	"github.com/hookledger/hookledger/tools/providerstub"
 )
 
 const (
@@ -67,9 +67,9 @@ type outage struct {
 
 func setupOutage(t *testing.T) *outage {
 	t.Helper()
-	cfg := emulator.Config(t)
-	table := emulator.Table(t, cfg)
-	qurl, _ := emulator.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 30})
+	cfg := awstest.Config(t)
+	table := awstest.Table(t, cfg)
+	qurl, _ := awstest.Queues(t, cfg, queue.QueueSpec{VisibilityTimeout: 30})
 	sources := fmt.Sprintf(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[%q]}}},
 		"github":{"provider":"github","tenants":{"acme":{"secrets":[%q]}}}}`, "literal:"+stripeSecret, "literal:"+githubSecret)
 	c, err := config.Load(func(string) string { return "" })

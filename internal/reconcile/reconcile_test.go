@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/tools/providerstub"
 	"github.com/hookledger/hookledger/webhook"
 )
 

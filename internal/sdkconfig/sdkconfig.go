@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/hookledger/hookledger/internal/inject"
 )
 
 // Load reads the SDK configuration from the environment with the full
@@ -25,9 +24,6 @@ func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 			func(context.Context) (aws.Credentials, error) {
 				return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "hookledger-local"}, nil
 			})))
-	}
-	if faults := inject.AWSOptions(); len(faults) > 0 {
-		opts = append(opts, awsconfig.WithAPIOptions(faults)) // fault-injection builds only
 	}
 	if getenv("AWS_REGION") == "" && getenv("AWS_DEFAULT_REGION") == "" {
 		opts = append(opts, awsconfig.WithRegion("us-east-1"))

@@ -10,12 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hookledger/hookledger/internal/jsoncheck"
+	hname "github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -58,12 +58,8 @@ var (
 	ErrUnknownTenant = errors.New("unknown tenant")
 )
 
-// namePattern is what a source or tenant name may look like: it is a URL
-// path segment and part of the ledger key.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // ValidName reports whether s may name a source or tenant.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+func ValidName(s string) bool { return hname.Source(s) }
 
 // Parse reads the sources JSON (HOOKLEDGER_SOURCES): an object from source
 // name to Source. Unknown fields are errors, so a typo never silently turns
@@ -105,7 +101,7 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 	r := &Registry{entries: map[string]entry{}, secrets: secrets}
 	for name, src := range cfg {
 		if !ValidName(name) {
-			return nil, fmt.Errorf("source %q: name must match %s", name, namePattern)
+			return nil, fmt.Errorf("source %q: name must be %s", name, hname.SourceRule)
 		}
 		if len(src.Tenants) == 0 {
 			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
@@ -139,7 +135,7 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		e := entry{verifier: v, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
 			if !ValidName(tn) {
-				return nil, fmt.Errorf("source %q tenant %q: name must match %s", name, tn, namePattern)
+				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
 			}
 			if len(t.Secrets) == 0 {
 				return nil, fmt.Errorf("source %q tenant %q: no secrets", name, tn)

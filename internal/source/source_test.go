@@ -46,7 +46,7 @@ func TestBadConfigsAreClearErrors(t *testing.T) {
 		`{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["literal:s"]}}}}`:                    "stripe",
 		`{"stripe":{"provider":"stripe"}}`:                                               "no tenants",
 		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":[]}}}}`:             "no secrets",
-		`{"str/ipe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:s"]}}}}`: "name must match",
+		`{"str/ipe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:s"]}}}}`: "name must be 1 to 64 letters",
 		`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:"]}}}}`:       "names nothing",
 	} {
 		parsed, err := Parse([]byte(cfg))

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"github.com/hookledger/hookledger/tools/emulator"
+	"github.com/hookledger/hookledger/internal/awstest"
 )
 
 // Against the emulator's real SSM and Secrets Manager: a rotation list
@@ -17,9 +17,9 @@ import (
 // unusable (it used to become the HMAC key, so every delivery got 401).
 func TestSecretStoresInTheEmulator(t *testing.T) {
 	t.Parallel()
-	cfg := emulator.Config(t)
+	cfg := awstest.Config(t)
 	sm, ps := secretsmanager.NewFromConfig(cfg), ssm.NewFromConfig(cfg)
-	base := emulator.Name("hl-secrets")
+	base := awstest.Name("hl-secrets")
 	put := func(name, value string) {
 		t.Helper()
 		if _, err := sm.CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(value)}); err != nil {

@@ -34,12 +34,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookledger/hookledger/internal/name"
 )
 
 // Mode is a step's delivery guarantee.
@@ -108,6 +109,9 @@ var (
 	ErrNotDone = errors.New("effect did not happen")
 	// ErrIndeterminate: nobody can tell whether the effect happened.
 	ErrIndeterminate = errors.New("cannot tell whether the effect happened")
+	// ErrLeaseLost: another worker took the event over (this worker was
+	// too slow or presumed dead). Stop; the other worker finishes.
+	ErrLeaseLost = errors.New("hookledger: lease lost to another worker")
 	// ErrNoEngine: Step was called on an event that is not being processed.
 	ErrNoEngine = errors.New("hookledger: Step needs an event handed over by the processor or hookledgertest")
 )
@@ -117,13 +121,11 @@ var (
 // MaxResultBytes, all of an event's step names and results together at most
 // MaxTotalBytes, and an event has at most MaxSteps steps.
 const (
-	MaxNameBytes   = 64
+	MaxNameBytes   = name.MaxStep
 	MaxResultBytes = 256
 	MaxTotalBytes  = 512
 	MaxSteps       = 16
 )
-
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // IndeterminateError is the failure of an at-most-once step that was
 // started and whose outcome nobody can prove: the event goes dead with
@@ -191,7 +193,24 @@ type Config struct {
 	// Point is called at the named crash points (inject.Crash in the
 	// processor, a simulated crash in hookledgertest); nil: none.
 	Point func(point string)
+	// Extend keeps the event's lease at least d more (ExtendLease); an
+	// error wrapping ErrLeaseLost means another worker took it over. Nil:
+	// the lease cannot be extended (ExtendLease then succeeds, as there is
+	// no one to take the event over).
+	Extend func(ctx context.Context, d time.Duration) error
 }
+
+// Engine is what an event's methods run against: the steps of one attempt
+// and its lease. *Run is the one implementation; package hookledger's Event
+// holds it behind this interface, set when the processor or hookledgertest
+// hands the event to a handler (hookledger.NewEvent).
+type Engine interface {
+	Step(ctx context.Context, spec Spec, fn Func) (string, error)
+	Result(name string) (string, bool)
+	ExtendLease(ctx context.Context, d time.Duration) error
+}
+
+var _ Engine = (*Run)(nil)
 
 // Run is one attempt of one event's handler.
 type Run struct {
@@ -307,8 +326,8 @@ func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error
 func (r *Run) enter(spec Spec) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !namePattern.MatchString(spec.Name) {
-		return PermanentError{fmt.Errorf("step name %q: want 1 to %d letters, digits, '_', '.' or '-', starting with a letter or digit", spec.Name, MaxNameBytes)}
+	if !name.Step(spec.Name) {
+		return PermanentError{fmt.Errorf("step name %q: want %s", spec.Name, name.StepRule)}
 	}
 	if r.busy {
 		return PermanentError{fmt.Errorf("step %s started while another step is running: run steps one after another", spec.Name)}
@@ -530,15 +549,18 @@ func (r *Run) Runs() map[string]int {
 	return out
 }
 
-// Wrap turns a run and the event's fields into the public *hookledger.Event.
-// Package hookledger sets it in its init; the processor and hookledgertest
-// call it (the result's dynamic type is *hookledger.Event).
-var Wrap func(m Meta, r *Run, extend func(ctx context.Context, d time.Duration) error) any
-
-// Meta is the event's identity and content.
-type Meta struct {
-	Source, Tenant, Key, Type string
-	Body                      []byte
-	Attempt                   int
-	ReceivedAt                time.Time
+// ExtendLease keeps the event's lease at least d more (see Config.Extend).
+// A lost lease stops the run: no step may run after it.
+func (r *Run) ExtendLease(ctx context.Context, d time.Duration) error {
+	if r == nil {
+		return ErrNoEngine
+	}
+	if r.cfg.Extend == nil {
+		return nil
+	}
+	err := r.cfg.Extend(ctx, d)
+	if errors.Is(err, ErrLeaseLost) {
+		r.LoseLease(err)
+	}
+	return err
 }

@@ -1,0 +1,181 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/cli"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/inject"
+	"github.com/hookledger/hookledger/internal/processor"
+	"github.com/hookledger/hookledger/internal/sdkconfig"
+)
+
+// Dev's defaults: the flags' values when not given.
+const (
+	DefaultAddr            = "127.0.0.1:8080"
+	DefaultReclaimEvery    = 10 * time.Second
+	DefaultFunctionTimeout = 30 * time.Second
+	DefaultPollers         = 2
+)
+
+// DevCommand is `hookledger dev`: the whole pipeline in one process, with
+// the effects Register adds. The proof lab runs the same command with its
+// own sample effect and its AWS fault middleware (APIOptions).
+type DevCommand struct {
+	Program    string // the program's name in usage lines, e.g. "hookledger"
+	Register   func(*hookledger.Router, *hookledger.Settings) error
+	APIOptions []func(*middleware.Stack) error // added to every AWS client
+}
+
+// crashEnv and crashMarkEnv are read by the crash points of a crashpoints
+// build (internal/inject).
+const (
+	crashEnv     = "HOOKLEDGER_CRASH"
+	crashMarkEnv = "HOOKLEDGER_CRASH_MARK"
+	crashLogEnv  = "HOOKLEDGER_CRASH_LOG"
+	childEnv     = "HOOKLEDGER_DEV_CHILD"
+)
+
+// Run parses args and runs the pipeline until ctx ends. It returns the
+// process's exit code: 2 for a usage or configuration error, 1 for a
+// failure at run time.
+func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlags(d.Program, "dev", "dev [--addr "+DefaultAddr+"] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2] [--crash POINT[:N],...]", stderr)
+	addr := fs.String("addr", DefaultAddr, "address to serve the receiver on (POST /webhooks/{source}/{tenant})")
+	every := fs.Duration("reclaim-every", DefaultReclaimEvery, "how often to run the reclaimer")
+	timeout := fs.Duration("function-timeout", DefaultFunctionTimeout, "deadline given to each processor batch, as Lambda's timeout would")
+	workers := fs.Int("pollers", DefaultPollers, "concurrent SQS pollers (at least 1)")
+	crash := fs.String("crash", "", "crash the pipeline at these points, each once, and restart it, as Lambda would "+
+		"(POINT[:N]: at the Nth pass; e.g. step.notify.ran or processor.after_claim:3); needs a crashpoints build: "+
+		"go run -tags crashpoints ./cmd/hookledger dev --crash ...")
+	points := fs.Bool("crash-points", false, "log every crash point the pipeline passes, with the --crash value that would stop it there (needs a crashpoints build)")
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
+		return code
+	}
+	if err := flagsOK(*every, *timeout, *workers); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 2
+	}
+	if (*crash != "" || *points) && !inject.Enabled {
+		fmt.Fprintf(stderr, "dev: --crash and --crash-points need a binary built with crash points: run `go run -tags crashpoints ./cmd/hookledger dev %s`\n", strings.Join(args, " "))
+		return 2
+	}
+	if *crash != "" {
+		if _, err := inject.ParseCrash(*crash); err != nil {
+			fmt.Fprintf(stderr, "dev: --crash: %v\n", err)
+			return 2
+		}
+		if os.Getenv(childEnv) == "" {
+			return d.supervise(ctx, *crash, *points, stderr)
+		}
+	} else if *points {
+		os.Setenv(crashLogEnv, "1")
+	}
+	fs.Usage = func() {}
+	c, err := config.Load(os.Getenv)
+	if err == nil {
+		err = c.ValidateReceiver()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\nRun `hookledger setup` to create the table and queues; it prints the variables to export.\n", err)
+		return 2
+	}
+	log := c.Logger(stdout)
+	cfg, err := sdkconfig.Load(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 1
+	}
+	cfg.APIOptions = append(cfg.APIOptions, d.APIOptions...)
+	settings, err := processor.EffectSettings(c, cfg, os.Getenv, true)
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 2
+	}
+	routes := hookledger.NewRouter()
+	if err := d.Register(routes, settings); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 2
+	}
+	p, err := New(c, cfg, routes, os.Getenv, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
+		return 1
+	}
+	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL,
+		"routes", routes.Routes(), "effect_settings", settings.Names())
+	if err := p.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// supervise runs the pipeline as a child process with the crash points
+// armed, each to fire once across restarts, and starts it again whenever
+// it crashes, as Lambda starts a new instance after one dies.
+func (d DevCommand) supervise(ctx context.Context, crash string, points bool, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: cannot find this binary to restart it: %v\n", err)
+		return 1
+	}
+	marks, err := os.MkdirTemp("", "hookledger-dev-crash-")
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(marks)
+	env := append(os.Environ(), childEnv+"=1", crashEnv+"="+crash, crashMarkEnv+"="+marks+"/mark")
+	if points {
+		env = append(env, crashLogEnv+"=1")
+	}
+	for restarts := 0; ; restarts++ {
+		cmd := exec.CommandContext(ctx, self, os.Args[1:]...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stdout, os.Stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			return 0
+		case errors.As(err, &ee) && ee.ExitCode() == inject.CrashExitCode:
+			fmt.Fprintf(stderr, "dev: the pipeline crashed at an armed point (restart %d); starting it again, as Lambda would; "+
+				"the event's retry comes when its message is visible again (the queue's visibility timeout)\n", restarts+1)
+			continue
+		case err != nil:
+			fmt.Fprintf(stderr, "dev: %v\n", err)
+			return 1
+		default:
+			return 0
+		}
+	}
+}
+
+// flagsOK checks dev's numeric flags: each must be positive, or the ticker
+// panics, every batch starts past its deadline, or nothing polls.
+func flagsOK(every, timeout time.Duration, pollers int) error {
+	switch {
+	case every <= 0:
+		return fmt.Errorf("--reclaim-every %v: want a positive interval, e.g. --reclaim-every 10s", every)
+	case timeout <= 0:
+		return fmt.Errorf("--function-timeout %v: want a positive deadline, e.g. --function-timeout 30s (Lambda's timeout is 1s to 15m)", timeout)
+	case pollers < 1:
+		return fmt.Errorf("--pollers %d: want at least 1 concurrent poller, e.g. --pollers 2", pollers)
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# End-to-end run of template.yaml in MiniStack, offline:
+#   1. sam build (x86_64: MiniStack runs provided.al2023 bootstraps as host processes)
+#   2. start MiniStack on 127.0.0.1:$HOOKLEDGER_E2E_PORT (4577) with IAM enforced (AUTH=true)
+#      unless one already answers there; a running one is used only if it enforces IAM too
+#   3. store the signing secrets in SSM Parameter Store and Secrets Manager, under the grants
+#      of samconfig.toml's dev section, and sam deploy the stack with those grants
+#      (CloudFormation with the SAM transform, S3 artifacts); the functions then run with
+#      their roles' credentials and every AWS call they make is checked against the template
+#   4. go test ./e2e: IAM enforcement probed role by role (every granted action allowed, the
+#      rest denied), signed webhooks through both front doors (FrontDoor=Both: the HTTP API and
+#      the receiver's function URL) with secrets from both stores (new, duplicate, 20
+#      concurrent, rejections, a URL-signing provider, a throttled receiver), the SQS event
+#      source running the processor, the schedule running the reclaimer, assertions on the
+#      ledger (per-source retention included), the payments stub and the DLQ
+#   5. delete the stack and the retained ledger table; stop the emulator if this script started it
+# Nothing here can reach AWS: every client gets AWS_ENDPOINT_URL and dummy credentials.
+#
+# Environment: HOOKLEDGER_E2E_PORT (4577), HOOKLEDGER_E2E_STACK (hookledger-e2e),
+# HOOKLEDGER_E2E_KEEP=1 keeps the stack and the emulator for poking at afterwards.
+# make demo reuses this script to deploy the same stack: HOOKLEDGER_E2E_TAGS adds Go build tags
+# (crashpoints), HOOKLEDGER_E2E_PARAMS is a JSON object of extra template parameters, and
+# HOOKLEDGER_E2E_RUN replaces step 4 with a command that gets the same HOOKLEDGER_E2E_* variables.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+port="${HOOKLEDGER_E2E_PORT:-4577}"
+stack="${HOOKLEDGER_E2E_STACK:-hookledger-e2e}"
+keep="${HOOKLEDGER_E2E_KEEP:-0}"
+endpoint="http://localhost:$port"
+build_dir="$root/.aws-sam/$stack"
+state_dir="$root/.ministack"
+sam="$root/.venv/sam/bin/sam"
+py="$root/.venv/bin/python"
+secret="whsec_e2e_$(date +%s)"
+
+
+log() { echo "e2e: $*" >&2; }
+
+bash "$root/scripts/tools.sh"
+
+for fn in receiver processor reclaimer; do
+  if [[ ! -f "$root/functions/$fn/main.go" ]]; then
+    log "functions/$fn/main.go is missing: nothing to deploy yet"
+    exit 1
+  fi
+done
+
+# Everything below talks to the emulator only.
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+
+# ---------------------------------------------------------------- build
+log "sam build (x86_64) into ${build_dir#"$root"/}"
+mkdir -p "$build_dir"
+CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS} '-ldflags=-s -w'" \
+  "$sam" build --template-file "$root/template.yaml" --build-dir "$build_dir" \
+  --parameter-overrides Architecture=x86_64 >"$build_dir/build.log" 2>&1 \
+  || { cat "$build_dir/build.log" >&2; exit 1; }
+# The lab proves the pipeline with its own copy of the sample effect, whatever effect/ holds: the
+# processor built from lab/functions/processor (same flags) replaces the template's before the deploy.
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -tags "lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS}" \
+  -ldflags="-s -w" -o "$build_dir/ProcessorFunction/bootstrap" ./lab/functions/processor
+for fn in Receiver Processor Reclaimer; do
+  printf 'e2e: %-9s bootstrap %8d bytes\n' "$fn" "$(stat -c %s "$build_dir/${fn}Function/bootstrap")" >&2
+done
+
+# ---------------------------------------------------------------- emulator
+started_pid=""
+healthy() { curl -fsS -m 2 "$endpoint/_ministack/health" >/dev/null 2>&1; }
+# The deployed stack is only proven under enforced IAM: without it a missing permission passes.
+enforcing() { curl -fsS -m 2 "$endpoint/_ministack/health" 2>/dev/null | grep -q '"auth": *"enabled"'; }
+
+cleanup() {
+  local rc=$?
+  set +e
+  [[ -n "${payments_pid:-}" ]] && kill "$payments_pid" 2>/dev/null
+  if [[ "$keep" == 1 ]]; then
+    log "HOOKLEDGER_E2E_KEEP=1: leaving stack $stack${started_pid:+ and MiniStack (pid $started_pid)} on $endpoint"
+    exit "$rc"
+  fi
+  if [[ -n "$started_pid" ]] && ! kill -0 "$started_pid" 2>/dev/null; then
+    log "MiniStack (pid $started_pid) is gone: something outside this script stopped it during the run" \
+      "(see ${state_dir#"$root"/}/e2e-$port.log); its state went with it, nothing left to delete"
+    deployed="" started_pid=""
+    rc=1
+  fi
+  if [[ -n "${deployed:-}" ]]; then
+    log "deleting stack $stack"
+    "$sam" delete --stack-name "$stack" --no-prompts --region us-east-1 >"$build_dir/delete.log" 2>&1 \
+      || { cat "$build_dir/delete.log" >&2; rc=1; }
+    # The ledger table and the payload bucket are DeletionPolicy: Retain; they outlive their stack by design.
+    if [[ -n "${payload_bucket:-}" ]]; then
+      "$py" - "$payload_bucket" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+s3 = boto3.client("s3")
+try:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
+        for o in page.get("Contents", []):
+            s3.delete_object(Bucket=sys.argv[1], Key=o["Key"])
+    s3.delete_bucket(Bucket=sys.argv[1])
+except ClientError as e:
+    if e.response["Error"]["Code"] != "NoSuchBucket":
+        raise
+EOF
+    fi
+    if [[ -n "${table:-}" ]]; then
+      "$py" - "$table" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+ddb = boto3.client("dynamodb")
+try:
+    ddb.delete_table(TableName=sys.argv[1])
+except ClientError as e:
+    if e.response["Error"]["Code"] != "ResourceNotFoundException":
+        raise
+EOF
+    fi
+    "$py" - "$stack" <<'EOF' || rc=1
+import sys, boto3
+from botocore.exceptions import ClientError
+cfn = boto3.client("cloudformation")
+try:
+    status = cfn.describe_stacks(StackName=sys.argv[1])["Stacks"][0]["StackStatus"]
+except ClientError:
+    status = "gone"
+print(f"e2e: stack after delete: {status}", file=sys.stderr)
+sys.exit(0 if status in ("gone", "DELETE_COMPLETE") else 1)
+EOF
+  fi
+  if [[ -n "$started_pid" ]]; then
+    log "stopping MiniStack (pid $started_pid)"
+    kill "$started_pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$started_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$started_pid" 2>/dev/null
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+if healthy; then
+  if ! enforcing; then
+    log "the emulator on $endpoint does not enforce IAM (started without AUTH=true);" \
+      "stop it or pick another HOOKLEDGER_E2E_PORT: the deployed stack is tested only under enforced IAM"
+    exit 1
+  fi
+  log "reusing the emulator already answering on $endpoint (IAM enforced)"
+else
+  mkdir -p "$state_dir"
+  log "starting MiniStack on 127.0.0.1:$port (log: ${state_dir#"$root"/}/e2e-$port.log)"
+  # AWS_ENDPOINT_URL in MiniStack's own environment is what its Lambda processes call back to.
+  # AUTH=true: every request is checked against IAM; the deployed functions run with their
+  # roles' credentials. test/test (below) is the emulator's root, used to deploy and observe.
+  AUTH=true GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 MINISTACK_HOST=localhost PERSIST_STATE=0 \
+    IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 LOG_LEVEL=INFO \
+    STATE_DIR="$state_dir/state-$port" \
+    "$root/.venv/bin/ministack" >"$state_dir/e2e-$port.log" 2>&1 &
+  started_pid=$!
+  for _ in $(seq 1 150); do
+    healthy && break
+    kill -0 "$started_pid" 2>/dev/null || { tail -20 "$state_dir/e2e-$port.log" >&2; started_pid=""; exit 1; }
+    sleep 0.2
+  done
+  healthy || { log "MiniStack did not answer on $endpoint"; exit 1; }
+  enforcing || { log "MiniStack on $endpoint answers but does not report IAM enforcement"; exit 1; }
+fi
+
+# ---------------------------------------------------------------- payments stub
+# The shipped effect charges through a payments API and notifies through a notification API;
+# the deployed processor (a host process under MiniStack) reaches this stub (both APIs) on
+# loopback, and the test reads its counts.
+payments_port="${HOOKLEDGER_E2E_PAYMENTS_PORT:-$((port + 1000))}"
+if [[ -z "${HOOKLEDGER_E2E_RUN:-}" ]]; then
+  go build -o "$build_dir/hooklab" ./lab/cmd/hooklab
+  "$build_dir/hooklab" payments --addr "127.0.0.1:$payments_port" >"$build_dir/payments.log" 2>&1 &
+  payments_pid=$!
+fi
+
+# ---------------------------------------------------------------- secrets and deploy
+# The signing secrets live where docs/deploy.md tells users to keep them, referenced the way it
+# shows, under the grants of samconfig.toml's dev section (SecretsParameterPath,
+# SecretsManagerPrefix): stripe/acme in SSM Parameter Store (SecureString), stripe/globex in
+# Secrets Manager under the prefix, github/acme in Secrets Manager outside it, granted by its
+# exact ARN given without the random suffix (SecretsManagerSecretArn), square/acme in SSM (a
+# provider that signs the URL, driven through the function URL).
+# Retention is 48h so that the per-source rule shows: stripe's default is raised to its retry
+# horizon (3 days) plus a day, github keeps its own "retention" of 240h.
+# Parameters go through a file: the sources JSON has quotes and the schedule a space, which
+# the Key=Value form of --parameter-overrides would split.
+# The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
+eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
+import json, shlex, sys, tomllib, boto3
+path, secret, extra, endpoint, payments_port, samconfig, stack = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+providers_port = sys.argv[8]
+with open(samconfig, "rb") as f:
+    dev = dict(o.split("=", 1) for o in tomllib.load(f)["dev"]["deploy"]["parameters"]["parameter_overrides"])
+ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
+acme_ref = f"ssm:{ssm_path}/stripe/acme"
+globex_ref = f"secretsmanager:{sm_prefix}stripe/globex"
+github_name = f"shared/{stack}-github-acme"
+globex_secret, github_secret, square_secret = secret + "_globex", "gh_" + secret, "sq_" + secret
+square_ref = f"ssm:{ssm_path}/square/acme"
+ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
+ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
+ssm.put_parameter(Name=square_ref[4:], Value=square_secret, Type="SecureString", Overwrite=True)
+# The reconciler's API credential (for the Stripe stand-in), under its own path: only its role reads it.
+reconcile_path = f"/hookledger-reconcile/{stack}"
+ssm.put_parameter(Name=f"{reconcile_path}/stripe-api", Value="sk_test_stub", Type="SecureString", Overwrite=True)
+arns = {}
+for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
+    try:
+        arns[name] = sm.create_secret(Name=name, SecretString=value)["ARN"]
+    except sm.exceptions.ResourceExistsException:
+        arns[name] = sm.put_secret_value(SecretId=name, SecretString=value)["ARN"]
+exact = arns[github_name].rsplit("-", 1)[0]  # the ARN without the random suffix
+sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]}}},
+           "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": ["secretsmanager:" + github_name]}}},
+           "square": {"provider": "square", "tenants": {"acme": {"secrets": [square_ref]}}}}
+params = {
+    "Stage": "e2e",
+    "Architecture": "x86_64",
+    "SourcesConfig": json.dumps(sources, separators=(",", ":")),
+    "ReclaimAfter": "5s",
+    "Retention": "48h",
+    "FrontDoor": "Both",
+    "ReclaimSchedule": "rate(1 minute)",
+    "LogLevel": "debug",
+    "LogRetentionDays": 1,
+    # The functions call the emulator even when it was started by someone else without
+    # AWS_ENDPOINT_URL in its environment: never real AWS.
+    "EndpointUrl": endpoint,
+    # The lab's sample effect (the processor deployed here) calls the payments stub for both APIs.
+    "EffectSettings": json.dumps({"PAYMENTS_URL": f"http://127.0.0.1:{payments_port}", "NOTIFY_URL": f"http://127.0.0.1:{payments_port}"}),
+    "SecretsParameterPath": ssm_path,
+    "SecretsManagerPrefix": sm_prefix,
+    "SecretsManagerSecretArn": exact,
+    # The S3 payload store, so that the 2 MB body of the pipeline test is accepted.
+    "PayloadStore": "s3",
+    # Bodies there must outlive the longest source retention (github's 240h); the receiver
+    # refuses a shorter store at cold start.
+    "PayloadStoreDays": 10,
+    "MaxBodyBytes": 6291456,
+    "ReconcileEnabled": "true",
+    "ReconcileCredentialsParameterPath": reconcile_path,
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
+                                    "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
+}
+params.update(extra)
+with open(path, "w") as f:
+    json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
+for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "secret_square": square_secret, "ssm_ref": acme_ref,
+             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name,
+             "reconcile_credential_ref": f"ssm:{reconcile_path}/stripe-api"}.items():
+    print(f"{k}={shlex.quote(v)}")
+EOF
+)"
+printf 'version = 0.1\n' >"$build_dir/samconfig.toml" # keep samconfig.toml's AWS settings out
+
+log "sam deploy $stack"
+deployed=1
+"$sam" deploy --config-file "$build_dir/samconfig.toml" \
+  --template-file "$build_dir/template.yaml" --stack-name "$stack" --region us-east-1 \
+  --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
+  --no-progressbar --parameter-overrides "file://$build_dir/params.yaml" >"$build_dir/deploy.log" 2>&1 \
+  || { tail -40 "$build_dir/deploy.log" >&2; exit 1; }
+
+# Outputs, and the one emulator fix-up (see docs/deploy.md, "Emulator findings").
+eval "$("$py" - "$stack" <<'EOF'
+import shlex, sys, boto3
+stack = sys.argv[1]
+out = {o["OutputKey"]: o["OutputValue"]
+       for o in boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]}
+# MiniStack keeps an event source mapping's ScalingConfig as CloudFormation handed it: a Ref to a
+# Number parameter arrives as the string "10", and its SQS poller then fails comparing it with
+# an int. AWS coerces it. Re-set it through the Lambda API with the integer (botocore already
+# reads it back as an int, so the stored string cannot be told apart from here: always re-set).
+lam = boto3.client("lambda")
+for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"])["EventSourceMappings"]:
+    mc = (m.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if mc is not None:
+        lam.update_event_source_mapping(UUID=m["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
+        print(f"e2e: emulator fix-up: event source ScalingConfig.MaximumConcurrency re-set to {int(mc)}", file=sys.stderr)
+res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
+       for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
+iam = boto3.client("iam")
+for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"], "dlq": out["DeadLetterQueueUrl"],
+             "payload_bucket": out.get("PayloadBucketName", ""),
+             "queue": out["QueueUrl"], "processor": out["ProcessorFunctionName"],
+             "webhook_url": out["WebhookUrl"],
+             # The function URL's public form (https://<id>.lambda-url.<region>.on.aws/...), when
+             # deployed; the test reaches it on the emulator by its host name.
+             "function_url": out.get("FunctionUrlWebhookUrl", ""),
+             "receiver": out["ReceiverFunctionName"],
+             "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
+                               for fn in ("receiver", "processor", "reclaimer", "reconciler") if fn.capitalize() + "Role" in res),
+             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler")
+                                    if fn.capitalize() + "LogGroup" in res),
+             }.items():
+    print(f"{k}={shlex.quote(v)}")
+EOF
+)"
+log "deployed: webhooks at $webhook_url${function_url:+ and $function_url}, ledger $table"
+
+# Enforcement must be on for whatever runs next (the e2e test probes every role in depth; the
+# demo does not): a call the receiver's role is not granted must be denied.
+"$py" - "${roles%%,*}" "$table" <<'EOF'
+import sys, boto3
+from botocore.exceptions import ClientError
+role = sys.argv[1].split("=", 1)[1]
+c = boto3.client("sts").assume_role(RoleArn=role, RoleSessionName="e2e-enforcement")["Credentials"]
+ddb = boto3.client("dynamodb", aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
+                   aws_session_token=c["SessionToken"])
+try:
+    ddb.scan(TableName=sys.argv[2], Limit=1)
+except ClientError as e:
+    if e.response["Error"]["Code"] in ("AccessDeniedException", "AccessDenied"):
+        print("e2e: IAM enforced: the receiver's role was denied dynamodb:Scan", file=sys.stderr)
+        sys.exit(0)
+    raise
+sys.exit("e2e: the receiver's role was allowed dynamodb:Scan: IAM is not enforced, or the role grants too much")
+EOF
+
+# ---------------------------------------------------------------- drive and assert
+export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
+  HOOKLEDGER_E2E_QUEUE_URL="$queue" HOOKLEDGER_E2E_SECRET="$secret" HOOKLEDGER_E2E_SHARDS=16 \
+  HOOKLEDGER_E2E_WEBHOOK_URL="$webhook_url" HOOKLEDGER_E2E_PROCESSOR="$processor" AWS_ENDPOINT_URL="$endpoint" \
+  HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port" HOOKLEDGER_E2E_ENDPOINT="$endpoint" \
+  HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
+  HOOKLEDGER_E2E_SECRET_SQUARE="$secret_square" HOOKLEDGER_E2E_FUNCTION_URL="$function_url" HOOKLEDGER_E2E_RECEIVER="$receiver" \
+  HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
+  HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
+  HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
+  HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
+  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
+if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
+  log "running: $HOOKLEDGER_E2E_RUN"
+  bash -c "$HOOKLEDGER_E2E_RUN"
+else
+  log "go test ./lab/e2e"
+  go test -tags e2e -count=1 -v -timeout 10m ./lab/e2e/
+fi
+log "passed"

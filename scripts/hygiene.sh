@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make lint / make test: the repository's hygiene.
+#   - no tracked build output (compiled binaries, build folders) and no tracked file over 1 MiB
+#   - go mod tidy changes nothing, in every module (the product and the proof lab)
+#   - no package of the proof lab (lab/) in the product's dependency graph, tests included
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+fail=0
+say() { echo "hygiene: $*" >&2; }
+
+limit=$((1 << 20))
+while IFS= read -r -d '' f; do
+  [[ -f "$f" ]] || continue
+  size=$(stat -c %s "$f")
+  if ((size > limit)); then
+    say "$f is tracked and $size bytes (over 1 MiB): keep large files out of the repository"
+    fail=1
+  fi
+  case "$(head -c 4 "$f" | od -An -tx1 | tr -d ' \n')" in
+  7f454c46 | cffaedfe | cefaedfe | 4d5a*) # ELF, Mach-O, PE
+    say "$f is a tracked compiled binary: build outputs are never committed (git rm --cached '$f', and list it in .gitignore)"
+    fail=1
+    ;;
+  esac
+  case "$f" in
+  bin/* | .aws-sam/* | .build/* | */bootstrap)
+    say "$f is tracked build output: git rm --cached '$f'"
+    fail=1
+    ;;
+  esac
+done < <(git ls-files -z)
+
+for mod in . lab; do
+  if ! out=$(cd "$mod" && GOWORK=off GOFLAGS=-mod=mod go mod tidy -diff 2>&1); then
+    say "go mod tidy is not clean in $mod/ (run: (cd $mod && GOWORK=off go mod tidy)):"
+    echo "$out" >&2
+    fail=1
+  fi
+done
+
+if lab=$(go list -deps -test ./... | grep '^github.com/hookledger/hookledger/lab\(/\|$\)'); then
+  say "the product depends on the proof lab (no product package, test or not, may import lab/):"
+  echo "$lab" | sed 's/^/  /' >&2
+  fail=1
+fi
+
+if ((fail)); then exit 1; fi
+say "ok"

@@ -1,0 +1,152 @@
+package hookledger
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Settings are your effects' own settings: the URLs and keys of the APIs
+// they call. Register reads each one it needs once, at cold start, by name:
+//
+//	func Register(r *hookledger.Router, s *hookledger.Settings) error {
+//		mailer := &Mailer{BaseURL: s.URL("MAILER_URL"), Key: s.String("MAILER_KEY")}
+//		...
+//		return s.Err()
+//	}
+//
+// Deployed, the values come from one JSON object, the template's
+// EffectSettings parameter (set per environment in samconfig.toml); a value
+// written as a secret reference ("ssm:/hookledger/prod/mailer-key" or
+// "secretsmanager:hookledger/prod/mailer-key") is read from there at cold
+// start, so keys never sit in the function's configuration. Locally
+// (hookledger dev), a setting is the environment variable of the same name,
+// or a member of HOOKLEDGER_EFFECT_SETTINGS. Tests build Settings from a map
+// with SettingsMap.
+//
+// A setting that is missing or invalid is never skipped: the reads record
+// it, and Err names every such setting with the file and line that read it
+// and where to set it. The processor does not start until Err is nil, so
+// events wait in the queue, untouched, while the deployment is fixed.
+type Settings struct {
+	lookup func(name string) (string, error)
+	where  string
+
+	mu   sync.Mutex
+	read map[string]bool
+	errs []error
+}
+
+// NewSettings returns settings that look each name up with lookup, which
+// returns "" for a setting that is not set and an error for one that is set
+// but cannot be read (a secret reference that does not resolve); where says,
+// in an error, where a setting is to be set. The pipeline builds them; use
+// SettingsMap in tests.
+func NewSettings(lookup func(name string) (string, error), where string) *Settings {
+	return &Settings{lookup: lookup, where: where, read: map[string]bool{}}
+}
+
+// SettingsMap returns settings with the values of m, for tests.
+func SettingsMap(m map[string]string) *Settings {
+	return NewSettings(func(name string) (string, error) { return m[name], nil }, "the test's settings map")
+}
+
+// String returns the setting name, which must be set and not blank.
+func (s *Settings) String(name string) string {
+	v, ok := s.get(name)
+	if !ok {
+		s.fail(name, "is missing")
+	}
+	return v
+}
+
+// Optional returns the setting name, or def when it is not set.
+func (s *Settings) Optional(name, def string) string {
+	if v, ok := s.get(name); ok {
+		return v
+	}
+	return def
+}
+
+// URL returns the setting name, which must be an absolute http or https
+// URL such as https://api.example.com.
+func (s *Settings) URL(name string) string {
+	v, ok := s.get(name)
+	if !ok {
+		s.fail(name, "is missing")
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		s.fail(name, fmt.Sprintf("is %q: want an http or https URL such as https://api.example.com", v))
+		return ""
+	}
+	return v
+}
+
+// Names lists the settings read so far, sorted.
+func (s *Settings) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.read))
+	for n := range s.read {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Err reports every setting read so far that was missing or invalid, each
+// naming where it was read and where to set it; nil when all were fine.
+func (s *Settings) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.errs...)
+}
+
+// get returns the setting's value; ok is false when it is not set (or is
+// blank) and when it could not be read, which get records itself.
+func (s *Settings) get(name string) (string, bool) {
+	s.mu.Lock()
+	s.read[name] = true
+	s.mu.Unlock()
+	if s.lookup == nil {
+		return "", false
+	}
+	v, err := s.lookup(name)
+	if err != nil {
+		s.failAt(name, "could not be read: "+err.Error(), 3)
+		return "", false
+	}
+	if strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return v, true
+}
+
+// fail records a problem with name, located at the effect code that read
+// it (the caller of String, URL, ...).
+func (s *Settings) fail(name, problem string) { s.failAt(name, problem, 3) }
+
+func (s *Settings) failAt(name, problem string, skip int) {
+	s.mu.Lock()
+	for _, e := range s.errs {
+		if strings.HasPrefix(e.Error(), "effect setting "+name+" ") {
+			s.mu.Unlock()
+			return // once per setting, however often it is read
+		}
+	}
+	s.mu.Unlock()
+	at := ""
+	if _, file, line, ok := runtime.Caller(skip); ok {
+		at = fmt.Sprintf(" (read at %s/%s:%d)", path.Base(path.Dir(file)), path.Base(file), line)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, fmt.Errorf("effect setting %s %s%s: set it in %s", name, problem, at, s.where))
+}
