@@ -60,11 +60,14 @@ func NewClient(cfg aws.Config) *s3.Client {
 }
 
 // Key is the object key of an event's body: the prefix and the SHA-256 of
-// the ledger's partition key, so every identity has one key of fixed
-// length whatever its parts (S3 keys are at most 1,024 bytes; a partition
-// key may be 2,048).
-func (s *Store) Key(id ledger.ID) string {
-	sum := sha256.Sum256([]byte(id.PK()))
+// the ledger's partition key and the body digest the record keeps, so
+// every event has one key of fixed length whatever its parts (S3 keys are
+// at most 1,024 bytes; a partition key may be 2,048). The digest is in it
+// because a key can be used again once its record expired, and the bucket's
+// lifecycle removes the earlier event's object only later: the newer
+// record's reference must never name the earlier body.
+func (s *Store) Key(id ledger.ID, digest string) string {
+	sum := sha256.Sum256([]byte(id.PK() + "\x00" + digest))
 	return s.Prefix + hex.EncodeToString(sum[:])
 }
 

@@ -102,7 +102,7 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 	f.h.Routes = r
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_in_store"}
 	body := []byte(`{"id":"evt_in_store","big":true}`)
-	ref := st.Key(id)
+	ref := st.Key(id, "x")
 	if err := st.Put(t.Context(), ref, body); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ type sender interface {
 
 // objects writes bodies to the S3 payload store.
 type objects interface {
-	Key(id ledger.ID) string
+	Key(id ledger.ID, digest string) string
 	Put(ctx context.Context, key string, body []byte) error
 }
 
@@ -321,17 +321,17 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	// Refuse what cannot be held before anything is written: a record whose
 	// body can never be stored would end dead. A body the ledger's payload
 	// item cannot hold goes to the payload store, if there is one.
+	digest := verifier.BodyDigest(body)
 	var ref string
 	if err := ledger.CheckPayloadSize(id, body); err != nil {
 		if h.Store == nil {
 			log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
 			return ansTooLarge, ev
 		}
-		ref = h.Store.Key(id)
+		ref = h.Store.Key(id, digest)
 	} else if h.Store != nil && h.StoreAbove > 0 && len(body) > h.StoreAbove {
-		ref = h.Store.Key(id)
+		ref = h.Store.Key(id, digest)
 	}
-	digest := verifier.BodyDigest(body)
 	if h.Sources.ReplayGuard(src) {
 		// Scoped by event type: two real events of different types may
 		// carry the same body (ledger.ClaimBody).
