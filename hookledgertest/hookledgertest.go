@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,20 +41,23 @@ type Status string
 const (
 	Done      Status = "done"       // the handler succeeded; its steps are recorded done
 	Failed    Status = "failed"     // a retryable error; the next Run is the retry
-	Dead      Status = "dead"       // a permanent error, attempts spent, or an indeterminate step
+	Dead      Status = "dead"       // a permanent error, MaxAttempts failures, or an indeterminate step
 	Crashed   Status = "crashed"    // the simulated crash happened; nothing after it was recorded
 	LeaseLost Status = "lease_lost" // the simulated takeover happened; this run wrote nothing more
 )
 
-// DefaultMaxAttempts is the pipeline's default: the fifth retryable failure
-// makes the event dead.
+// DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS):
+// the handler's fifth retryable failure makes the event dead.
 const DefaultMaxAttempts = 5
 
 // Tester runs one handler. Safe for concurrent use across events.
 type Tester struct {
 	h hookledger.Handler
-	// MaxAttempts: a retryable failure on this attempt or later makes the
-	// event dead, as HOOKLEDGER_MAX_ATTEMPTS does (default 5).
+	// MaxAttempts is how many times the handler may fail an event: its
+	// MaxAttempts-th retryable failure makes the event dead, as
+	// HOOKLEDGER_MAX_ATTEMPTS does (default 5). Runs that crashed or lost
+	// their lease are not failures and do not count, as in the pipeline,
+	// where such interruptions are bounded by time instead (days).
 	MaxAttempts int
 
 	mu     sync.Mutex
@@ -62,10 +66,12 @@ type Tester struct {
 }
 
 type state struct {
-	status   Status
-	attempts int
-	steps    map[string]steps.State
-	cause    string
+	status      Status
+	attempts    int // runs begun
+	failures    int // runs the handler failed
+	interrupted int // runs that crashed or lost their lease
+	steps       map[string]steps.State
+	cause       string
 }
 
 // New returns a tester for h. It panics on a nil handler, which is most
@@ -80,16 +86,26 @@ func New(h hookledger.Handler) *Tester {
 
 // Result is what one run did.
 type Result struct {
-	Status  Status
-	Err     error             // what the handler returned (nil when done)
-	Cause   string            // the cause recorded with failed or dead
-	Attempt int               // this run's attempt number (1 for the first)
-	Ran     map[string]int    // step functions run by this run
-	Steps   map[string]string // step name -> "started" or "done: RESULT", as recorded after the run
+	Status Status
+	Err    error  // what the handler returned (nil when done)
+	Cause  string // the cause recorded with failed or dead
+	// Attempt is this run's Event.Attempt: 1 for the first run of the
+	// event, one more for every run before it, whether that run failed or
+	// was interrupted (Crashed, LeaseLost).
+	Attempt int
+	// Failures and Interrupted count the event's runs so far, this one
+	// included: those the handler failed (a retryable error, or the failure
+	// that made it dead), which MaxAttempts bounds, and those that crashed
+	// or lost their lease, which it does not.
+	Failures    int
+	Interrupted int
+	Ran         map[string]int    // step functions run by this run
+	Steps       map[string]string // step name -> "started" or "done: RESULT", as recorded after the run
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("status %s, attempt %d, err %v, cause %q, ran %v, steps %v", r.Status, r.Attempt, r.Err, r.Cause, r.Ran, r.Steps)
+	return fmt.Sprintf("status %s, attempt %d (%d failed, %d interrupted), err %v, cause %q, ran %v, steps %v",
+		r.Status, r.Attempt, r.Failures, r.Interrupted, r.Err, r.Cause, r.Ran, r.Steps)
 }
 
 // Option changes one run.
@@ -97,6 +113,7 @@ type Option struct{ apply func(*runConfig) }
 
 type runConfig struct {
 	crashAt   string
+	passed    func(point string) // called at every crash point the run passes
 	loseLease bool
 }
 
@@ -121,7 +138,9 @@ type crash struct{}
 
 // Run runs the handler on ev as the pipeline's next attempt of that event
 // (identified by source, tenant and key). A done or dead event is not run
-// again: the result reports its status, as a redelivery would find it.
+// again: the result reports its status, as a redelivery would find it. A
+// retryable error is a failure, counted toward MaxAttempts; a simulated
+// crash or lost lease is an interrupted run, which is not.
 func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (res Result) {
 	var cfg runConfig
 	for _, o := range opts {
@@ -137,7 +156,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		t.events[k] = st
 	}
 	if st.status == Done || st.status == Dead {
-		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Steps: render(st.steps)}
+		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
 		t.mu.Unlock()
 		return res
 	}
@@ -151,6 +170,9 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		Store: store, Recorded: recorded, Attempt: attempt,
 		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.Key, name) },
 		Point: func(p string) {
+			if cfg.passed != nil {
+				cfg.passed(p)
+			}
 			if p == cfg.crashAt {
 				panic(crash{})
 			}
@@ -174,21 +196,26 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	for name, n := range res.Ran {
 		t.runs[name] += n
 	}
-	defer func() { res.Steps = render(st.steps) }()
+	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
 	res.Err = herr
 	switch {
 	case crashed:
 		res.Status = Crashed // nothing after the crash point is recorded
+		st.interrupted++
 		return res
 	case run.LeaseLost() || cfg.loseLease:
 		// The takeover makes this run's writes fail, the final one too.
 		res.Status = LeaseLost
+		st.interrupted++
 		return res
 	}
 	apply(st.steps, run.Pending())
 	max := t.MaxAttempts
 	if max <= 0 {
 		max = DefaultMaxAttempts
+	}
+	if herr != nil || run.Indeterminate() != nil {
+		st.failures++ // a failure, or the one that makes the event dead
 	}
 	var ce *steps.CheckError
 	switch ind := run.Indeterminate(); {
@@ -198,10 +225,10 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		st.status, st.cause = Done, ""
 	case hookledger.IsPermanent(herr):
 		st.status, st.cause = Dead, herr.Error()
-	case attempt >= max && errors.As(herr, &ce):
-		st.status, st.cause = Dead, (&steps.IndeterminateError{Step: ce.Step, Err: ce.Err}).Error()
-	case attempt >= max:
-		st.status, st.cause = Dead, fmt.Sprintf("attempts exhausted (%d): %v", attempt, herr)
+	case st.failures >= max && errors.As(herr, &ce):
+		st.status, st.cause = Dead, (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", st.failures, ce.Err)}).Error()
+	case st.failures >= max:
+		st.status, st.cause = Dead, fmt.Sprintf("attempts exhausted: the handler failed %d times (at most %d; %d runs in all): %v", st.failures, max, attempt, herr)
 	default:
 		st.status, st.cause = Failed, herr.Error()
 	}
@@ -233,8 +260,8 @@ func (t *Tester) Runs(step string) int {
 }
 
 // Replay is the operator's replay of a dead or failed event (hookledger
-// replay): the event goes back to its first attempt with the step changes
-// applied. MarkDone resolves a step whose effect was checked by hand;
+// replay): the event goes back to its first attempt, its failures and
+// interrupted runs forgotten, with the step changes applied. MarkDone resolves a step whose effect was checked by hand;
 // Rerun clears it so it runs again.
 func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
 	t.mu.Lock()
@@ -246,7 +273,7 @@ func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
 	for _, c := range changes {
 		apply(st.steps, []steps.Change{c.change})
 	}
-	st.status, st.attempts, st.cause = "", 0, ""
+	st.status, st.attempts, st.failures, st.interrupted, st.cause = "", 0, 0, 0, ""
 	return nil
 }
 
@@ -316,4 +343,102 @@ func render(in map[string]steps.State) map[string]string {
 		}
 	}
 	return out
+}
+
+// Scenario is one crash of EveryCrash: where the run died, the event it ran
+// under, how it ended once the pipeline's retries were done, and how often
+// each step's function ran over all of that.
+type Scenario struct {
+	// Point is the crash point: step.NAME.ran (right after the step's
+	// function returned, before its completion was recorded) or
+	// step.NAME.started (an at-most-once step recorded started, before its
+	// function ran); "" for the run without a crash.
+	Point string
+	// Event is the event as the scenario ran it: the given event with its
+	// key made unique to the scenario (Key + "~" + Point), so each scenario
+	// has its own ledger state and its own downstream keys
+	// (Event.IdempotencyKey) to look up in your fakes.
+	Event hookledger.Event
+	// Status is how the event ended: Done normally; Dead when a step could
+	// not be proven (an at-most-once step without a check) or the handler
+	// gave up.
+	Status Status
+	// Cause is the recorded cause when the event did not end done.
+	Cause string
+	// Ran counts the runs of each step's function over the crashed run and
+	// its retries: 1 when the crash cost nothing, 2 when the step ran again
+	// after it (at-least-once without a check that found it).
+	Ran map[string]int
+	// Runs is how many times the handler ran, the crashed run included.
+	Runs int
+}
+
+func (s Scenario) String() string {
+	p := s.Point
+	if p == "" {
+		p = "no crash"
+	}
+	return fmt.Sprintf("%s: %s after %d runs, step functions ran %v, cause %q", p, s.Status, s.Runs, s.Ran, s.Cause)
+}
+
+// EveryCrash runs ev through the handler once without a crash, to find the
+// steps it takes, and then once per crash point of every step: for each, a
+// run that dies at the point, followed by the pipeline's retries until the
+// event is done or dead. It returns the scenarios in that order, the one
+// without a crash first. Every scenario runs under its own key (see
+// Scenario.Event), so your fakes can tell what each one did:
+//
+//	for _, sc := range tr.EveryCrash(ctx, ev) {
+//		if sc.Status != hookledgertest.Done || payments.Charges(sc.Event.IdempotencyKey("charge")) != 1 {
+//			t.Error(sc)
+//		}
+//	}
+func (t *Tester) EveryCrash(ctx context.Context, ev hookledger.Event) []Scenario {
+	var points []string
+	seen := map[string]bool{}
+	clean := t.scenario(ctx, ev, "", func(p string) {
+		if !seen[p] && strings.HasPrefix(p, "step.") {
+			seen[p] = true
+			points = append(points, p)
+		}
+	})
+	out := []Scenario{clean}
+	for _, p := range points {
+		out = append(out, t.scenario(ctx, ev, p, nil))
+	}
+	return out
+}
+
+// scenario runs one crash scenario and its retries.
+func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string, passed func(string)) Scenario {
+	e := ev
+	e.Key = ev.Key + "~" + point
+	if point == "" {
+		e.Key = ev.Key + "~clean"
+	}
+	sc := Scenario{Point: point, Event: e, Ran: map[string]int{}}
+	max := t.MaxAttempts
+	if max <= 0 {
+		max = DefaultMaxAttempts
+	}
+	first := Option{func(c *runConfig) { c.crashAt, c.passed = point, passed }}
+	// A crash and then at most max failures end every event; the bound
+	// only stops a handler that neither succeeds nor fails.
+	for i := 0; i < max+2; i++ {
+		var res Result
+		if i == 0 {
+			res = t.Run(ctx, e, first)
+		} else {
+			res = t.Run(ctx, e)
+		}
+		sc.Runs++
+		for name, n := range res.Ran {
+			sc.Ran[name] += n
+		}
+		sc.Status, sc.Cause = res.Status, res.Cause
+		if res.Status == Done || res.Status == Dead {
+			break
+		}
+	}
+	return sc
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,7 +144,8 @@ func TestExtendLeaseAsInThePipeline(t *testing.T) {
 
 // TestCheckFailingPermanentlyIsIndeterminate: a check that returns a
 // Permanent error has not learnt that the effect did not happen: the event
-// is retried and, once its attempts are spent, dead as indeterminate.
+// is retried and, at the check's MaxAttempts-th failure, dead as
+// indeterminate. The crash before it is not a failure.
 func TestCheckFailingPermanentlyIsIndeterminate(t *testing.T) {
 	t.Parallel()
 	sent := 0
@@ -156,12 +158,58 @@ func TestCheckFailingPermanentlyIsIndeterminate(t *testing.T) {
 	}))
 	tr.MaxAttempts = 3
 	tr.Run(t.Context(), ev, hookledgertest.CrashAfter("sms"))
-	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Failed {
-		t.Fatalf("attempt 2: %v, want failed (retried)", res)
+	for attempt := 2; attempt <= 3; attempt++ {
+		if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Failed {
+			t.Fatalf("attempt %d: %v, want failed (retried)", attempt, res)
+		}
 	}
 	res := tr.Run(t.Context(), ev)
-	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || sent != 1 {
-		t.Fatalf("attempt 3: %v (sent %d), want dead as indeterminate", res, sent)
+	if res.Status != hookledgertest.Dead || !strings.HasPrefix(res.Cause, "indeterminate step sms") || !strings.Contains(res.Cause, "failed 3 times") || sent != 1 {
+		t.Fatalf("attempt 4: %v (sent %d), want dead as indeterminate", res, sent)
+	}
+}
+
+// TestInterruptedRunsDoNotSpendAttempts: crashes and lost leases are not
+// the handler's failures. An event whose first seven runs are interrupted
+// is still retried after its first failure, and dead only at its
+// MaxAttempts-th; Attempt counts every run.
+func TestInterruptedRunsDoNotSpendAttempts(t *testing.T) {
+	t.Parallel()
+	fail := false
+	tr := hookledgertest.New(hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		if _, err := ev.Step(ctx, "charge", func(context.Context, string) (string, error) { return "ch_1", nil }); err != nil {
+			return err
+		}
+		if fail {
+			return errors.New("notify: 503")
+		}
+		return nil
+	}))
+	tr.MaxAttempts = 3
+	for i := 1; i <= 6; i++ {
+		if res := tr.Run(t.Context(), ev, hookledgertest.CrashAfter("charge")); res.Status != hookledgertest.Crashed || res.Attempt != i {
+			t.Fatalf("run %d: %v", i, res)
+		}
+	}
+	if res := tr.Run(t.Context(), ev, hookledgertest.LoseLease()); res.Status != hookledgertest.LeaseLost || res.Interrupted != 7 || res.Failures != 0 {
+		t.Fatalf("run 7: %v", res)
+	}
+	fail = true
+	for i, want := range []hookledgertest.Status{hookledgertest.Failed, hookledgertest.Failed, hookledgertest.Dead} {
+		res := tr.Run(t.Context(), ev)
+		if res.Status != want || res.Attempt != 8+i || res.Failures != i+1 || res.Interrupted != 7 {
+			t.Fatalf("failure %d: %v, want %s", i+1, res, want)
+		}
+		if want == hookledgertest.Dead && !strings.Contains(res.Cause, "failed 3 times") {
+			t.Fatalf("cause %q", res.Cause)
+		}
+	}
+	if err := tr.Replay(ev); err != nil {
+		t.Fatal(err)
+	}
+	fail = false
+	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || res.Attempt != 1 || res.Failures != 0 || res.Interrupted != 0 {
+		t.Fatalf("after replay: %v", res)
 	}
 }
 
@@ -187,4 +235,93 @@ func TestNewRefusesNil(t *testing.T) {
 		}
 	}()
 	hookledgertest.New(hookledger.NewRouter().Lookup("stripe", "invoice.paid"))
+}
+
+// TestEveryCrash runs a two-step handler (an at-least-once charge without a
+// check, an at-most-once SMS with one) through every crash point in one call.
+func TestEveryCrash(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	charges, sms := map[string]int{}, map[string]int{}
+	h := hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		if _, err := ev.Step(ctx, "charge", func(_ context.Context, key string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			charges[key]++
+			return "ch_1", nil
+		}); err != nil {
+			return err
+		}
+		_, err := ev.Step(ctx, "sms", func(_ context.Context, key string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			sms[key]++
+			return "sent", nil
+		}, hookledger.AtMostOnce(), hookledger.Check(func(_ context.Context, key string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if sms[key] > 0 {
+				return "sent", nil
+			}
+			return "", hookledger.ErrNotDone
+		}))
+		return err
+	})
+	got := map[string]hookledgertest.Scenario{}
+	var order []string
+	for _, sc := range hookledgertest.New(h).EveryCrash(t.Context(), ev) {
+		got[sc.Point] = sc
+		order = append(order, sc.Point)
+		if sc.Status != hookledgertest.Done {
+			t.Errorf("%v: want done", sc)
+		}
+		if n := sms[sc.Event.IdempotencyKey("sms")]; n != 1 {
+			t.Errorf("%v: %d SMS sent, want 1", sc, n)
+		}
+	}
+	if want := []string{"", "step.charge.ran", "step.sms.started", "step.sms.ran"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("scenarios %q, want %q", order, want)
+	}
+	// The charge has no check: a crash right after it, before it was
+	// recorded, runs it again under the same key (the API must dedupe).
+	if sc := got["step.charge.ran"]; sc.Ran["charge"] != 2 || charges[sc.Event.IdempotencyKey("charge")] != 2 || sc.Runs != 2 {
+		t.Errorf("crash after the charge: %v, %d charge requests; want the charge run twice over 2 runs", sc, charges[sc.Event.IdempotencyKey("charge")])
+	}
+	// The SMS step's check finds the message the crashed run sent.
+	if sc := got["step.sms.ran"]; sc.Ran["sms"] != 1 || sc.Ran["charge"] != 1 {
+		t.Errorf("crash after the SMS: %v; want each step run once", sc)
+	}
+	if sc := got[""]; sc.Runs != 1 || sc.Ran["charge"] != 1 || sc.Ran["sms"] != 1 {
+		t.Errorf("no crash: %v", sc)
+	}
+}
+
+// TestEveryCrashFindsUnprovableSteps: an at-most-once step without a check
+// cannot be proven after a crash between its start and its record; the
+// scenario says so (dead, indeterminate) instead of sending twice.
+func TestEveryCrashFindsUnprovableSteps(t *testing.T) {
+	t.Parallel()
+	sent := map[string]int{}
+	var mu sync.Mutex
+	h := hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {
+		_, err := ev.Step(ctx, "email", func(_ context.Context, key string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			sent[key]++
+			return "", nil
+		}, hookledger.AtMostOnce())
+		return err
+	})
+	for _, sc := range hookledgertest.New(h).EveryCrash(t.Context(), ev) {
+		want := hookledgertest.Done
+		if sc.Point != "" {
+			want = hookledgertest.Dead
+		}
+		if sc.Status != want || sent[sc.Event.IdempotencyKey("email")] > 1 {
+			t.Errorf("%v: want %s and at most one e-mail", sc, want)
+		}
+		if sc.Point != "" && !strings.HasPrefix(sc.Cause, "indeterminate step email") {
+			t.Errorf("%v: want the indeterminate cause", sc)
+		}
+	}
 }

@@ -21,6 +21,15 @@ import (
 // message's body, an SNS message) and the path goes on, the string is
 // decoded and the path continues inside it, so "body.order_id" works on an
 // API Gateway event without any decoding function.
+//
+// HTTP header names are case-insensitive, and Lambda's HTTP events do not
+// agree on their case: an HTTP API (payload 2.0) and a function URL lower
+// them, a REST API (payload 1.0) and an ALB pass them as the client sent
+// them. So the step right after a top-level "headers" or "multiValueHeaders"
+// matches a member whatever its case ("headers.idempotency-key" finds
+// "Idempotency-Key"); a member spelt exactly as the path wins over one that
+// differs only in case. Every other step, body fields included, matches
+// exactly.
 type path struct {
 	text  string
 	steps []step
@@ -199,7 +208,7 @@ var null = []byte("null")
 // eval returns the raw JSON the path selects in doc, or null.
 func (p path) eval(doc []byte) ([]byte, error) {
 	cur := doc
-	for _, st := range p.steps {
+	for i, st := range p.steps {
 		cur = bytes.TrimSpace(cur)
 		if st.name != "" {
 			var err error
@@ -209,7 +218,7 @@ func (p path) eval(doc []byte) ([]byte, error) {
 			if len(cur) == 0 || cur[0] != '{' {
 				return null, nil
 			}
-			if cur = member(cur, st.name); cur == nil {
+			if cur = member(cur, st.name, i == 1 && p.headerStep()); cur == nil {
 				return null, nil
 			}
 		}
@@ -227,6 +236,16 @@ func (p path) eval(doc []byte) ([]byte, error) {
 		}
 	}
 	return cur, nil
+}
+
+// headerStep reports whether the path starts at a Lambda HTTP event's header
+// map, so that its second step names a header.
+func (p path) headerStep() bool {
+	if len(p.steps) < 2 || len(p.steps[0].index) > 0 {
+		return false
+	}
+	n := p.steps[0].name
+	return n == "headers" || n == "multiValueHeaders"
 }
 
 // descendString decodes a JSON string holding JSON text when the path has
@@ -252,11 +271,13 @@ func (p path) descendString(cur []byte, next string) ([]byte, error) {
 }
 
 // member returns the raw value of the last member called name in the object
-// obj (text starting '{'), or nil. It never reads past obj and always makes
-// progress, so text that is not JSON yields garbage or nil, never a panic
-// or a hang; the caller validates what it selected.
-func member(obj []byte, name string) []byte {
-	var found []byte
+// obj (text starting '{'), or nil. With fold, a member whose name differs
+// from name only in case is found when none is spelt exactly (the last such
+// one). It never reads past obj and always makes progress, so text that is
+// not JSON yields garbage or nil, never a panic or a hang; the caller
+// validates what it selected.
+func member(obj []byte, name string, fold bool) []byte {
+	var found, folded []byte
 	i := skipSpace(obj, 1)
 	for i < len(obj) && obj[i] != '}' {
 		kEnd := skipString(obj, i)
@@ -270,13 +291,19 @@ func member(obj []byte, name string) []byte {
 			return nil
 		}
 		vEnd := skipValue(obj, i)
-		if keyEquals(key, name) {
+		switch {
+		case keyEquals(key, name):
 			found = obj[i:vEnd]
+		case fold && keyEqualsFold(key, name):
+			folded = obj[i:vEnd]
 		}
 		i = skipSpace(obj, vEnd)
 		if i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
+	}
+	if found == nil {
+		return folded
 	}
 	return found
 }
@@ -304,6 +331,34 @@ func keyEquals(quoted []byte, name string) bool {
 	}
 	var k string
 	return json.Unmarshal(quoted, &k) == nil && k == name
+}
+
+// keyEqualsFold is keyEquals ignoring ASCII case, as HTTP compares header
+// names (the Kelvin sign is not a k).
+func keyEqualsFold(quoted []byte, name string) bool {
+	if len(quoted) < 2 {
+		return false
+	}
+	k := string(quoted[1 : len(quoted)-1])
+	if bytes.IndexByte(quoted, '\\') >= 0 && json.Unmarshal(quoted, &k) != nil {
+		return false
+	}
+	if len(k) != len(name) {
+		return false
+	}
+	for i := range len(k) {
+		a, b := k[i], name[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -1,8 +1,11 @@
 package idempotency
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 func TestPathSelects(t *testing.T) {
@@ -55,6 +58,47 @@ func TestPathSelects(t *testing.T) {
 	}
 }
 
+// A REST API (payload 1.0) passes header names in the client's case; the
+// documented "headers.idempotency-key" must find them. Only header names
+// fold: a body field keeps its exact name.
+func TestPathHeaderCase(t *testing.T) {
+	t.Parallel()
+	v1, err := json.Marshal(events.APIGatewayProxyRequest{
+		Headers:           map[string]string{"Idempotency-Key": "k-1", "X-Both": "folded"},
+		MultiValueHeaders: map[string][]string{"Idempotency-Key": {"k-1"}},
+		Body:              `{"Order":"o-1","order_id":"o-2"}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An exact spelling wins over one that differs only in case, wherever
+	// it comes in the object.
+	both := `{"headers":{"x-both":"exact","X-BOTH":"folded"},"nested":{"headers":{"Idempotency-Key":"n"}}}`
+	tests := []struct{ doc, path, want string }{
+		{string(v1), "headers.idempotency-key", `"k-1"`},
+		{string(v1), "headers.IDEMPOTENCY-KEY", `"k-1"`},
+		{string(v1), "$.headers.idempotency-key", `"k-1"`},
+		{string(v1), "multiValueHeaders.idempotency-key[0]", `"k-1"`},
+		{string(v1), "body.order", `null`},
+		{string(v1), "body.Order", `"o-1"`},
+		{string(v1), "Headers.idempotency-key", `null`},
+		{both, "headers.x-both", `"exact"`},
+		{both, "nested.headers.idempotency-key", `null`},
+		{`{"headers":{"Idempotency-\u004bey":"escaped"}}`, "headers.idempotency-key", `"escaped"`},
+		{`{"headers":{"\u212a":"kelvin"}}`, "headers.k", `null`},
+	}
+	for _, tt := range tests {
+		ps, err := parsePaths(tt.path)
+		if err != nil {
+			t.Fatalf("parse %q: %v", tt.path, err)
+		}
+		got, err := ps.selectCanonical([]byte(tt.doc))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%q over %.60s... selects %s (%v), want %s", tt.path, tt.doc, got, err, tt.want)
+		}
+	}
+}
+
 func TestPathSyntaxErrors(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"", " ", "a..b", "a.", "a[", "a[x]", "a[-1]", `"open`, "a b", "a,", ",a", "$x", "a]"} {
@@ -70,6 +114,7 @@ func FuzzPathSelect(f *testing.F) {
 	f.Add("a.b", `{"a":{"b" 1}}`)
 	f.Add("a[1]", `{"a":[1:2,3]`)
 	f.Add("a.b", `{"a":"{\"b\":"}`)
+	f.Add("headers.x-key", `{"headers":{"X-Key":1,"x-k\u0065y":2,"`)
 	f.Fuzz(func(t *testing.T, path, doc string) {
 		ps, err := parsePaths(path)
 		if err != nil {

@@ -29,7 +29,7 @@
 //	               ▼
 //	          received ──Claim──▶ processing ──Complete──▶ done (terminal)
 //	             ▲                  │  │
-//	             │                  │  └──Fail──▶ failed ──Claim──▶ processing
+//	             │                  │  └──Fail, Release──▶ failed ──Claim──▶ processing
 //	             └──Reset───────────┘
 //	any non-terminal ──Bury (lease holder) / BuryStale (reclaimer)──▶ dead (terminal)
 //	dead, failed ──Replay (operator)──▶ received
@@ -37,7 +37,7 @@
 // Claim succeeds from received, failed, or processing whose lease has
 // expired (and from received or failed only once a lease_until that Fail
 // kept, because a step was left started, has passed); it sets a fresh
-// owner token, lease_until and attempts+1, and
+// owner token, lease_until and attempts+1 (see Runs), and
 // returns a Lease: the ID, the token, the end of the lease and the record as
 // claimed. ClaimEvent is the claim for a queue message: the same write also
 // requires the record to be the message's event (Identity: its type and
@@ -45,12 +45,45 @@
 // ErrNotThisEvent, leaving the record as it was. The record is the one
 // source of an event's identity; EnsurePayload keeps a message's body only
 // under the same rule. Every write only the lease holder may make takes the Lease:
-// SaveSteps, Complete, Fail, Bury and Extend succeed only while its token
-// still owns an unexpired lease, and return ErrLeaseLost otherwise. The
-// reclaimer's transitions (Requeue, Reset, Postpone, Unsent, BuryStale) are
-// conditioned on the version it read, so two reclaimers, or a reclaimer and
-// a worker, never both act on one record. "Bury" is the one name for
-// marking a record dead.
+// SaveSteps, Complete, Fail, Release, Bury and Extend succeed only while its
+// token still owns an unexpired lease, and return ErrLeaseLost otherwise.
+// Release is Fail for a run the infrastructure cut short (the processor
+// could not read the body). The reclaimer's transitions (Requeue, Reset,
+// Postpone, Unsent, BuryStale) are conditioned on the version it read, so
+// two reclaimers, or a reclaimer and a worker, never both act on one
+// record. "Bury" is the one name for marking a record dead.
+//
+// # Runs
+//
+// Each claim begins a run of the user's handler, and the record tells the
+// runs apart by how they ended, so that what the handler did is never
+// confused with what happened to it:
+//
+//   - attempts: runs begun (claims). The handler sees it as Event.Attempt:
+//     1 on the first run, higher after a failure or an interruption.
+//   - failures: runs the handler itself failed, with a retryable error or a
+//     step check that failed (Fail), and the run that made the event dead
+//     (Bury). The processor marks the event dead at the failure that reaches
+//     its MaxAttempts, and at once on a permanent error.
+//   - interrupted: runs that ended without the handler's answer: the worker
+//     crashed or was killed, the Lambda timed out, the lease was lost to
+//     another worker, or a call to DynamoDB, SQS or S3 failed the run
+//     (Release). A claim counts its run here in advance, in the same write,
+//     and the run's answer (Complete, Fail, Bury) takes the count back, so
+//     a run that dies anywhere stays counted with no write of its own, and
+//     the run in progress counts while the record is processing.
+//   - reclaims: re-drives by the reclaimer, which sets its backoff.
+//
+// Interruptions do not spend MaxAttempts. They are bounded by time instead:
+// the reclaimer re-drives an interrupted event, backing off up to an hour
+// between looks, until a day before the record expires (half of the time
+// left when that is shorter; the window starts at creation, or at the
+// operator's last Replay, replayed_at), and then marks it dead with a cause
+// that counts its interrupted runs. With a retention raised to a provider's
+// retry horizon plus a day, that is the horizon itself; with the default 7
+// days, 6 days. So an unhealthy machine never kills an event within minutes,
+// and an event that cannot get through still ends dead, alarmed and
+// replayable, with a day left before it expires.
 //
 // # Steps
 //

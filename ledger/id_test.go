@@ -114,7 +114,7 @@ func TestRecordJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"source":"stripe","tenant":"acme","event_key":"evt_1","status":"done","attempts":1,"reclaims":0,"version":3}`
+	want := `{"source":"stripe","tenant":"acme","event_key":"evt_1","status":"done","attempts":1,"failures":0,"reclaims":0,"interrupted":0,"version":3}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}

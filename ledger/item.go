@@ -18,6 +18,9 @@ const (
 	attrStatus     = "status"
 	attrAttempts   = "attempts"
 	attrReclaims   = "reclaims"
+	attrFailures   = "failures"
+	attrInterrupts = "interrupted"
+	attrReplayed   = "replayed_at"
 	attrOwner      = "lease_owner"
 	attrLeaseUntil = "lease_until"
 	attrCreated    = "created_at"
@@ -81,12 +84,14 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		EventType:  getS(item, attrType),
 		Status:     Status(getS(item, attrStatus)),
 		Attempts:   int(getN(item, attrAttempts)),
+		Failures:   int(getN(item, attrFailures)),
 		Reclaims:   int(getN(item, attrReclaims)),
 		LeaseOwner: getS(item, attrOwner),
 		LeaseUntil: getMS(item, attrLeaseUntil),
 		CreatedAt:  getMS(item, attrCreated),
 		UpdatedAt:  getMS(item, attrUpdated),
 		LastError:  getS(item, attrLastError),
+		ReplayedAt: getMS(item, attrReplayed),
 		BodySHA256: getS(item, attrSHA),
 		DueShard:   int(getN(item, attrDueShard)),
 		DueAt:      getMS(item, attrDueAt),
@@ -96,6 +101,9 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		Steps:      decodeSteps(item),
 		PayloadRef: getS(item, attrPayloadRef),
 	}
+	// A run claimed before the counter existed and answered after takes
+	// back a count it never added: never show less than none.
+	r.Interrupted = max(0, int(getN(item, attrInterrupts)))
 	if e := getN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()
 	}

@@ -458,7 +458,8 @@ type Lease struct {
 // Claim takes a lease on id for the given duration. It succeeds from
 // received, failed, or processing whose lease has expired, and returns the
 // lease with the record as claimed: a fresh owner token, attempts
-// incremented, and the steps earlier attempts recorded. A received or
+// incremented, the run counted as interrupted until its answer (Complete,
+// Fail, Bury) takes that back, and the steps earlier attempts recorded. A received or
 // failed record that kept an earlier lease's end (Fail with a step left
 // started) is claimed only once that end has passed, like a processing one.
 //
@@ -513,10 +514,10 @@ func (l *Ledger) claim(ctx context.Context, id ID, d time.Duration, ev *Identity
 		want = *ev
 	}
 	rec, old, failed, err := l.update(ctx, "claim", id,
-		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", "updated_at = :now"}, nil,
+		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", interruptedUp, "updated_at = :now"}, nil,
 			map[string]types.AttributeValue{
 				":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
-				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()),
+				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()), ":zero": n(0),
 				":sha": s(want.BodySHA256), ":type": s(want.Type), // identityCond's; dropped when unused
 			}),
 		"attribute_exists(pk) AND expires_at > :nows AND "+identityCond(ev)+"("+
@@ -561,6 +562,17 @@ func (l *Ledger) refusal(op string, id ID, old *Record, now time.Time) error {
 // record.
 const ownerCond = "#st = :processing AND lease_owner = :tok AND lease_until > :now"
 
+// The run counters. A claim counts its run as interrupted in advance and
+// the run's answer (Complete, Fail, Bury) takes the count back, so a run
+// that never answers (the worker crashed, timed out or lost its lease, an
+// AWS call failed it) stays counted without anyone having to notice it.
+// The counters of records written before they existed start at zero.
+const (
+	interruptedUp   = attrInterrupts + " = if_not_exists(" + attrInterrupts + ", :zero) + :one"
+	interruptedDown = attrInterrupts + " = if_not_exists(" + attrInterrupts + ", :zero) - :one"
+	failuresUp      = attrFailures + " = if_not_exists(" + attrFailures + ", :zero) + :one"
+)
+
 // owned runs a lease holder's write: p plus the step changes, conditioned on
 // the lease and on extra, when given.
 func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts, changes []StepChange, extra string) (Record, error) {
@@ -577,6 +589,7 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	p.vals[":processing"] = s(string(Processing))
 	p.vals[":tok"] = s(lease.Token)
 	p.vals[":now"] = ms(now)
+	p.vals[":zero"] = n(0)
 	// A final write (the record leaves processing and the lease with it)
 	// signs itself with the lease token, so that the SDK's retry of a write
 	// whose answer was lost recognises it instead of finding the lease gone.
@@ -609,7 +622,7 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 }
 
 // finalStatus is the status each final lease-holder write leaves.
-var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "bury": Dead}
+var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "release": Failed, "bury": Dead}
 
 // SaveSteps records step changes while the lease is held: one UpdateItem of
 // one write unit. The processor calls it between steps (to record the last
@@ -628,14 +641,15 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 // when the lease is no longer held.
 func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "complete", lease,
-		parts([]string{"#st = :done", "updated_at = :now"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+		parts([]string{"#st = :done", interruptedDown, "updated_at = :now"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
 			map[string]types.AttributeValue{":done": s(string(Done))}), changes, "")
 }
 
-// Fail records a retryable failure: status failed, the error text (trimmed
-// to 1 KB of the caller's choosing; never put secrets in it), the step
-// changes, and a due time retryAfter from now when the reclaimer re-drives
-// it if SQS has not.
+// Fail records a retryable failure of the handler: status failed,
+// failures+1 (and the run's interrupted count, which its claim added, taken
+// back: the run did answer), the error text (trimmed to 1 KB of the caller's choosing; never put secrets
+// in it), the step changes, and a due time retryAfter from now when the
+// reclaimer re-drives it if SQS has not.
 //
 // A Fail that leaves a step started and not done (an at-most-once step
 // whose request failed on our side, say a client timeout) keeps the
@@ -651,6 +665,25 @@ func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChang
 // saved since the claim) costs a second write judged from the record as
 // stored, never a cleared lease over a started step.
 func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter time.Duration, changes ...StepChange) (Record, error) {
+	return l.fail(ctx, "fail", lease, cause, retryAfter, changes)
+}
+
+// Release gives a leased record back after a run that the infrastructure,
+// not the handler, cut short (the body could not be read from the ledger or
+// the payload store): like Fail, but the run stays counted as interrupted
+// and no failure is counted, so the event's MaxAttempts is not spent on
+// trouble its handler never saw.
+func (l *Ledger) Release(ctx context.Context, lease Lease, cause string, retryAfter time.Duration, changes ...StepChange) (Record, error) {
+	return l.fail(ctx, "release", lease, cause, retryAfter, changes)
+}
+
+// fail is Fail (op "fail", the handler's failure) and Release (op
+// "release").
+func (l *Ledger) fail(ctx context.Context, op string, lease Lease, cause string, retryAfter time.Duration, changes []StepChange) (Record, error) {
+	set := []string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}
+	if op == "fail" {
+		set = append(set, failuresUp, interruptedDown)
+	}
 	for try := 0; ; try++ {
 		now := l.now()
 		// After two stale judgements (a reclaimer's Postpone can move the
@@ -667,8 +700,8 @@ func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter
 		} else {
 			guard = "ver = :seen"
 		}
-		rec, err := l.owned(ctx, "fail", lease,
-			parts([]string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}, remove,
+		rec, err := l.owned(ctx, op, lease,
+			parts(append([]string(nil), set...), remove,
 				map[string]types.AttributeValue{
 					":failed": s(string(Failed)), ":err": s(trim(cause)), ":seen": n(lease.Record.Version),
 					":shard": n(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": ms(due),
@@ -704,8 +737,9 @@ func leavesStarted(steps map[string]Step, changes []StepChange) bool {
 }
 
 // Bury marks a leased record dead (a permanent error, attempts exhausted,
-// a step that cannot be proven), with the step changes in the same write.
-// Dead records are alarmed and replayable (Replay).
+// a step that cannot be proven), with the step changes in the same write:
+// the run's answer, like Complete and Fail, and a failure counted, like
+// Fail's. Dead records are alarmed and replayable (Replay).
 //
 // Like Fail, a Bury that leaves a step started keeps the lease's end: the
 // record is dead, so nothing claims it, but an operator's replay right
@@ -716,7 +750,7 @@ func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ..
 		remove = []string{"lease_owner", "due_shard", "due_at"}
 	}
 	return l.owned(ctx, "bury", lease,
-		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, remove,
+		parts([]string{"#st = :dead", failuresUp, interruptedDown, "updated_at = :now", "last_error = :err"}, remove,
 			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes, "")
 }
 

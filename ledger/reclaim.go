@@ -307,8 +307,9 @@ func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Reco
 	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(next)}), "")
 }
 
-// BuryStale marks dead a non-terminal record nobody holds (reclaims
-// exhausted, payload lost): Bury for the reclaimer, which holds no lease.
+// BuryStale marks dead a non-terminal record nobody holds (past its
+// give-up time, payload lost): Bury for the reclaimer, which holds no
+// lease.
 func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Record, error) {
 	return l.versioned(ctx, "bury", rec,
 		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
@@ -319,7 +320,9 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 }
 
 // Replay is the operator's way back from dead or failed: the record returns
-// to received with attempts and reclaims reset and a fresh due time, and
+// to received with its counters (attempts, failures, interrupted, reclaims)
+// reset, replayed_at set (the event's time for retries starts again from
+// it; see the package doc) and a fresh due time, and
 // the given step changes applied (mark a step done with its result after
 // checking by hand that its effect happened, or clear it so it runs again).
 // The caller enqueues it. Replaying is safe to repeat: effects carry the
@@ -332,7 +335,8 @@ func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Reco
 	}
 	now := l.now()
 	token := newToken()
-	p := parts([]string{"#st = :received", "attempts = :zero", "reclaims = :zero", "updated_at = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
+	p := parts([]string{"#st = :received", "attempts = :zero", attrFailures + " = :zero", attrInterrupts + " = :zero", "reclaims = :zero",
+		"updated_at = :now", attrReplayed + " = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
 		[]string{"lease_owner"},
 		map[string]types.AttributeValue{
 			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),

@@ -98,16 +98,26 @@ func shardOf(pk string, shards int) int {
 // Record is an event's ledger record (never its payload).
 type Record struct {
 	ID
-	EventType  string    `json:"event_type,omitempty"`
-	Status     Status    `json:"status"`
-	Attempts   int       `json:"attempts"` // how many times a worker claimed it
-	Reclaims   int       `json:"reclaims"` // how many times the reclaimer re-drove it
+	EventType string `json:"event_type,omitempty"`
+	Status    Status `json:"status"`
+	Attempts  int    `json:"attempts"` // runs begun: how many times a worker claimed it (the handler's Event.Attempt)
+	Failures  int    `json:"failures"` // runs the handler failed (Fail; the Bury that ends the event counts too); MaxAttempts bounds them
+	Reclaims  int    `json:"reclaims"` // how many times the reclaimer re-drove it (its backoff grows with them)
+	// Interrupted is how many runs ended without the handler's answer: the
+	// worker crashed, timed out or lost its lease, or the ledger, the queue
+	// or the payload store failed the run. A claim counts its run here and
+	// the run's answer (Complete, Fail, Bury) takes it back, so the run in
+	// progress counts while the record is processing. Interruptions are
+	// bounded by time, not by a count (see the package doc).
+	Interrupted int `json:"interrupted"`
+
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	CreatedAt  time.Time `json:"created_at,omitzero"`
 	UpdatedAt  time.Time `json:"updated_at,omitzero"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	LastError  string    `json:"last_error,omitempty"`
+	ReplayedAt time.Time `json:"replayed_at,omitzero"` // when an operator last replayed it (zero: never)
 	BodySHA256 string    `json:"body_sha256,omitempty"`
 	DueShard   int       `json:"due_shard,omitempty"`
 	DueAt      time.Time `json:"due_at,omitzero"` // zero once terminal
@@ -161,6 +171,15 @@ func (r Record) Mismatch(ev Identity) string {
 // Expired reports whether the record is past its retention at now.
 func (r Record) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+}
+
+// Since is when the record's time for retries started: its creation, or
+// the operator's last replay.
+func (r Record) Since() time.Time {
+	if r.ReplayedAt.After(r.CreatedAt) {
+		return r.ReplayedAt
+	}
+	return r.CreatedAt
 }
 
 // LeaseLive reports whether a lease still bars claims at now: a processing

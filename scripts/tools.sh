@@ -12,8 +12,10 @@
 # Idempotent: a stamp file records the pins each environment was built with; a run whose pins
 # match does nothing. Needs python3 (3.9+) with venv, and PyPI.
 #
-#   scripts/tools.sh             everything
+#   scripts/tools.sh             everything (make test, make lint)
 #   scripts/tools.sh emulator    only .venv (enough for tests against MiniStack; skips the rest)
+#   scripts/tools.sh deploy      .venv and .venv/sam: what a deploy into the emulator runs
+#                                (make demo, make e2e), without the linters
 #   scripts/tools.sh -v          everything, then print the installed versions
 set -euo pipefail
 
@@ -65,6 +67,9 @@ if [[ "${1:-}" == "emulator" ]]; then
   exit 0
 fi
 ensure "$samvenv" "${sam_pins[@]}"
+if [[ "${1:-}" == "deploy" ]]; then
+  exit 0
+fi
 ensure "$venv/checkov" "${checkov_pins[@]}"
 
 gobin="$root/.tools/bin"

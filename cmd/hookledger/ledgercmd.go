@@ -19,6 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -93,7 +94,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "inspect: %v\n%s", err, awsHint(err, os.Getenv))
 		return 1
 	}
-	out := map[string]any{"record": rec}
+	out := map[string]any{"record": rec, "runs": runsLine(rec)}
+	if until := reclaimer.GiveUpAt(rec); !rec.Status.Terminal() && !until.IsZero() {
+		// When the reclaimer stops re-driving it, should its runs keep
+		// being interrupted, and marks it dead instead.
+		out["gives_up_at"] = until
+	}
 	if body, err := blob.Body(ctx, l, store, rec); err == nil {
 		out["payload_bytes"] = len(body)
 	} else {
@@ -103,6 +109,16 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	enc.SetIndent("", "  ")
 	enc.Encode(out)
 	return 0
+}
+
+// runsLine says in words what a record's run counters mean.
+func runsLine(r ledger.Record) string {
+	line := fmt.Sprintf("%s begun: %s failed by the handler (HOOKLEDGER_MAX_ATTEMPTS counts these), %s interrupted (crashes, timeouts, lost leases, AWS errors; not counted)",
+		plural(r.Attempts, "run"), plural(r.Failures, "run"), plural(r.Interrupted, "run"))
+	if r.Status == ledger.Processing {
+		line += ", the one in progress included"
+	}
+	return line + "; " + plural(r.Reclaims, "re-drive") + " by the reclaimer"
 }
 
 func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -134,10 +150,10 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tTENANT\tKEY\tTYPE\tSTATUS\tATTEMPTS\tRECLAIMS\tUPDATED\tLAST ERROR")
+	fmt.Fprintln(tw, "SOURCE\tTENANT\tKEY\tTYPE\tSTATUS\tATTEMPTS\tFAILED\tINTERRUPTED\tRECLAIMS\tUPDATED\tLAST ERROR")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.Key, r.EventType, r.Status,
-			r.Attempts, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), r.LastError)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.Key, r.EventType, r.Status,
+			r.Attempts, r.Failures, r.Interrupted, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), r.LastError)
 	}
 	tw.Flush()
 	return 0
@@ -179,7 +195,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "setup: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\n# dead-letter queue: %s\n", *table, q, dlq)
+	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\nexport HOOKLEDGER_DLQ_URL=%s\n", *table, q, dlq)
 	return 0
 }
 

@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/reclaimer"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // TestLedgerCommandsRefuseBadInput: list --limit -5 used to scan the whole
@@ -73,5 +80,70 @@ func TestAWSHint(t *testing.T) {
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("awsHint(%v, %q) = %q, want %q", tc.err, tc.ep, got, tc.want)
 		}
+	}
+}
+
+// TestInspectAndListShowTheRunCounters: the operator sees, beside the runs
+// begun, how many the handler failed (what HOOKLEDGER_MAX_ATTEMPTS counts)
+// and how many were interrupted (what it does not), and when the reclaimer
+// gives up on an event that is not done.
+func TestInspectAndListShowTheRunCounters(t *testing.T) {
+	cfg := awstest.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := awstest.Table(t, cfg)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", table)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	ctx := t.Context()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_counted"}
+	// A worker two hours ago claimed it and died; one now fails it.
+	past, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
+	if _, _, err := past.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := past.Claim(ctx, id, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := ledger.New(db, ledger.Options{Table: table})
+	lease, err := l.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Fail(ctx, lease, "charge: payments API answered 503", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"list"}, &out, &errb); code != 0 {
+		t.Fatalf("list: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0])[5:9], " ") != "ATTEMPTS FAILED INTERRUPTED RECLAIMS" {
+		t.Fatalf("list:\n%s", out.String())
+	}
+	if got := strings.Join(strings.Fields(lines[1])[4:9], " "); got != "failed 2 1 1 0" {
+		t.Fatalf("list row %q: want status failed, 2 attempts, 1 failed, 1 interrupted, 0 reclaims", got)
+	}
+
+	out.Reset()
+	if code := run(ctx, []string{"inspect", "evt_counted"}, &out, &errb); code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		Record    ledger.Record `json:"record"`
+		Runs      string        `json:"runs"`
+		GivesUpAt time.Time     `json:"gives_up_at"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("inspect output %s: %v", out.String(), err)
+	}
+	if r := got.Record; r.Attempts != 2 || r.Failures != 1 || r.Interrupted != 1 {
+		t.Fatalf("inspect record: %d attempts, %d failures, %d interrupted\n%s", r.Attempts, r.Failures, r.Interrupted, out.String())
+	}
+	if !strings.Contains(got.Runs, "1 run failed by the handler") || !strings.Contains(got.Runs, "1 run interrupted") {
+		t.Errorf("runs %q", got.Runs)
+	}
+	if want := got.Record.ExpiresAt.Add(-reclaimer.ExpiryMargin); !got.GivesUpAt.Equal(want) {
+		t.Errorf("gives_up_at %v, want a day before the expiry (%v)", got.GivesUpAt, want)
 	}
 }

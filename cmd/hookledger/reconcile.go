@@ -40,6 +40,12 @@ configuration); the API credential, hook and options from the entry for
 --source/--tenant in HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
 Secret references (--credential) resolve like the sources' secrets.
 
+Keep the API key off the command line: --credential literal:VALUE lands in
+your shell history and, while the command runs, in every process listing
+(ps). Give --credential-file PATH (the file holds the key alone), or
+--credential - to read it from stdin, or a reference: env:NAME, ssm:/name,
+secretsmanager:id.
+
   hookledger reconcile --source stripe --tenant acme --dry-run
   hookledger reconcile --source stripe --tenant acme --since 72h --url "$WEBHOOK_URL"
   hookledger reconcile --source github --tenant acme --credential env:GITHUB_TOKEN \
@@ -51,8 +57,13 @@ this shell is refused); without it, set HOOKLEDGER_RETENTION to the deployed
 value, or the least a receiver keeps is assumed. Raising the retention
 protects only records written after the change. When running this by hand
 on a schedule (cron), keep --since at least the interval plus --min-age, or
-events between two runs are never checked. --api-url must be https (plain
-http only to localhost or 127.0.0.1).
+events between two runs are never checked.
+
+--api-url may point only at the provider's API (api.stripe.com,
+api.github.com) or a local stub (localhost, 127.0.0.1, ::1; plain http is
+allowed only there): the credential goes there, and what it answers is
+signed with the tenant's webhook secret. For GitHub Enterprise Server
+(https://HOST/api/v3), a proxy or a test host you run, add --trust-api-url.
 
 Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
 1 when any could not be fed or the provider's API failed, 2 on bad usage.
@@ -68,8 +79,10 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
 	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
 	cfgFile := fs.String("config", "", "read the reconcile entries (a JSON array, as HOOKLEDGER_RECONCILE) from this file")
-	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE): a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read")
-	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; GitHub Enterprise Server: https://HOST/api/v3)")
+	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE), or - to read it from stdin: a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read (literal: shows in shell history and ps)")
+	credFile := fs.String("credential-file", "", "read the provider API credential from this file (the key alone; surrounding whitespace is ignored)")
+	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; another host needs --trust-api-url)")
+	fs.BoolVar(&sp.TrustAPIURL, "trust-api-url", false, "send the credential to an --api-url that is not the provider's own API (GitHub Enterprise Server https://HOST/api/v3, a proxy, a test host) and feed what it answers")
 	fs.StringVar(&sp.MinAge, "min-age", "", "leave events younger than this to the sender's own delivery and retries (default 10m)")
 	fs.BoolVar(&sp.All, "all", false, "stripe: every event in the window, not only those Stripe reports undelivered (after the endpoint was disabled; combine with --types)")
 	types := fs.String("types", "", "stripe: only these event types, comma-separated (your endpoint's enabled events; invoice.* matches a family)")
@@ -98,6 +111,28 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["credential-file"] || sp.Credential == "-" {
+		if set["credential-file"] && set["credential"] {
+			fmt.Fprintln(stderr, "reconcile: give --credential or --credential-file, not both")
+			return 2
+		}
+		from, r := "stdin", io.Reader(reconcileStdin)
+		if set["credential-file"] {
+			f, err := os.Open(*credFile)
+			if err != nil {
+				fmt.Fprintf(stderr, "reconcile: --credential-file: %v\n", err)
+				return 2
+			}
+			defer f.Close()
+			from, r = *credFile, f
+		}
+		ref, err := readCredential(r, from)
+		if err != nil {
+			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			return 2
+		}
+		sp.Credential, set["credential"] = ref, true
+	}
 
 	c, err := config.Load(os.Getenv)
 	if err != nil {
@@ -183,6 +218,33 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return 0
 }
 
+// reconcileStdin is where --credential - reads from (a test swaps it).
+var reconcileStdin io.Reader = os.Stdin
+
+// maxCredential bounds what --credential-file and --credential - read: an
+// API key or token is a few hundred bytes.
+const maxCredential = 16 << 10
+
+// readCredential reads a credential given as a file or on stdin and returns
+// it as a literal reference, which stays in this process's memory.
+func readCredential(r io.Reader, from string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxCredential+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the credential from %s: %w", from, err)
+	}
+	if len(b) > maxCredential {
+		return "", fmt.Errorf("the credential from %s is over %d KB; it should hold the API key or token alone", from, maxCredential>>10)
+	}
+	v := strings.TrimSpace(string(b))
+	switch {
+	case v == "":
+		return "", fmt.Errorf("the credential from %s is empty", from)
+	case strings.ContainsAny(v, "\r\n"):
+		return "", fmt.Errorf("the credential from %s has more than one line; it should hold the API key or token alone", from)
+	}
+	return "literal:" + v, nil
+}
+
 // reconcileSpec merges the configured entry for source/tenant (if any) with
 // the flags given.
 func reconcileSpec(flags reconcile.Spec, set map[string]bool, file string) (reconcile.Spec, error) {
@@ -217,14 +279,14 @@ func reconcileSpec(flags reconcile.Spec, set map[string]bool, file string) (reco
 		"api-url": func() { spec.APIURL = flags.APIURL }, "min-age": func() { spec.MinAge = flags.MinAge },
 		"all": func() { spec.All = flags.All }, "types": func() { spec.Types = flags.Types },
 		"account": func() { spec.Account = flags.Account }, "hook": func() { spec.Hook = flags.Hook },
-		"redeliver": func() { spec.Redeliver = flags.Redeliver },
+		"redeliver": func() { spec.Redeliver = flags.Redeliver }, "trust-api-url": func() { spec.TrustAPIURL = flags.TrustAPIURL },
 	} {
 		if set[name] {
 			apply()
 		}
 	}
 	if spec.Credential == "" {
-		return spec, errors.New("no API credential for " + spec.Source + "/" + spec.Tenant + ": give --credential (a secret reference such as env:STRIPE_API_KEY or ssm:/hookledger/acme/stripe-api) or an entry in HOOKLEDGER_RECONCILE")
+		return spec, errors.New("no API credential for " + spec.Source + "/" + spec.Tenant + ": give --credential-file PATH, --credential - (stdin), --credential with a secret reference such as env:STRIPE_API_KEY or ssm:/hookledger/acme/stripe-api, or an entry in HOOKLEDGER_RECONCILE")
 	}
 	return spec, nil
 }

@@ -49,7 +49,7 @@ const DefaultPayloadPrefix = "payloads/"
 type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default "hookledger")
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
-	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue)
+	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
 	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
 	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (default 262144)
@@ -57,8 +57,7 @@ type Config struct {
 	Shards       int           // HOOKLEDGER_SHARDS (default 16)
 	ReclaimAfter time.Duration // HOOKLEDGER_RECLAIM_AFTER (default 2m)
 	Mismatch     string        // HOOKLEDGER_MISMATCH: flag (default) or reject
-	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS (default 5)
-	MaxReclaims  int           // HOOKLEDGER_MAX_RECLAIMS (default 5)
+	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS: how many times the handler may fail an event before it is dead (default 5)
 	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (default 25)
 	// ReclaimMaxQueue: HOOKLEDGER_RECLAIM_MAX_QUEUE, the queue depth at
 	// which the reclaimer pauses re-driving (default 1000; 0: never pause).
@@ -100,7 +99,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		Table: "hookledger", MaxBody: 256 * 1024, Retention: ledger.DefaultRetention,
 		Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter, Mismatch: "flag",
-		MaxAttempts: 5, MaxReclaims: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
+		MaxAttempts: 5, ReclaimBatch: 25, ReclaimMaxQueue: 1000, ReclaimChain: 10, Lease: 60 * time.Second, Unrouted: "done", LogLevel: "info",
 		Payload: PayloadOnTrouble, PayloadPrefix: DefaultPayloadPrefix,
 		Stage: "local", EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "",
 	}
@@ -172,7 +171,10 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("HOOKLEDGER_RECLAIM_AFTER", &c.ReclaimAfter)
 	str("HOOKLEDGER_MISMATCH", &c.Mismatch)
 	num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
-	num("HOOKLEDGER_MAX_RECLAIMS", &c.MaxReclaims)
+	if getenv("HOOKLEDGER_MAX_RECLAIMS") != "" {
+		errs = append(errs, errors.New("HOOKLEDGER_MAX_RECLAIMS is gone: crashes, timeouts and AWS errors no longer count toward a limit, "+
+			"the reclaimer gives up on an event a day before its record expires instead (HOOKLEDGER_MAX_ATTEMPTS still bounds the handler's own failures); unset it"))
+	}
 	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
 	count("HOOKLEDGER_RECLAIM_MAX_QUEUE", &c.ReclaimMaxQueue)
 	count("HOOKLEDGER_RECLAIM_CHAIN", &c.ReclaimChain)

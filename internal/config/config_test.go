@@ -106,6 +106,21 @@ func TestReclaimerSettings(t *testing.T) {
 	}
 }
 
+// HOOKLEDGER_MAX_RECLAIMS used to bury an event after five re-drives,
+// whatever interrupted it; the reclaimer now bounds such trouble by time.
+// A deployment that still sets it is told so at start, not ignored.
+func TestMaxReclaimsIsGone(t *testing.T) {
+	t.Parallel()
+	_, err := Load(env(map[string]string{"HOOKLEDGER_MAX_RECLAIMS": "8"}))
+	if err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_MAX_RECLAIMS is gone") || !strings.Contains(err.Error(), "unset it") {
+		t.Fatalf("HOOKLEDGER_MAX_RECLAIMS=8: %v", err)
+	}
+	c, err := Load(env(map[string]string{"HOOKLEDGER_MAX_ATTEMPTS": "3"}))
+	if err != nil || c.MaxAttempts != 3 {
+		t.Fatalf("HOOKLEDGER_MAX_ATTEMPTS=3: %d %v", c.MaxAttempts, err)
+	}
+}
+
 func TestPayloadSettings(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_SOURCES": "{}"}

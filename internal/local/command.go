@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/cli"
@@ -97,6 +98,18 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	cfg.APIOptions = append(cfg.APIOptions, d.APIOptions...)
+	if c.DLQURL == "" {
+		// The deployed reclaimer is handed the stack's DLQ; here it is the
+		// queue's redrive target, or the pipeline would never take back
+		// the bodies only the DLQ holds.
+		if c.DLQURL, err = DeadLetterQueueURL(ctx, sqs.NewFromConfig(cfg), c.QueueURL); err != nil {
+			fmt.Fprintf(stderr, "dev: %v\n", err)
+			if errors.Is(err, ErrNoDeadLetterQueue) {
+				return 2
+			}
+			return 1
+		}
+	}
 	settings, err := processor.EffectSettings(c, cfg, os.Getenv, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
@@ -117,7 +130,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
 		return 1
 	}
-	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL,
+	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
 		"routes", routes.Routes(), "effect_settings", settings.Names())
 	if err := p.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "dev: %v\n", err)

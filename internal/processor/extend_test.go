@@ -50,6 +50,9 @@ func (x *extendLedger) Complete(context.Context, ledger.Lease, ...ledger.StepCha
 func (x *extendLedger) Fail(context.Context, ledger.Lease, string, time.Duration, ...ledger.StepChange) (ledger.Record, error) {
 	return ledger.Record{Status: ledger.Failed}, nil
 }
+func (x *extendLedger) Release(context.Context, ledger.Lease, string, time.Duration, ...ledger.StepChange) (ledger.Record, error) {
+	return ledger.Record{Status: ledger.Failed}, nil
+}
 func (x *extendLedger) Bury(context.Context, ledger.Lease, string, ...ledger.StepChange) (ledger.Record, error) {
 	return ledger.Record{Status: ledger.Dead}, nil
 }

@@ -32,6 +32,7 @@ type leases interface {
 	SaveSteps(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
 	Complete(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
 	Fail(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
+	Release(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
 	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
@@ -69,8 +70,11 @@ type Handler struct {
 	// LeaseMargin. Keep both below the queue's visibility timeout.
 	Lease       time.Duration
 	LeaseMargin time.Duration
-	// MaxAttempts: a retryable failure on this attempt or later buries the
-	// event instead (dead, alarmed, replayable).
+	// MaxAttempts is how many times the handler may fail an event: the
+	// retryable failure that is its MaxAttempts-th buries it instead (dead,
+	// alarmed, replayable). Runs that end without the handler's answer (a
+	// crash, a timeout, a lost lease, an AWS error) are not failures and do
+	// not count; the reclaimer bounds them by time (see ledger's Runs).
 	MaxAttempts int
 	// Unrouted is UnroutedDone (default) or UnroutedFail.
 	Unrouted string
@@ -358,14 +362,14 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		// The message carries the body (an empty one included).
 	case m.Ref != "":
 		if h.Store == nil {
-			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", m.Ref))
+			return h.release(ctx, m, lease, fmt.Errorf("read payload: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", m.Ref))
 		}
 		if body, err = h.Store.Get(ctx, m.Ref); err != nil {
-			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
+			return h.release(ctx, m, lease, fmt.Errorf("read payload: %w", err))
 		}
 	default: // left out of the message for its size: the ledger holds it
 		if body, err = h.Ledger.PayloadOf(ctx, lease.Record); err != nil {
-			return h.retry(ctx, m, lease, nil, fmt.Errorf("read payload: %w", err))
+			return h.release(ctx, m, lease, fmt.Errorf("read payload: %w", err))
 		}
 	}
 	// Routed by the record's type: the record is the event's identity (the
@@ -413,7 +417,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		}
 		return Buried, herr
 	default:
-		return h.retry(ctx, m, w.lease, run, herr, changes...)
+		return h.retry(ctx, m, w.lease, herr, changes...)
 	}
 }
 
@@ -521,20 +525,23 @@ func safeRun(ctx context.Context, h hookledger.Handler, ev *hookledger.Event) (e
 	return h.HandleEvent(ctx, ev)
 }
 
-// retry records a retryable failure, or buries the event when its attempts
-// are spent. A check that kept failing makes the burial indeterminate.
-func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease, run *steps.Run, cause error, changes ...ledger.StepChange) (Outcome, error) {
+// retry records a retryable failure of the handler, or buries the event
+// when this failure is its MaxAttempts-th. Only the handler's own failures
+// count: the record's failures, not its attempts, which runs that were
+// interrupted (crashes, timeouts, lost leases, AWS errors) raise too. A
+// check that kept failing makes the burial indeterminate.
+func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease, cause error, changes ...ledger.StepChange) (Outcome, error) {
 	max := h.MaxAttempts
 	if max <= 0 {
 		max = DefaultMaxAttempts
 	}
-	attempts := lease.Record.Attempts
-	if attempts >= max {
-		msg := fmt.Sprintf("attempts exhausted (%d): %v", attempts, cause)
+	failures := lease.Record.Failures + 1 // this one included
+	if failures >= max {
+		msg := fmt.Sprintf("attempts exhausted: the handler failed %d times (at most %d; %d runs in all): %v", failures, max, lease.Record.Attempts, cause)
 		out := Buried
 		var ce *steps.CheckError
 		if errors.As(cause, &ce) {
-			msg = (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", attempts, ce.Err)}).Error()
+			msg = (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", failures, ce.Err)}).Error()
 			out = Indeterminate
 		}
 		if err := h.bury(ctx, m, lease, msg, changes...); err != nil {
@@ -545,7 +552,19 @@ func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease
 	// The message stays on the queue for SQS to redeliver; keep the body
 	// too, for the reclaimer's re-drive once the message is gone.
 	h.keep(ctx, m, h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key), "handler failed")
-	if _, err := h.Ledger.Fail(ctx, lease, cause.Error(), backoff(attempts), changes...); err != nil {
+	if _, err := h.Ledger.Fail(ctx, lease, cause.Error(), backoff(failures), changes...); err != nil {
+		return h.completeFailed(err)
+	}
+	return Retry, cause
+}
+
+// release gives the event back after the infrastructure, not the handler,
+// failed its run (the body could not be read): the run counts as
+// interrupted, and the event's MaxAttempts is not spent on it. The
+// reclaimer bounds such trouble by time.
+func (h *Handler) release(ctx context.Context, m queue.Message, lease ledger.Lease, cause error) (Outcome, error) {
+	h.keep(ctx, m, h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key), "run interrupted")
+	if _, err := h.Ledger.Release(ctx, lease, cause.Error(), backoff(lease.Record.Interrupted)); err != nil {
 		return h.completeFailed(err)
 	}
 	return Retry, cause
@@ -564,10 +583,10 @@ func (h *Handler) bury(ctx context.Context, m queue.Message, lease ledger.Lease,
 }
 
 // backoff is when the reclaimer should re-drive a failed event if SQS has
-// not: 30s doubling per attempt, at most 15 minutes.
-func backoff(attempt int) time.Duration {
+// not: 30s doubling per failure (or interrupted run), at most 15 minutes.
+func backoff(n int) time.Duration {
 	d := 30 * time.Second
-	for i := 1; i < attempt && d < 15*time.Minute; i++ {
+	for i := 1; i < n && d < 15*time.Minute; i++ {
 		d *= 2
 	}
 	return min(d, 15*time.Minute)

@@ -204,6 +204,15 @@ func (r Result) metrics() []string {
 	}
 }
 
+// refList is a tenant's references for a log line (literal values masked).
+func refList(refs []source.Ref) string {
+	s := make([]string, len(refs))
+	for i, r := range refs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
+
 func respond(a answer) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: a.status,
@@ -257,6 +266,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	secrets := h.Sources.Secrets(ctx, refs)
 	if len(secrets.Values) == 0 {
+		secrets.LogFailures(ctx, log, slog.LevelError)
 		log.ErrorContext(ctx, "no signing secret of the tenant could be read", "error", secrets.Err().Error())
 		return ansNoSecret, none
 	}
@@ -275,11 +285,17 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	case errors.Is(err, webhook.ErrNoSecret):
 		// The secrets were read but none can be a key of this scheme (a
 		// Standard Webhooks secret without whsec_, say): configuration.
-		log.ErrorContext(ctx, "no usable signing secret for the provider", "reason", err.Error())
+		log.ErrorContext(ctx, "no usable signing secret for the provider", "reason", err.Error(),
+			"secret_ref", refList(refs), "secret_problem", "not usable for this provider",
+			"secret_fix", "store each of these secrets in the form the provider's dashboard shows it (docs/providers.md)")
 		return ansNoSecret, none
 	case errors.Is(err, webhook.ErrBadSignature) && !secrets.Only(source.ErrSecretGone):
 		// A secret that could not be read (throttled, denied, unusable) may
-		// be the one the sender signed with: let the sender retry.
+		// be the one the sender signed with: let the sender retry. A forgery
+		// lands here too, and raises the alarm: it cannot make a secret
+		// unreadable, only show that one is (docs/deploy.md, "A secret that
+		// cannot be read").
+		secrets.LogFailures(ctx, log, slog.LevelError)
 		log.ErrorContext(ctx, "signature matched none of the readable secrets while others could not be read",
 			"error", secrets.Err().Error())
 		return ansNoSecret, none

@@ -31,7 +31,8 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	if _, err := f.l.Claim(ctx, crashed, 30*time.Second); err != nil { // the worker dies holding it
 		t.Fatal(err)
 	}
-	// Hours of backlog: many runs, far more than MaxReclaims (2).
+	// Hours of backlog: many runs, far more than the five reclaims that
+	// used to bury a record.
 	for range 8 {
 		f.clock.Advance(time.Hour)
 		f.run(t)

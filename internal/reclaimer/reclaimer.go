@@ -2,9 +2,9 @@
 // finds overdue records through the ledger's sparse due index and recovers
 // them — re-enqueues received and failed records, resets expired leases to
 // received and re-enqueues them (the event's recorded steps decide, at the
-// retry, what already happened), and marks dead what has been reclaimed
-// too often. Every action is one conditional write, so two reclaimers never
-// both act on one record.
+// retry, what already happened), and marks dead what could not be done in
+// the time its record leaves (GiveUpAt). Every action is one conditional
+// write, so two reclaimers never both act on one record.
 //
 // A run scales with the backlog: it walks the shards in parallel, a page of
 // due records at a time (one Query, one BatchGetItem for the records, one
@@ -76,9 +76,8 @@ var (
 
 // Defaults for Handler's zero fields.
 const (
-	DefaultPerShard    = 25
-	DefaultMaxReclaims = 5
-	DefaultLeaseGrace  = 10 * time.Second
+	DefaultPerShard   = 25
+	DefaultLeaseGrace = 10 * time.Second
 	// DefaultMaxQueue is the queue depth at which re-driving pauses.
 	DefaultMaxQueue = 1000
 	// DefaultMaxChain bounds the continuations one scheduled run starts.
@@ -122,8 +121,6 @@ type Handler struct {
 	// RetryAfter is how soon a record whose message SQS failed is due
 	// again (default DefaultRetryAfter).
 	RetryAfter time.Duration
-	// MaxReclaims: a record due again after this many reclaims is dead.
-	MaxReclaims int
 	// LeaseGrace is how long after a live lease ends to look again.
 	LeaseGrace time.Duration
 	// Backoff is the wait before the next look after the n-th reclaim
@@ -354,13 +351,6 @@ func (h *Handler) backoff(reclaims int) time.Duration {
 	return min(d, time.Hour)
 }
 
-func (h *Handler) maxReclaims() int {
-	if h.MaxReclaims > 0 {
-		return h.MaxReclaims
-	}
-	return DefaultMaxReclaims
-}
-
 func (h *Handler) perShard() int {
 	if h.PerShard > 0 {
 		return h.PerShard
@@ -579,8 +569,9 @@ func (r *run) page(w shardWalk, rep *Report) (ledger.DueCursor, error) {
 }
 
 // decide settles a due record that needs no message (a live lease is
-// postponed, an exhausted one buried) and reports whether it is to be
-// re-driven.
+// postponed) and reports whether it is to be re-driven, or buried past its
+// give-up time: redrive reads its body first, because a record whose body
+// is stored nowhere is buried with a cause that says where it may be.
 func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
 	if rec.LeaseLive(now) {
 		grace := h.LeaseGrace
@@ -593,22 +584,57 @@ func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, 
 		rep.Postponed++
 		return false, nil
 	}
-	if rec.Reclaims < h.maxReclaims() {
-		return true, nil
-	}
-	cause := fmt.Sprintf("reclaimed %d times without completing (last status %s", rec.Reclaims, rec.Status)
+	return true, nil
+}
+
+// giveUp marks dead a record whose give-up time has come (GiveUpAt), with
+// a cause that says what kept it from being done.
+func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time, rep *Report) {
+	cause := fmt.Sprintf("gave up at %s, %s before the record expires: not done since %s %s, after %s (%s, %s) and %s. "+
+		"Interrupted runs are crashes, timeouts, lost leases and AWS errors, not failures of the handler: fix what interrupts it "+
+		"(the processor's errors and timeouts), then hookledger replay --source %s --tenant %s --key %s. Last status %s",
+		until.UTC().Format(time.RFC3339), short(rec.ExpiresAt.Sub(until)), started(rec), rec.Since().UTC().Format(time.RFC3339),
+		plural(rec.Attempts, "run"), plural(rec.Interrupted, "interrupted run"), plural(rec.Failures, "failure"), plural(rec.Reclaims, "reclaim"),
+		rec.Source, rec.Tenant, rec.Key, rec.Status)
 	if rec.LastError != "" {
 		cause += ", last error: " + rec.LastError
 	}
-	cause += ")"
 	if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
-		return false, err
+		h.count(ctx, rec, err, rep)
+		return
 	}
 	rep.Buried++
 	h.Metrics.Count("Dead")
 	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
-		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
-	return false, nil
+		"status", string(rec.Status), "attempts", rec.Attempts, "interrupted", rec.Interrupted, "failures", rec.Failures, "reclaims", rec.Reclaims, "cause", cause)
+}
+
+// started names what Record.Since is, for causes.
+func started(rec ledger.Record) string {
+	if rec.ReplayedAt.After(rec.CreatedAt) {
+		return "its replay at"
+	}
+	return "it was received at"
+}
+
+// plural returns n and noun, with an s unless n is 1: "1 run", "2 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// short prints a duration without trailing zero units: 24h, 12h30m.
+func short(d time.Duration) string {
+	d = d.Round(time.Minute)
+	s := d.String()
+	for _, suffix := range []string{"m0s", "h0m"} {
+		if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+			s = s[:len(s)-len(suffix)+1]
+		}
+	}
+	return s
 }
 
 // count books a failed transition: a conflict means another reclaimer or a
@@ -626,9 +652,11 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // redrive re-enqueues records: read their payloads in one go, take each
 // with its own conditional write (Requeue or Reset, so only one reclaimer
 // ever sends a given record), then send the messages of those it took in
-// batches. A message SQS failed is taken back (Unsent) and due again soon;
-// one whose fate is unknown stays counted and is due again after its
-// backoff, like one whose send never happened because the run died.
+// batches. A record past its give-up time is buried instead (giveUp, or
+// buryBodiless when its body is stored nowhere). A message SQS failed is
+// taken back (Unsent) and due again soon; one whose fate is unknown stays
+// counted and is due again after its backoff, like one whose send never
+// happened because the run died.
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, rep *Report) {
 	var inLedger []ledger.Record // the rest keep their body in the payload store
 	for _, rec := range recs {
@@ -646,7 +674,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	var taken []ledger.Record
 	var reset []bool // taken[i] was processing with an expired lease
 	for _, rec := range recs {
-		next := now.Add(h.backoff(rec.Reclaims))
+		next := h.next(rec, now)
 		body, ok := bodies[rec.ID]
 		if rec.PayloadRef != "" {
 			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
@@ -674,31 +702,15 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 				continue
 			}
 			// Past the wait: the message is gone from the queue, or the
-			// record's retention is running out. Perhaps the receiver died
-			// between the record and the payload and the sender retries
-			// (that re-stores the payload): count a reclaim and look again
-			// after its backoff. The look that would spend the last reclaim
-			// buries the record instead, saying why, so that it ends dead
-			// (alarmed, listed for replay) before it expires. A processing
-			// record (its worker died, and its message went to the DLQ) is
-			// reset to received: Requeue takes only received and failed
-			// ones, and would refuse it on every look until it expired.
-			if rec.Reclaims+1 >= h.maxReclaims() {
-				h.buryBodiless(ctx, rec, rep)
-				continue
-			}
-			var err error
-			if rec.Status == ledger.Processing {
-				_, err = h.Ledger.Reset(ctx, rec, next)
-			} else {
-				_, err = h.Ledger.Requeue(ctx, rec, next)
-			}
-			if err != nil {
-				h.count(ctx, rec, err, rep)
-				continue
-			}
-			log.WarnContext(ctx, "payload missing and its message not seen; waiting for the sender's retry", "reclaims", rec.Reclaims+1)
-			rep.Postponed++
+			// record's give-up time has come. Nothing the reclaimer can do
+			// brings the body back: bury the record, saying where the body
+			// may still be, so that it ends dead (alarmed, listed for
+			// replay) before it expires.
+			h.buryBodiless(ctx, rec, rep)
+			continue
+		}
+		if until := GiveUpAt(rec); !until.IsZero() && !now.Before(until) {
+			h.giveUp(ctx, rec, until, rep)
 			continue
 		}
 		var took ledger.Record
@@ -749,8 +761,8 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			rep.Unsent++
 		case errors.Is(err, queue.ErrRejected):
 			rep.Rejected++
-			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts", "source", rec.Source, "tenant", rec.Tenant,
-				"event_key", rec.Key, "reclaims", rec.Reclaims, "error", err.Error())
+			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts, and the event is dead at its give-up time unless a send succeeds first",
+				"source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
 		default:
 			rep.Errors++
 			h.logger().WarnContext(ctx, "re-drive send failed; due again after its backoff", "source", rec.Source, "tenant", rec.Tenant,
@@ -765,39 +777,64 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 // long).
 const MessageLifetime = 14 * 24 * time.Hour
 
-// ExpiryMargin is how long before a record's expiry the reclaimer stops
-// waiting for the message of a record whose body is stored nowhere (see
-// awaitMessage), at most: half the record's retention when that is
-// shorter, and never less than twice the time its remaining reclaims take.
+// ExpiryMargin is how long before a record expires the reclaimer gives up
+// on it (GiveUpAt), at most: half the time from the start of its window
+// (its creation, or the operator's last replay) to its expiry when that is
+// shorter.
 //
-// Past the wait, the record takes the ordinary way to dead: one counted
-// reclaim per look, each look after the backoff (1, 2, 4, 8, 16 minutes
-// with the defaults), buried at the look that would spend the last of
-// MaxReclaims — 31 minutes after the wait ends with the defaults, at most
-// MaxReclaims hours (the backoff stops at an hour). A day leaves the rest
-// for a reclaimer that is down, throttled or held back by a full queue, and
-// the operator a day, once the Dead alarm fires, to redrive the dead-letter
-// queue and replay before the record expires. Without the cap, a record
-// whose body survives only in the DLQ waited for MessageLifetime (14 days),
-// longer than the default retention (7 days): it expired still waiting,
-// never dead, never alarmed, silently lost.
+// A day leaves time for a reclaimer that is down, throttled or held back by
+// a full queue when the give-up time comes, and the operator a day, once
+// the Dead alarm fires, to fix what kept the event from being done (and
+// redrive the dead-letter queue, for a body that survives only there) and
+// replay it before the record expires. A record that expired still
+// non-terminal would be gone without a Dead alarm: silently lost.
 const ExpiryMargin = 24 * time.Hour
+
+// GiveUpAt is when the reclaimer stops re-driving rec and marks it dead
+// instead (zero: never, for a record that never expires): ExpiryMargin
+// before it expires, or half way from the start of its window (its
+// creation, or the operator's last replay) to its expiry when that leaves
+// less.
+//
+// This is the bound on trouble that is not the handler's: crashes, Lambda
+// timeouts, lost leases, DynamoDB and SQS errors do not spend the event's
+// MaxAttempts (which counts the handler's own failures) and are re-driven,
+// backing off up to an hour between looks, until GiveUpAt. A source's
+// retention is at least its provider's retry horizon (by default the
+// horizon plus a day where HOOKLEDGER_RETENTION is shorter, so GiveUpAt is
+// the horizon itself: the event keeps trying as long as its sender would
+// have), and with the default 7-day retention the event keeps trying for 6
+// days. Infrastructure trouble is transient by nature (an outage, a bad
+// deploy, an overloaded machine), so a short bound would kill events that a
+// little more patience completes, while the alarms on processor errors,
+// the oldest message's age and the dead-letter queue tell the operator
+// within minutes that something is wrong.
+func GiveUpAt(rec ledger.Record) time.Time {
+	if rec.ExpiresAt.IsZero() {
+		return time.Time{}
+	}
+	start := rec.Since()
+	margin := min(ExpiryMargin, rec.ExpiresAt.Sub(start)/2)
+	return rec.ExpiresAt.Add(-margin)
+}
+
+// next is when to look at rec again after re-driving it now: after its
+// backoff, and no later than its give-up time, so that the look that
+// buries it comes on time.
+func (h *Handler) next(rec ledger.Record, now time.Time) time.Time {
+	next := now.Add(h.backoff(rec.Reclaims))
+	if until := GiveUpAt(rec); !until.IsZero() && next.After(until) {
+		return until
+	}
+	return next
+}
 
 // awaitUntil is when the reclaimer stops waiting for rec's message: the
 // earlier of the longest the message can stay on the queue and the
-// record's expiry less the margin its burial needs (ExpiryMargin).
+// record's give-up time.
 func (h *Handler) awaitUntil(rec ledger.Record) time.Time {
 	until := rec.CreatedAt.Add(MessageLifetime)
-	if rec.ExpiresAt.IsZero() {
-		return until
-	}
-	margin := min(ExpiryMargin, rec.ExpiresAt.Sub(rec.CreatedAt)/2)
-	var burial time.Duration
-	for i := rec.Reclaims; i < h.maxReclaims(); i++ {
-		burial += h.backoff(i)
-	}
-	margin = max(margin, 2*burial)
-	if cap := rec.ExpiresAt.Add(-margin); cap.Before(until) {
+	if cap := GiveUpAt(rec); !cap.IsZero() && cap.Before(until) {
 		return cap
 	}
 	return until
@@ -837,8 +874,8 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 }
 
 // buryBodiless marks dead a record whose body was never stored and whose
-// message has not come back for the whole wait: past awaitUntil, after its
-// reclaims. BuryStale holds for received, failed and processing records
+// message has not come back for the whole wait: past awaitUntil.
+// BuryStale holds for received, failed and processing records
 // with an expired lease, and needs no payload. The cause tells the
 // operator where the body may still be: a message its workers kept dying
 // on went to the dead-letter queue with it (maxReceiveCount deliveries).
@@ -846,9 +883,9 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 // processor, which finds the event dead and keeps the body; the event is
 // then replayed like any dead one.
 func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
-	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d reclaims, last status %s): the body was never stored in the ledger "+
+	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d interrupted, %d reclaims, last status %s): the body was never stored in the ledger "+
 		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --key %s",
-		rec.CreatedAt.UTC().Format(time.RFC3339), rec.Attempts, rec.Reclaims, rec.Status, rec.Source, rec.Tenant, rec.Key)
+		rec.CreatedAt.UTC().Format(time.RFC3339), rec.Attempts, rec.Interrupted, rec.Reclaims, rec.Status, rec.Source, rec.Tenant, rec.Key)
 	if rec.LastError != "" {
 		cause += "; last error: " + rec.LastError
 	}

@@ -2,6 +2,7 @@ package reclaimer_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func setup(t *testing.T, opts ...func(*middleware.Stack) error) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &reclaimer.Handler{Ledger: hl, Queue: &queue.BatchSender{API: sqs.NewFromConfig(hcfg), URL: qurl}, MaxReclaims: 2, Now: c.Now}
+	h := &reclaimer.Handler{Ledger: hl, Queue: &queue.BatchSender{API: sqs.NewFromConfig(hcfg), URL: qurl}, Now: c.Now}
 	return &fixture{l: l, h: h, clock: c, sqs: sq, queue: qurl, meter: m}
 }
 
@@ -245,23 +246,38 @@ func TestFailedUnderAKeptLeaseWaitsForIt(t *testing.T) {
 	}
 }
 
-func TestExhaustedReclaimsMarkDead(t *testing.T) {
+// TestRedrivenUntilItsGiveUpTime: a record that keeps coming back overdue
+// (its message lost, again and again) is re-driven far more often than the
+// five reclaims that used to bury it, backing off up to an hour, until its
+// give-up time a day before it expires; then it is dead, out of the due
+// index, with a cause that says why.
+func TestRedrivenUntilItsGiveUpTime(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	id := f.event(t, "evt_poison")
-	for i := range 2 {
+	id := f.event(t, "evt_never_arrives")
+	created := f.get(t, id)
+	giveUp := created.ExpiresAt.Add(-reclaimer.ExpiryMargin)
+	if got := reclaimer.GiveUpAt(created); !got.Equal(giveUp) {
+		t.Fatalf("give-up time %v, want a day before the expiry %v", got, created.ExpiresAt)
+	}
+	var rec ledger.Record
+	for f.clock.Now().Before(giveUp) {
 		f.clock.Advance(time.Hour)
-		if rep := f.run(t); rep.Requeued != 1 {
-			t.Fatalf("round %d: %+v", i, rep)
+		f.run(t)
+		if rec = f.get(t, id); rec.Status.Terminal() && f.clock.Now().Before(giveUp) {
+			t.Fatalf("%s after %d reclaims, %v before its give-up time: %s", rec.Status, rec.Reclaims, giveUp.Sub(f.clock.Now()), rec.LastError)
 		}
 	}
-	f.clock.Advance(time.Hour)
-	if rep := f.run(t); rep.Buried != 1 {
-		t.Fatalf("report %+v", rep)
+	if rec.Status != ledger.Dead || !rec.DueAt.IsZero() {
+		t.Fatalf("at its give-up time: %s, due %v", rec.Status, rec.DueAt)
 	}
-	rec := f.get(t, id)
-	if rec.Status != ledger.Dead || rec.LastError == "" || !rec.DueAt.IsZero() {
-		t.Fatalf("record %+v", rec)
+	if rec.Reclaims < 100 {
+		t.Errorf("re-driven %d times in 6 days; want about one an hour", rec.Reclaims)
+	}
+	for _, want := range []string{"gave up", "24h before the record expires", "reclaims", "hookledger replay --source stripe --tenant acme --key evt_never_arrives"} {
+		if !strings.Contains(rec.LastError, want) {
+			t.Errorf("cause %q does not say %q", rec.LastError, want)
+		}
 	}
 	f.clock.Advance(time.Hour)
 	if rep := f.run(t); rep.Scanned != 0 {

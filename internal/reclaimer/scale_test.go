@@ -240,23 +240,27 @@ func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 	}
 }
 
-func TestRejectedEntriesCountAsReclaims(t *testing.T) {
+// TestRejectedEntriesAreRetriedUntilTheGiveUpTime: a message the queue
+// refuses counts its reclaim (the backoff grows), but the queue's refusal
+// is not the handler's failure: the record is re-driven until its give-up
+// time, then dead.
+func TestRejectedEntriesAreRetriedUntilTheGiveUpTime(t *testing.T) {
 	t.Parallel()
 	inj := &awstest.BatchEntryFailures{Fail: func(body string) bool { return strings.Contains(body, `"evt_poison"`) }, SenderFault: true}
 	f := setup(t, inj.APIOption)
 	id := f.event(t, "evt_poison")
-	for round := 1; round <= 2; round++ {
+	for round := 1; round <= 8; round++ {
 		f.clock.Advance(time.Hour)
 		if rep := f.run(t); rep.Rejected != 1 {
 			t.Fatalf("round %d: %+v", round, rep)
 		}
-		if rec := f.get(t, id); rec.Reclaims != round {
-			t.Fatalf("round %d: reclaims %d", round, rec.Reclaims)
+		if rec := f.get(t, id); rec.Reclaims != round || rec.Status != ledger.Received {
+			t.Fatalf("round %d: %s, reclaims %d", round, rec.Status, rec.Reclaims)
 		}
 	}
-	f.clock.Advance(time.Hour)
+	f.clock.Advance(reclaimer.GiveUpAt(f.get(t, id)).Sub(f.clock.Now()))
 	if rep := f.run(t); rep.Buried != 1 {
-		t.Fatalf("a message the queue always refuses must end dead: %+v", rep)
+		t.Fatalf("a message the queue always refuses must end dead at its give-up time: %+v", rep)
 	}
 }
 

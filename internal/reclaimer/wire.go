@@ -30,7 +30,7 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 	}
 	h := &Handler{
 		Ledger: l, Lock: l, Queue: &queue.BatchSender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		PerShard: c.ReclaimBatch, MaxReclaims: c.MaxReclaims, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
+		PerShard: c.ReclaimBatch, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
 		Log: log, Metrics: c.Metrics(),
 	}
 	if c.DLQURL != "" {

@@ -24,9 +24,16 @@ type Spec struct {
 	// to the provider API credential: a Stripe secret or restricted key
 	// (Events: read), a GitHub token (Webhooks: read; write to redeliver).
 	Credential string `json:"credential"`
-	// APIURL overrides the provider's API base URL (GitHub Enterprise
-	// Server: https://HOST/api/v3; tests: a local stub).
+	// APIURL overrides the provider's API base URL. The credential goes
+	// there and what comes back is signed with the tenant's webhook secret,
+	// so a host other than the provider's own API (api.stripe.com,
+	// api.github.com) or a loopback stub needs TrustAPIURL.
 	APIURL string `json:"api_url,omitempty"`
+	// TrustAPIURL says APIURL is a host the operator runs or vouches for
+	// (GitHub Enterprise Server's https://HOST/api/v3, a proxy, a test
+	// stand-in): it gets the API credential and its answers are fed as the
+	// provider's events.
+	TrustAPIURL bool `json:"trust_api_url,omitempty"`
 	// Window is how far back to look (Go duration); default: as far as the
 	// provider keeps events (Stripe 30 days, GitHub 3 days), capped at the
 	// ledger's retention minus RetentionMargin.
@@ -113,7 +120,14 @@ func (c *Config) Check(s Spec) error {
 			return fmt.Errorf("reconcile %s: credential: %w", name, err)
 		}
 	}
-	if _, err := baseURL(s.APIURL, "https://api.example.com"); err != nil {
+	def := StripeAPI
+	if p == "github" {
+		def = GitHubAPI
+	}
+	if s.TrustAPIURL && s.APIURL == "" {
+		return fmt.Errorf("reconcile %s: trust_api_url is set without an api_url: remove it (the default %s needs no trust) or set api_url", name, def)
+	}
+	if _, err := baseURL(s.APIURL, def, s.TrustAPIURL); err != nil {
 		return fmt.Errorf("reconcile %s: %w", name, err)
 	}
 	switch p {
@@ -237,9 +251,9 @@ func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	}
 	switch src.Provider {
 	case "stripe":
-		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
+		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
 	default:
-		job.Provider, err = NewGitHub(GitHubOptions{Token: cred, Hook: s.Hook, BaseURL: s.APIURL, Client: c.Client})
+		job.Provider, err = NewGitHub(GitHubOptions{Token: cred, Hook: s.Hook, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Client: c.Client})
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("reconcile %s/%s: %w", s.Source, s.Tenant, err)

@@ -47,10 +47,13 @@ type GitHub struct {
 
 // GitHubOptions configure NewGitHub.
 type GitHubOptions struct {
-	Token   string       // a token with the Webhooks read permission (write to redeliver)
-	Hook    string       // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
-	BaseURL string       // default GitHubAPI
-	Client  *http.Client // default: 30 s timeout
+	Token   string // a token with the Webhooks read permission (write to redeliver)
+	Hook    string // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
+	BaseURL string // default GitHubAPI
+	// TrustBaseURL allows a BaseURL on another host than GitHubAPI's
+	// (GitHub Enterprise Server, a proxy); a loopback host needs none.
+	TrustBaseURL bool
+	Client       *http.Client // default: 30 s timeout
 }
 
 // NewGitHub returns a GitHub webhook's deliveries API as a Provider.
@@ -62,7 +65,7 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	if !hookPattern.MatchString(hook) {
 		return nil, fmt.Errorf("github: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID (the hook id is in the webhook's settings URL)", o.Hook)
 	}
-	base, err := baseURL(o.BaseURL, GitHubAPI)
+	base, err := baseURL(o.BaseURL, GitHubAPI, o.TrustBaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}

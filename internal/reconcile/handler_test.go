@@ -46,6 +46,7 @@ func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
 		{Settings{Specs: `[{"source":"stripe","tenant":"nope","credential":"literal:x"},{"source":"github","tenant":"acme","credential":"literal:x"}]`, ReceiverFunction: "r"}, "no tenant \"nope\""},
 		{Settings{Specs: ok}, "HOOKLEDGER_RECEIVER_FUNCTION"},
 		{Settings{Specs: ok, WebhookURL: "hooks.example.com"}, "HOOKLEDGER_WEBHOOK_URL"},
+		{Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"literal:sk_x","api_url":"https://stripe-proxy.example.com"}]`, ReceiverFunction: "r"}, `set "trust_api_url": true`},
 	} {
 		_, err := FromConfig(c, tc.s, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, quiet())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -393,7 +393,8 @@ func TestGitHubFeedsAsItLists(t *testing.T) {
 }
 
 // TestAPIURLMustBeHTTPSUnlessLoopback: the API credential goes with every
-// request, so plain http is refused except to a local stub.
+// request, so plain http is refused except to a local stub, even to a host
+// marked trusted (which host may be named at all is TestConfigCheck's).
 func TestAPIURLMustBeHTTPSUnlessLoopback(t *testing.T) {
 	t.Parallel()
 	srcs, _ := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}},
@@ -405,16 +406,16 @@ func TestAPIURLMustBeHTTPSUnlessLoopback(t *testing.T) {
 		"http://collector.attacker.example": false, "http://api.stripe.com": false, "http://127.0.0.1.nip.io": false,
 		"http://localhost.attacker.example": false, "http://10.0.0.1": false, "https://user:pw@api.stripe.com": false,
 	} {
-		for _, sp := range []Spec{{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: u},
-			{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: u}} {
+		for _, sp := range []Spec{{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: u, TrustAPIURL: true},
+			{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: u, TrustAPIURL: true}} {
 			if err := c.Check(sp); (err == nil) != ok {
 				t.Errorf("%s %s: %v, want ok=%t", sp.Source, u, err, ok)
 			}
 		}
-		if _, err := NewStripe(StripeOptions{APIKey: "sk_live_x", BaseURL: u}); (err == nil) != ok {
+		if _, err := NewStripe(StripeOptions{APIKey: "sk_live_x", BaseURL: u, TrustBaseURL: true}); (err == nil) != ok {
 			t.Errorf("NewStripe %s: %v", u, err)
 		}
-		if _, err := NewGitHub(GitHubOptions{Token: "t", Hook: "repos/a/b/hooks/1", BaseURL: u}); (err == nil) != ok {
+		if _, err := NewGitHub(GitHubOptions{Token: "t", Hook: "repos/a/b/hooks/1", BaseURL: u, TrustBaseURL: true}); (err == nil) != ok {
 			t.Errorf("NewGitHub %s: %v", u, err)
 		}
 	}

@@ -259,6 +259,22 @@ func TestConfigCheck(t *testing.T) {
 		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1"}, "GitHub settings"},
 		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Types: []string{"in*voice"}}, "want an event type"},
 		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "ftp://x"}, "api_url"},
+		// The credential goes to api_url and what it answers is signed with
+		// the tenant's secret: only the provider's own API, a loopback stub,
+		// or a host the operator marks as trusted.
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://api.stripe.com"}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://API.Stripe.com:443/"}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://stripe-proxy.example.com"}, `"trust_api_url": true`},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://api.stripe.com.example.net"}, "not the provider's API (api.stripe.com)"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://api.stripe.com:8443"}, "not the provider's API"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://api.github.com"}, "not the provider's API (api.stripe.com)"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "https://stripe-proxy.example.com", TrustAPIURL: true}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "http://stripe-proxy.example.com", TrustAPIURL: true}, "clear text"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: "http://127.0.0.1:8080"}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", TrustAPIURL: true}, "without an api_url"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: "https://api.github.com"}, ""},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: "https://ghe.example.com/api/v3"}, "GitHub Enterprise Server"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: "https://ghe.example.com/api/v3", TrustAPIURL: true}, ""},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
 	} {
@@ -293,6 +309,16 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if w, _ := c.window(Spec{Source: "github"}, "github"); w != 72*time.Hour {
 		t.Errorf("github (HOOKLEDGER_RETENTION 168h): %v, want 72h", w)
+	}
+	// The providers refuse a foreign host on their own, whoever builds them.
+	if _, err := NewStripe(StripeOptions{APIKey: "sk_x", BaseURL: "https://stripe-proxy.example.com"}); err == nil || !strings.Contains(err.Error(), "trust_api_url") {
+		t.Errorf("stripe foreign base URL: %v", err)
+	}
+	if _, err := NewGitHub(GitHubOptions{Token: "t", Hook: "orgs/a/hooks/1", BaseURL: "https://ghe.example.com/api/v3"}); err == nil || !strings.Contains(err.Error(), "GitHub Enterprise Server") {
+		t.Errorf("github foreign base URL: %v", err)
+	}
+	if _, err := NewGitHub(GitHubOptions{Token: "t", Hook: "orgs/a/hooks/1", BaseURL: "https://ghe.example.com/api/v3", TrustBaseURL: true}); err != nil {
+		t.Errorf("github trusted base URL: %v", err)
 	}
 	for _, key := range []string{"pk_live_x", "whsec_x", ""} {
 		if _, err := NewStripe(StripeOptions{APIKey: key}); err == nil {

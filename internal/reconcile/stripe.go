@@ -45,12 +45,15 @@ type Stripe struct {
 
 // StripeOptions configure NewStripe.
 type StripeOptions struct {
-	APIKey  string       // secret or restricted key (Events: read)
-	BaseURL string       // default StripeAPI
-	Account string       // a connected account (Stripe-Account header), optional
-	Client  *http.Client // default: 30 s timeout
-	All     bool
-	Types   []string
+	APIKey  string // secret or restricted key (Events: read)
+	BaseURL string // default StripeAPI
+	// TrustBaseURL allows a BaseURL on another host than StripeAPI's (a
+	// proxy, a test stand-in); a loopback host needs none.
+	TrustBaseURL bool
+	Account      string       // a connected account (Stripe-Account header), optional
+	Client       *http.Client // default: 30 s timeout
+	All          bool
+	Types        []string
 }
 
 // NewStripe returns Stripe's events API as a Provider.
@@ -64,7 +67,7 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 	if strings.HasPrefix(o.APIKey, "whsec_") {
 		return nil, errors.New("stripe: the credential is a webhook signing secret (whsec_...); List Events needs an API key (sk_... or rk_...)")
 	}
-	base, err := baseURL(o.BaseURL, StripeAPI)
+	base, err := baseURL(o.BaseURL, StripeAPI, o.TrustBaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("stripe: %w", err)
 	}
@@ -199,11 +202,14 @@ func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
 	return Delivery{Message: webhook.Message{ID: ev.ID, Type: ev.Type, Body: ev.body}}, nil
 }
 
-// baseURL validates a configured API base URL. The credential goes with
-// every request, so it must be https; plain http is allowed only to a
-// loopback host (localhost, 127.0.0.0/8, ::1: tests and local stubs), never
-// to a name that merely resolves nearby.
-func baseURL(v, def string) (string, error) {
+// baseURL validates a configured API base URL against def, the provider's
+// own. The credential goes with every request and the answers are signed
+// with the tenant's webhook secret, so the URL must be on def's host unless
+// trusted says the operator vouches for it, or on a loopback host (localhost,
+// 127.0.0.0/8, ::1: tests and local stubs; the credential stays on the
+// machine). Plain http is allowed only to a loopback host, never to a name
+// that merely resolves nearby.
+func baseURL(v, def string, trusted bool) (string, error) {
 	if v == "" {
 		return def, nil
 	}
@@ -211,8 +217,19 @@ func baseURL(v, def string) (string, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
 		return "", fmt.Errorf("api_url %q: want an absolute https URL such as %s", v, def)
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	local := loopback(u.Hostname())
+	if u.Scheme == "http" && !local {
 		return "", fmt.Errorf("api_url %q: plain http would send the API credential in clear text; use https (http is allowed only to localhost, 127.0.0.1 or ::1, for local stubs)", v)
+	}
+	d, _ := url.Parse(def)
+	own := u.Scheme == "https" && strings.EqualFold(u.Hostname(), d.Hostname()) && (u.Port() == "" || u.Port() == "443")
+	if !own && !local && !trusted {
+		hint := "a proxy or test host you run"
+		if def == GitHubAPI {
+			hint = "GitHub Enterprise Server (https://HOST/api/v3), a proxy or a test host you run"
+		}
+		return "", fmt.Errorf("api_url %q is not the provider's API (%s): the API credential would go there, and the events it answers would be signed with the tenant's webhook secret and fed to the pipeline; remove api_url, or, for %s, also set \"trust_api_url\": true (CLI: --trust-api-url)",
+			v, d.Host, hint)
 	}
 	return strings.TrimRight(v, "/"), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +92,50 @@ var (
 type Resolved struct {
 	Values []string // the secrets that resolved, in the references' order
 	Errors []error  // one per reference that did not resolve
+	Failed []Ref    // the reference of each entry of Errors
+}
+
+// Problems of a reference that did not resolve, as LogFailures names them
+// (the secret_problem field an operator filters on).
+const (
+	ProblemDeleted      = "deleted"
+	ProblemDenied       = "access denied"
+	ProblemThrottled    = "throttled or unavailable"
+	ProblemNotPlaintext = "not a plaintext value"
+	ProblemBadRef       = "bad reference"
+	ProblemUnknown      = "unknown"
+)
+
+// Problem names why a resolution error happened, and what fixes it.
+func Problem(err error) (problem, fix string) {
+	switch {
+	case errors.Is(err, ErrSecretGone):
+		return ProblemDeleted, "create the secret again, or remove the reference from the tenant's secrets if its rotation is over"
+	case errors.Is(err, ErrSecretDenied):
+		return ProblemDenied, "grant the receiver's role the reference (SecretsParameterPath, SecretsManagerPrefix, SecretsManagerSecretArn) and its KMS key (SecretsKmsKeyArn)"
+	case errors.Is(err, ErrSecretTransient):
+		return ProblemThrottled, "the store throttled, failed or timed out with no cached value; if it lasts, raise the store's throughput or look for other callers sharing its quota"
+	case errors.Is(err, ErrSecretUnusable):
+		return ProblemNotPlaintext, "store the signing secret alone, as a plaintext value (not key/value JSON, not binary, not empty)"
+	case errors.Is(err, ErrBadRef):
+		return ProblemBadRef, "fix the reference in the sources configuration"
+	}
+	return ProblemUnknown, "read the error"
+}
+
+// LogFailures writes one line per reference that did not resolve, naming
+// the reference (never a value), the problem and its fix, with log's
+// attributes (the receiver's carry source and tenant). The receiver's
+// SecretUnavailable alarm points at these lines.
+func (r Resolved) LogFailures(ctx context.Context, log *slog.Logger, level slog.Level) {
+	for i, err := range r.Errors {
+		ref := "unknown"
+		if i < len(r.Failed) {
+			ref = r.Failed[i].String()
+		}
+		problem, fix := Problem(err)
+		log.Log(ctx, level, "signing secret unreadable", "secret_ref", ref, "secret_problem", problem, "secret_fix", fix, "error", err.Error())
+	}
 }
 
 // Only reports whether every failure wraps target (true when none failed).
@@ -114,6 +159,7 @@ func (s *Secrets) Resolve(ctx context.Context, refs []Ref) Resolved {
 		v, err := s.resolve(ctx, ref)
 		if err != nil {
 			out.Errors = append(out.Errors, err)
+			out.Failed = append(out.Failed, ref)
 			continue
 		}
 		out.Values = append(out.Values, v)

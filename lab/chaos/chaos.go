@@ -26,6 +26,13 @@
 //     which keep going after the worker gave up, with a visibility timeout
 //     shorter than the handler, so SQS redelivers while the first worker
 //     still runs and a second worker takes over a half-done event.
+//   - interrupts: the same few events killed again and again: the process
+//     running each of them is killed (SIGKILL) in the middle of each of
+//     their first runs, more of them than the handler's MaxAttempts, while
+//     it waits on the event's effect request (made or not); half of them
+//     then fail once by their own effect. Each must end done, its effects
+//     applied once, its record counting the kills as interrupted runs and
+//     not as failures (see interrupts.go).
 //
 // Every phase also sends invalid requests (bad signatures, another tenant's
 // secret, odd paths, wrong methods, oversized, malformed or non-UTF-8
@@ -68,10 +75,11 @@ const (
 	Duplicates Kind = "duplicates"
 	AWSFaults  Kind = "aws"
 	Slow       Kind = "slow"
+	Interrupts Kind = "interrupts"
 )
 
 // Kinds lists every fault kind in the order a run takes them.
-var Kinds = []Kind{Crash, Duplicates, AWSFaults, Slow}
+var Kinds = []Kind{Crash, Duplicates, AWSFaults, Slow, Interrupts}
 
 // ParseKinds reads a comma-separated list of kinds ("all" for every one).
 func ParseKinds(s string) ([]Kind, error) {
@@ -271,6 +279,7 @@ type Result struct {
 	Settle      time.Duration
 	Elapsed     time.Duration
 	Problems    []string
+	Notes       []string // what the phase's own checks saw, for the report
 }
 
 func (r *Result) problem(format string, args ...any) {
@@ -411,6 +420,9 @@ func (r *Report) Print(w io.Writer) {
 		}
 		if len(p.Faults) > 0 {
 			fmt.Fprintf(w, "  AWS faults injected: %s\n", counts(p.Faults))
+		}
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
 		}
 		for _, pr := range p.Problems {
 			fmt.Fprintf(w, "  PROBLEM: %s\n", pr)

@@ -88,7 +88,7 @@ func TestParseKinds(t *testing.T) {
 		want string
 		err  bool
 	}{
-		{"all", "crash,duplicates,aws,slow", false},
+		{"all", "crash,duplicates,aws,slow,interrupts", false},
 		{"crash", "crash", false},
 		{" slow , aws,slow", "slow,aws", false},
 		{"", "", true},

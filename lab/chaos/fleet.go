@@ -55,7 +55,8 @@ type fleet struct {
 	crash   bool         // arm crash points
 	rotate  atomic.Int64 // nanoseconds: kill a process whose armed point has not fired by then (0: never)
 	seed    uint64
-	maxN    int // caps N, so that short runs crash too (0: no cap)
+	maxN    int                  // caps N, so that short runs crash too (0: no cap)
+	envOf   func(i int) []string // a process's own variables, by its index (nil: none; they win)
 	workers []*worker
 
 	mu       sync.Mutex
@@ -72,11 +73,16 @@ type fleet struct {
 }
 
 type worker struct {
+	idx  int
 	addr string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	spec string // armed crash point name:N, or ""
 	born time.Time
+	// exited is closed once this start of the process has exited.
+	exited chan struct{}
+	// killing says the harness killed this start on purpose (kill).
+	killing bool
 }
 
 // freeAddr returns a loopback address with a port nobody listens on now.
@@ -97,7 +103,7 @@ func (f *fleet) start(ctx context.Context, n int) error {
 		if err != nil {
 			return err
 		}
-		f.workers = append(f.workers, &worker{addr: addr})
+		f.workers = append(f.workers, &worker{idx: len(f.workers), addr: addr})
 	}
 	for _, w := range f.workers {
 		if err := f.launch(w); err != nil {
@@ -166,6 +172,9 @@ func (f *fleet) launch(w *worker) error {
 		spec = f.nextSpec()
 		env = append(env, "HOOKLEDGER_CRASH="+spec)
 	}
+	if f.envOf != nil {
+		env = append(env, f.envOf(w.idx)...) // later entries win
+	}
 	for i, e := range env {
 		// Each start draws its own fault sequence, reproducibly.
 		if v, ok := strings.CutPrefix(e, "HOOKLEDGER_FAULTS="); ok {
@@ -188,9 +197,35 @@ func (f *fleet) launch(w *worker) error {
 	pw.Close()
 	go f.scan(pr, w.addr)
 	w.mu.Lock()
-	w.cmd, w.spec, w.born = cmd, spec, time.Now()
+	w.cmd, w.spec, w.born, w.exited, w.killing = cmd, spec, time.Now(), make(chan struct{}), false
 	w.mu.Unlock()
 	return nil
+}
+
+// current is the start of worker i that runs now, and the channel closed
+// when it exits.
+func (f *fleet) current(i int) (*exec.Cmd, chan struct{}) {
+	w := f.workers[i]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cmd, w.exited
+}
+
+// kill kills that start of worker i with SIGKILL, as a crash at an
+// arbitrary instruction, and returns once it has exited (at most 10 s).
+// The supervisor counts it as a kill and starts the process again.
+func (f *fleet) kill(i int, cmd *exec.Cmd, exited chan struct{}) {
+	w := f.workers[i]
+	w.mu.Lock()
+	if w.cmd == cmd {
+		w.killing = true
+		cmd.Process.Signal(syscall.SIGKILL)
+	}
+	w.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 // scan copies a process's output to the phase log and counts what it
@@ -225,7 +260,7 @@ func (f *fleet) scan(r io.ReadCloser, addr string) {
 func (f *fleet) supervise(ctx context.Context, w *worker) {
 	for {
 		w.mu.Lock()
-		cmd, spec := w.cmd, w.spec
+		cmd, spec, done := w.cmd, w.spec, w.exited
 		w.mu.Unlock()
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
@@ -252,6 +287,10 @@ func (f *fleet) supervise(ctx context.Context, w *worker) {
 		if ticker != nil {
 			ticker.Stop()
 		}
+		close(done)
+		w.mu.Lock()
+		killed = killed || w.killing
+		w.mu.Unlock()
 		f.disarm(spec)
 		if f.stopped.Load() || ctx.Err() != nil {
 			return

@@ -118,6 +118,7 @@ type phase struct {
 	env    []string
 
 	onTeardown []func()
+	targets    *targets // the interrupts phase's repeatedly killed events (nil in other phases)
 
 	mu         sync.Mutex
 	badMiss    map[string][]int // case -> wrong statuses seen
@@ -151,6 +152,9 @@ func (p *phase) run(ctx context.Context) (*Result, error) {
 	}
 	defer p.teardown()
 	first, later := p.plan()
+	if p.kind == Interrupts {
+		p.pickTargets()
+	}
 	p.res.Unique = len(p.events)
 	p.progress("%d deliveries of %d events, %d invalid requests, %d dev processes", p.res.Deliveries, p.res.Unique, p.res.Rejected, len(p.fleet.workers))
 
@@ -176,6 +180,7 @@ func (p *phase) run(ctx context.Context) (*Result, error) {
 			p.res.Dead++
 		}
 	}
+	p.checkTargets(recs) // before the replay could revive a target that died
 	if err == nil {
 		p.late(ctx)
 		if p.res.Dead > 0 {
@@ -237,8 +242,11 @@ func (p *phase) setup(ctx context.Context) error {
 	}
 	devEnv := append(append([]string{}, p.env...),
 		"HOOKLEDGER_SOURCES="+string(sources), "PAYMENTS_URL=http://"+payLn.Addr().String(), "NOTIFY_URL=http://"+payLn.Addr().String(),
-		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_RECLAIMS=8", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn",
-		"HOOKLEDGER_PAYLOAD="+p.payload)
+		"HOOKLEDGER_RECLAIM_AFTER=5s", "HOOKLEDGER_MAX_BODY=65536", "LOG_LEVEL=warn",
+		"HOOKLEDGER_PAYLOAD="+p.payload,
+		// As the stack hands it to the reclaimer: the dev processes take
+		// back the bodies only the DLQ holds.
+		"HOOKLEDGER_DLQ_URL="+p.dlq)
 	if p.t.faults {
 		devEnv = append(devEnv, "HOOKLEDGER_FAULTS="+p.cfg.Faults)
 	}
@@ -251,6 +259,11 @@ func (p *phase) setup(ctx context.Context) error {
 	}
 	if p.t.crash {
 		p.fleet.rotate.Store(int64(8 * time.Second))
+	}
+	if p.kind == Interrupts {
+		if err := p.listenKillers(payments, p.fleet, p.cfg.Workers); err != nil {
+			return err
+		}
 	}
 	if err := p.fleet.start(ctx, p.cfg.Workers); err != nil {
 		p.fleet.stop()

@@ -246,7 +246,10 @@ func TestIAMIsEnforced(t *testing.T) {
 		return err
 	}
 	// It re-drives in batches; an empty body is refused after the call is
-	// authorized, so nothing reaches the processor.
+	// authorized, so nothing reaches the processor. AWS authorizes the batch
+	// as sqs:SendMessage; MiniStack checks sqs:SendMessageBatch, which the
+	// template grants only on an emulator deploy (EndpointUrl set, as here;
+	// TestNoBatchActionsOnAWS keeps it off AWS).
 	sendBatch := func(c clients) error {
 		out, err := c.sqs.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: &queueURL,
 			Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("probe"), MessageBody: aws.String("")}}})
@@ -313,7 +316,7 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:BatchGetItem", true, batchGet},
 			{"dynamodb:UpdateItem", true, updateItem},
 			{"sqs:SendMessage", true, sendMessage},
-			{"sqs:SendMessageBatch", true, sendBatch},
+			{"sqs:SendMessageBatch", true, sendBatch}, // the emulator's name for it; see sendBatch
 			{"sqs:GetQueueAttributes", true, queueAttributes},
 			{"lambda:InvokeFunction", true, invokeSelf("reclaimer")},
 			{"lambda:InvokeFunction", false, invokeSelf("receiver")},

@@ -11,10 +11,14 @@
 # The stack target deploys through scripts/e2e.sh, so it runs under enforced IAM (MiniStack with
 # AUTH=true; the functions use their roles' credentials).
 #
-# Environment: HOOKLEDGER_EMULATOR_PORT (4566): the emulator's port; it is started unless
-# something already answers there, and stopped afterwards if this script started it. The stack
-# target uses HOOKLEDGER_E2E_PORT instead when it is set (an emulator there must enforce IAM).
-# HOOKLEDGER_DEMO_PAYMENTS (127.0.0.1:18090): where the demo's payments stub listens.
+# The demo builds from a snapshot of the working tree taken when it starts (.demo/src), so you
+# can keep editing while it runs.
+#
+# Environment: HOOKLEDGER_E2E_PORT (4577): the stack target's emulator, started with IAM
+# enforced unless one that enforces IAM already answers there (an emulator you started with
+# `make emulator` on 4566 is left alone). HOOKLEDGER_EMULATOR_PORT (4566): the dev target's
+# emulator, started unless something already answers there, stopped afterwards if this script
+# started it. HOOKLEDGER_DEMO_PAYMENTS (127.0.0.1:18090): where the demo's payments stub listens.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -33,7 +37,17 @@ for a in "$@"; do
   prev="$a"
 done
 
-bash scripts/tools.sh
+bash scripts/tools.sh deploy
+if [[ "${HOOKLEDGER_DEMO_SNAPSHOT:-}" != 1 ]]; then
+  # Build and deploy from a copy of the tree as it is now (tracked and new files, not ignored
+  # ones), so that edits made while the demo runs change nothing it builds.
+  snap="$root/.demo/src"
+  rm -rf "$snap" && mkdir -p "$snap"
+  git -C "$root" ls-files -z --cached --others --exclude-standard |
+    tar -C "$root" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -C "$snap" -xf -
+  ln -s "$root/.venv" "$snap/.venv"
+  HOOKLEDGER_DEMO_SNAPSHOT=1 exec bash "$snap/lab/scripts/demo.sh" "$@"
+fi
 mkdir -p bin
 go build -tags crashpoints -o bin/proof/ ./cmd/hookledger ./lab/cmd/hooklab
 
@@ -60,5 +74,5 @@ params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
 run="./bin/proof/hooklab demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"
 for a in "$@"; do run+=" $(printf '%q' "$a")"; done
 
-HOOKLEDGER_E2E_PORT="${HOOKLEDGER_E2E_PORT:-$port}" HOOKLEDGER_E2E_STACK=hookledger-demo HOOKLEDGER_E2E_TAGS=crashpoints \
+HOOKLEDGER_E2E_STACK=hookledger-demo HOOKLEDGER_E2E_TAGS=crashpoints \
   HOOKLEDGER_E2E_PARAMS="$params" HOOKLEDGER_E2E_RUN="$run" bash lab/scripts/e2e.sh

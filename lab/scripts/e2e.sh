@@ -38,7 +38,7 @@ secret="whsec_e2e_$(date +%s)"
 
 log() { echo "e2e: $*" >&2; }
 
-bash "$root/scripts/tools.sh"
+bash "$root/scripts/tools.sh" deploy
 
 for fn in receiver processor reclaimer; do
   if [[ ! -f "$root/functions/$fn/main.go" ]]; then

@@ -10,7 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 port="${HOOKLEDGER_EMULATOR_PORT:-4566}"
-bash scripts/tools.sh
+bash scripts/tools.sh emulator
 go build -o bin/outage/ ./cmd/hookledger ./lab/cmd/hooklab
 for a in "$@"; do
   case "$a" in -h | --help | -help) exec ./bin/outage/hooklab outage "$@" ;; esac

@@ -26,6 +26,9 @@ per phase:
               successful write on a share of SDK attempts (--faults)
   slow        a payments API slower than the visibility timeout, finishing
               charges after the worker gave up
+  interrupts  a few events whose process is killed in each of their first
+              runs, more runs than MaxAttempts (half of them then failing
+              once): each must end done, its effects applied once
 
 --payload on-trouble (or both) runs the phases with HOOKLEDGER_PAYLOAD=on-trouble:
 bodies are stored only when an event runs into trouble, and the run proves that
@@ -43,7 +46,7 @@ emulator at AWS_ENDPOINT_URL (default http://localhost:4566).
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hooklab", "chaos", "chaos [--deliveries 4000] [--kinds all] [--concurrency 16] [--workers 3] [--timeout 5m] [--faults SPEC] [--seed N] [--parallel]", stderr)
 	deliveries := fs.Int("deliveries", 4000, "valid deliveries in all, duplicates included, split evenly over the kinds (invalid requests come on top)")
-	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow (or all)")
+	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow, interrupts (or all)")
 	payloads := fs.String("payload", "on-trouble", "payload policies (HOOKLEDGER_PAYLOAD) every kind runs under, comma-separated: on-trouble (the shipped default), always (or both)")
 	conc := fs.Int("concurrency", 16, "deliveries in flight at once")
 	workers := fs.Int("workers", 3, "hookledger dev processes per phase, sharing the queue (at least 2)")

@@ -318,7 +318,7 @@ func (d *demo) setupDev(ctx context.Context, cfg aws.Config, paymentsURL string,
 	env = append(env, "PAYMENTS_URL="+paymentsURL, "NOTIFY_URL="+paymentsURL) // the lab's sample effect's settings
 	env = append(env,
 		"HOOKLEDGER_TABLE="+name, "HOOKLEDGER_QUEUE_URL="+qurl, "HOOKLEDGER_SOURCES="+d.sourcesJSON(),
-		"HOOKLEDGER_RECLAIM_AFTER=6s", "HOOKLEDGER_MAX_RECLAIMS=8", "LOG_LEVEL=info",
+		"HOOKLEDGER_RECLAIM_AFTER=6s", "LOG_LEVEL=info",
 		"HOOKLEDGER_CRASH="+d.crash, "HOOKLEDGER_CRASH_MARK="+d.crashMark)
 	fmt.Fprintf(d.stdout, "demo: table %s, queue %s, payments and notification stub %s, pipeline on %s (logs in %s)\n",
 		name, qurl, paymentsURL, d.addr, filepath.Join(d.logDir, "pipeline.log"))
