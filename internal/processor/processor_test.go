@@ -273,7 +273,7 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	f.h.Routes = r
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
 	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
-	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`))
+	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`), "x")
 	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x", BodyOmitted: true})
 	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
 	if len(resp.BatchItemFailures) != 0 || string(got) != `{"big":true}` {

@@ -320,7 +320,7 @@ func TestPipeline(t *testing.T) {
 		if _, created, err := e.ledger.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid"}); err != nil || !created {
 			t.Fatalf("create: created=%v err=%v", created, err)
 		}
-		if err := e.ledger.PutPayload(t.Context(), id, body); err != nil {
+		if err := e.ledger.PutPayload(t.Context(), id, body, ""); err != nil {
 			t.Fatal(err)
 		}
 		rec := e.waitStatus(t, e.reclaim, ledger.Done, id)[id]

@@ -335,7 +335,7 @@ func (b *benchRun) latency(ctx context.Context) error {
 			if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 				return err
 			}
-			if err := l.PutPayload(ctx, id, body); err != nil {
+			if err := l.PutPayload(ctx, id, body, "x"); err != nil {
 				return err
 			}
 			return snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "x", Body: body})

@@ -100,7 +100,7 @@ func seedBacklog(ctx context.Context, db ledger.API, table, prefix string, n, te
 					firstErr.CompareAndSwap(nil, fmt.Errorf("create %s: created=%v %v", id, created, err))
 					continue
 				}
-				if err := l.PutPayload(ctx, id, testbody.JSON(id.Key, testbody.Sizes[0])); err != nil {
+				if err := l.PutPayload(ctx, id, testbody.JSON(id.Key, testbody.Sizes[0]), strings.Repeat("0", 64)); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 				}
