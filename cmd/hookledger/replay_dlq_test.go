@@ -142,7 +142,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 	var ran []string
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error {
-		ran = append(ran, ev.Key+" "+string(ev.Body))
+		ran = append(ran, ev.ID+" "+string(ev.Body))
 		return nil
 	})
 	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}

@@ -38,7 +38,7 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 	r := hookledger.NewRouter()
 	run := func(ev *hookledger.Event) {
 		mu.Lock()
-		seen[ev.Key] = append(seen[ev.Key], ev.Body)
+		seen[ev.ID] = append(seen[ev.ID], ev.Body)
 		mu.Unlock()
 	}
 	r.HandleFunc("github", "ping", func(ctx context.Context, ev *hookledger.Event) error { run(ev); return nil })

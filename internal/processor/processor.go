@@ -386,7 +386,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		Extend: w.extend,
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
-		Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
+		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
 	}, run)
 	herr := safeRun(ctx, handler, ev)

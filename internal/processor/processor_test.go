@@ -43,7 +43,7 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{l: l, leases: make(chan [2]time.Time, 1), meter: m}
 	r := hookledger.NewRouter()
 	count := func(ev *hookledger.Event) {
-		c, _ := f.calls.LoadOrStore(ev.Key, new(atomic.Int32))
+		c, _ := f.calls.LoadOrStore(ev.ID, new(atomic.Int32))
 		c.(*atomic.Int32).Add(1)
 	}
 	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error { count(ev); return nil })
@@ -57,7 +57,7 @@ func setup(t *testing.T) *fixture {
 	})
 	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
 		before, _ := l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 10*time.Minute); err != nil {
 			return err
@@ -242,7 +242,7 @@ func TestExtendLeaseNeverShortensTheLease(t *testing.T) {
 	leases := make(chan [2]time.Time, 1)
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "long", func(ctx context.Context, ev *hookledger.Event) error {
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
 		before, _ := f.l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 30*time.Second); err != nil {
 			return err
