@@ -18,7 +18,7 @@ import (
 type Event struct {
 	Source     string    // the sender's configured name, e.g. "stripe"
 	Tenant     string    // whom the event is for, from the webhook URL
-	Key        string    // the provider's event id, or a key derived from the body
+	ID         string    // the provider's event id (Stripe's evt_..., GitHub's delivery id), or one derived from the body
 	Type       string    // the event type, e.g. "invoice.paid"
 	Body       []byte    // the raw body, exactly as the sender signed it
 	Attempt    int       // 1 on the first run; higher after a failure or a crash
@@ -43,15 +43,15 @@ func NewEvent(ev Event, engine steps.Engine) *Event {
 // the key of the step's name, so ev.IdempotencyKey("charge") equals the key
 // the step "charge" gets. 43 characters: "hl_" and 40 hex digits.
 func (e *Event) IdempotencyKey(name string) string {
-	return IdempotencyKey(e.Source, e.Tenant, e.Key, name)
+	return IdempotencyKey(e.Source, e.Tenant, e.ID, name)
 }
 
 // IdempotencyKey derives the downstream key of the effect called step for
-// the event (source, tenant, key), as Event.IdempotencyKey does; for tools
+// the event (source, tenant, id), as Event.IdempotencyKey does; for tools
 // that look an effect up from outside a handler.
-func IdempotencyKey(source, tenant, key, step string) string {
+func IdempotencyKey(source, tenant, id, step string) string {
 	h := sha256.New()
-	h.Write([]byte(name.EventKey(source, tenant, key)))
+	h.Write([]byte(name.EventKey(source, tenant, id)))
 	h.Write([]byte{0})
 	h.Write([]byte(step))
 	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]

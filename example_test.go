@@ -37,7 +37,7 @@ func Example() {
 	})
 
 	tr := hookledgertest.New(r.Lookup("stripe", "invoice.paid"))
-	ev := hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid"}
+	ev := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid"}
 	fmt.Println(tr.Run(context.Background(), ev, hookledgertest.CrashAfter("email")).Status)
 	res := tr.Run(context.Background(), ev)
 	fmt.Println(res.Status, res.Steps["charge"], "|", res.Steps["email"])

@@ -107,7 +107,7 @@ func TestRouterRefusesRoutesThatCannotMatch(t *testing.T) {
 func TestIdempotencyKeyIsDeterministicAndDistinct(t *testing.T) {
 	t.Parallel()
 	k := hookledger.IdempotencyKey("stripe", "acme", "evt_1", "charge")
-	ev := &hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1"}
+	ev := &hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1"}
 	if k != ev.IdempotencyKey("charge") || len(k) != 43 || !strings.HasPrefix(k, "hl_") {
 		t.Fatalf("key %q not stable or wrong form", k)
 	}
@@ -127,7 +127,7 @@ func TestIdempotencyKeyIsDeterministicAndDistinct(t *testing.T) {
 
 func TestStepOutsideThePipelineSaysSo(t *testing.T) {
 	t.Parallel()
-	ev := &hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1"}
+	ev := &hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1"}
 	ran := false
 	_, err := ev.Step(t.Context(), "charge", func(context.Context, string) (string, error) { ran = true; return "", nil })
 	if err == nil || ran || !strings.Contains(err.Error(), "hookledgertest") {

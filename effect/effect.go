@@ -84,7 +84,7 @@ func (h *InvoicePaid) HandleEvent(ctx context.Context, ev *hookledger.Event) err
 	}
 	chargeID, err := ev.Step(ctx, "charge", func(ctx context.Context, key string) (string, error) {
 		return h.Payments.Charge(ctx, key, ChargeRequest{
-			Account: ev.Tenant, Amount: inv.AmountPaid, Currency: inv.Currency, Customer: inv.Customer, Event: ev.Key,
+			Account: ev.Tenant, Amount: inv.AmountPaid, Currency: inv.Currency, Customer: inv.Customer, Event: ev.ID,
 		})
 	}, hookledger.Check(h.Payments.Find))
 	if err != nil {
@@ -96,7 +96,7 @@ func (h *InvoicePaid) HandleEvent(ctx context.Context, ev *hookledger.Event) err
 	}
 	_, err = ev.Step(ctx, "notify", func(ctx context.Context, key string) (string, error) {
 		return h.Notifier.Send(ctx, key, Notification{
-			To: to, Text: fmt.Sprintf("Payment received: %d %s (charge %s)", inv.AmountPaid, inv.Currency, chargeID), Event: ev.Key,
+			To: to, Text: fmt.Sprintf("Payment received: %d %s (charge %s)", inv.AmountPaid, inv.Currency, chargeID), Event: ev.ID,
 		})
 	}, hookledger.AtMostOnce(), hookledger.Check(h.Notifier.Sent))
 	return err

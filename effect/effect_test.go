@@ -85,7 +85,7 @@ func setup(t *testing.T) (*hookledgertest.Tester, *apis) {
 	return hookledgertest.New(r.Lookup("stripe", "invoice.paid")), a
 }
 
-var paid = hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid",
+var paid = hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid",
 	Body: []byte(`{"id":"evt_1","type":"invoice.paid","data":{"object":{"id":"in_1","amount_paid":4900,"currency":"eur","customer":"cus_1","customer_email":"ada@example.com"}}}`)}
 
 func TestInvoicePaidChargesAndNotifiesOnce(t *testing.T) {
@@ -118,7 +118,7 @@ func TestInvoiceWithoutAmountIsPermanent(t *testing.T) {
 	t.Parallel()
 	tr, a := setup(t)
 	ev := paid
-	ev.Key, ev.Body = "evt_2", []byte(`{"data":{"object":{"currency":"eur"}}}`)
+	ev.ID, ev.Body = "evt_2", []byte(`{"data":{"object":{"currency":"eur"}}}`)
 	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Dead || !strings.Contains(res.Cause, "amount") {
 		t.Fatal(res)
 	}

@@ -5,7 +5,7 @@
 // so the run after a crash behaves as the pipeline's retry does.
 //
 //	tr := hookledgertest.New(handler)
-//	ev := hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid", Body: body}
+//	ev := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Body: body}
 //	if res := tr.Run(ctx, ev, hookledgertest.CrashAfter("charge")); res.Status != hookledgertest.Crashed {
 //		t.Fatal(res)
 //	}
@@ -150,7 +150,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 			o.apply(&cfg)
 		}
 	}
-	k := [3]string{ev.Source, ev.Tenant, ev.Key}
+	k := [3]string{ev.Source, ev.Tenant, ev.ID}
 	t.mu.Lock()
 	st := t.events[k]
 	if st == nil {
@@ -170,7 +170,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	store := &memStore{t: t, st: st, lose: cfg.loseLease}
 	run := steps.New(steps.Config{
 		Store: store, Recorded: recorded, Attempt: attempt,
-		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.Key, name) },
+		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.ID, name) },
 		Point: func(p string) {
 			if cfg.passed != nil {
 				cfg.passed(p)
@@ -268,9 +268,9 @@ func (t *Tester) Runs(step string) int {
 func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.events[[3]string{ev.Source, ev.Tenant, ev.Key}]
+	st := t.events[[3]string{ev.Source, ev.Tenant, ev.ID}]
 	if st == nil || (st.status != Dead && st.status != Failed) {
-		return fmt.Errorf("hookledgertest: replay %s/%s/%s: only dead or failed events can be replayed", ev.Source, ev.Tenant, ev.Key)
+		return fmt.Errorf("hookledgertest: replay %s/%s/%s: only dead or failed events can be replayed", ev.Source, ev.Tenant, ev.ID)
 	}
 	for _, c := range changes {
 		apply(st.steps, []steps.Change{c.change})
@@ -414,9 +414,9 @@ func (t *Tester) EveryCrash(ctx context.Context, ev hookledger.Event) []Scenario
 // scenario runs one crash scenario and its retries.
 func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string, passed func(string)) Scenario {
 	e := ev
-	e.Key = ev.Key + "~" + point
+	e.ID = ev.ID + "~" + point
 	if point == "" {
-		e.Key = ev.Key + "~clean"
+		e.ID = ev.ID + "~clean"
 	}
 	sc := Scenario{Point: point, Event: e, Ran: map[string]int{}}
 	max := t.MaxAttempts

@@ -13,7 +13,7 @@ import (
 	"github.com/hookledger/hookledger/hookledgertest"
 )
 
-var ev = hookledger.Event{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid", Body: []byte(`{}`)}
+var ev = hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Body: []byte(`{}`)}
 
 func twoSteps(sent *int, check bool) hookledger.Handler {
 	return hookledger.HandlerFunc(func(ctx context.Context, ev *hookledger.Event) error {

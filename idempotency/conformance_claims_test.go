@@ -203,3 +203,43 @@ func TestConformanceHugeCompressibleResult(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceBackendErrors: both backends answer with this package's
+// sentinels, so that the store and its callers branch on one set whatever
+// the backend: ErrNotFound for a read or a forget of a key that has no
+// record, ErrLeaseLost for a completion or failure under a token that no
+// longer holds the claim, ErrInvalid for a key no backend stores (and
+// nothing stored for it).
+func TestConformanceBackendErrors(t *testing.T) {
+	t.Parallel()
+	each(t, idempotency.Options{}, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		k, _ := idempotency.KeyOf("op", "absent")
+		if _, err := e.backend.Get(ctx, k); !errors.Is(err, idempotency.ErrNotFound) {
+			t.Errorf("get of an absent key: %v, want ErrNotFound", err)
+		}
+		if err := e.store.Forget(ctx, "op", "absent"); !errors.Is(err, idempotency.ErrNotFound) {
+			t.Errorf("forget of an absent key: %v, want ErrNotFound", err)
+		}
+		k, _ = idempotency.KeyOf("op", "held")
+		claim := idempotency.Claim{LeaseUntil: e.clock.Now().Add(time.Minute), ExpiresAt: e.clock.Now().Add(time.Hour)}
+		if _, claimed, err := e.backend.Claim(ctx, k, claim); err != nil || !claimed {
+			t.Fatalf("claim: %v %v", claimed, err)
+		}
+		done := idempotency.Completion{Data: []byte(`"r"`), ExpiresAt: e.clock.Now().Add(time.Hour)}
+		if _, err := e.backend.Complete(ctx, k, "not-the-token", done); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Errorf("completion under another token: %v, want ErrLeaseLost", err)
+		}
+		if err := e.backend.Fail(ctx, k, "not-the-token", "boom"); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Errorf("failure under another token: %v, want ErrLeaseLost", err)
+		}
+		for _, bad := range []string{"", strings.Repeat("k", idempotency.MaxKeyBytes+1)} {
+			if _, _, err := e.backend.Claim(ctx, bad, claim); !errors.Is(err, idempotency.ErrInvalid) {
+				t.Errorf("claim of a %d-byte key: %v, want ErrInvalid", len(bad), err)
+			}
+			if _, err := e.backend.Get(ctx, bad); !errors.Is(err, idempotency.ErrInvalid) {
+				t.Errorf("get of a %d-byte key: %v, want ErrInvalid", len(bad), err)
+			}
+		}
+	})
+}

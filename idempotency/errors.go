@@ -3,8 +3,6 @@ package idempotency
 import (
 	"errors"
 	"fmt"
-
-	"github.com/hookledger/hookledger/ledger"
 )
 
 // Errors a caller branches on with errors.Is. Every error this package
@@ -35,38 +33,48 @@ var (
 	// ErrResultTooLarge: the result is over MaxResultBytes after
 	// compression. Matches UnstorableError values whose cause is size.
 	ErrResultTooLarge = errors.New("idempotency: result too large to store")
-	// ErrInvalid: a configuration or argument this package cannot use.
+	// ErrInvalid: a configuration or argument this package cannot use (a
+	// Backend returns it for a key it cannot store, say over MaxKeyBytes).
 	ErrInvalid = errors.New("idempotency: invalid configuration")
 )
 
 // ErrCorruptResult: the stored record of the key cannot be read back (a
-// result that does not decompress or decode, or that does not decode into
-// the function's result type any more). The function did not run. Not
-// retryable until the record's window ends or Store.Forget.
-var ErrCorruptResult = ledger.ErrCorrupt
+// result that does not decompress, or decompresses past
+// MaxResultDecodedBytes, or that does not decode into the function's
+// result type any more). The function did not run. Not retryable until
+// the record's window ends or Store.Forget.
+var ErrCorruptResult = errors.New("idempotency: stored result does not decode")
 
-// Errors a Backend returns, shared with package ledger so that the
-// DynamoDB backend needs no translation.
+// Errors a Backend returns, and the DynamoDB backend's; a Backend of your
+// own wraps these (the conformance suite checks it), so that the store and
+// its callers branch on one set.
 var (
 	// ErrNotFound: Backend.Get found no record, or only an expired one.
-	ErrNotFound = ledger.ErrNotFound
+	ErrNotFound = errors.New("idempotency: record not found")
 	// ErrLeaseLost: Backend.Complete or Fail found the claim taken over.
-	ErrLeaseLost = ledger.ErrLeaseLost
-	// ErrUnavailable: the store throttled, failed or could not be reached,
-	// or (with ledger.ErrConflict) other claims kept changing the record
-	// while this one tried to claim it. Retryable.
-	ErrUnavailable = ledger.ErrUnavailable
+	ErrLeaseLost = errors.New("idempotency: claim taken over")
+	// ErrUnavailable: the store throttled, failed or could not be reached
+	// (the request may or may not have taken effect), or (with
+	// ErrConflict) other claims kept changing the record while this one
+	// tried to claim it. Retryable.
+	ErrUnavailable = errors.New("idempotency: store unavailable")
+	// ErrConflict comes with ErrUnavailable when a claim gave up because
+	// other claims kept changing the record under it.
+	ErrConflict = errors.New("idempotency: record changed concurrently")
 )
 
 // MaxResultBytes is the largest result stored, after compression
-// (results of 512 bytes and more are gzip'd when that is smaller). It is
-// DynamoDB's 400 KB item limit less room for the record's own attributes.
-const MaxResultBytes = ledger.MaxCallResult
+// (results of 512 bytes and more are gzip'd when that is smaller):
+// DynamoDB's 400 KB item limit less 4 KB kept for the record's own
+// attributes (key, status, lease, counters, validation digest, error).
+const MaxResultBytes = 400*1024 - 4*1024
 
 // MaxResultDecodedBytes is the largest result stored before compression
 // (8 MiB): a stored result is decompressed with this bound when it is
-// read, so a larger one, however well it compresses, is unstorable.
-const MaxResultDecodedBytes = ledger.MaxCallResultDecoded
+// read (a bound against decompression bombs), so a larger one, however
+// well it compresses, could be stored but never read back, and is
+// unstorable.
+const MaxResultDecodedBytes = 8 << 20
 
 // UnstorableError is returned when a call's result cannot be stored: over
 // MaxResultBytes after compression or over MaxResultDecodedBytes before

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/metric"
-	"github.com/hookledger/hookledger/ledger"
 )
 
 // Defaults for Options' zero values.
@@ -32,28 +31,11 @@ const (
 	DefaultMetricsNamespace = "hookledger"
 )
 
-// Record is a stored call as a Backend keeps it (the ledger's call
-// record): status, attempts, claim token and lease, window, validation
-// digest and result.
-type Record = ledger.Call
-
-// Claim is what a Backend's Claim writes.
-type Claim = ledger.CallClaim
-
-// Completion is what a Backend's Complete stores.
-type Completion = ledger.CallResult
-
-// The statuses a Record can be in.
-const (
-	StatusInProgress = ledger.Processing
-	StatusCompleted  = ledger.Done
-	StatusFailed     = ledger.Failed
-)
-
-// Backend stores records. NewStore uses the DynamoDB ledger; package
+// Backend stores records. NewStore uses DynamoDB; package
 // idempotencytest has an in-memory one with the same semantics, and the
 // conformance suite (conformance_test.go) runs against both. A backend of
-// your own must pass it too.
+// your own must pass it too, and return this package's errors
+// (ErrNotFound, ErrLeaseLost, ErrUnavailable, ErrInvalid) wrapped.
 type Backend interface {
 	// Claim claims key atomically: it succeeds (claimed, the returned
 	// record's LeaseOwner is the new token) when there is no record, the
@@ -148,7 +130,7 @@ type Store struct {
 
 // NewStore returns a store on the DynamoDB table opt.Table, reached
 // through db (a *dynamodb.Client).
-func NewStore(db ledger.API, opt Options) (*Store, error) {
+func NewStore(db API, opt Options) (*Store, error) {
 	if opt.Disabled {
 		return newStore(nil, opt)
 	}
@@ -158,11 +140,12 @@ func NewStore(db ledger.API, opt Options) (*Store, error) {
 	if opt.Table == "" {
 		return nil, fmt.Errorf("%w: Options.Table is empty: name the DynamoDB table (string keys pk and sk, TTL on expires_at)", ErrInvalid)
 	}
-	l, err := ledger.New(db, ledger.Options{Table: opt.Table, Now: opt.Now})
+	s, err := newStore(nil, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, err
 	}
-	return newStore(dynamoBackend{l}, opt)
+	s.backend = &dynamoBackend{db: db, table: opt.Table, clock: s.opt.Now}
+	return s, nil
 }
 
 // NewStoreWith returns a store on a backend of your choosing (package
@@ -291,27 +274,4 @@ func (s *Store) Forget(ctx context.Context, operation string, key any) error {
 		return fmt.Errorf("%w: the backend %T cannot forget", ErrInvalid, s.backend)
 	}
 	return f.Forget(ctx, k)
-}
-
-// dynamoBackend is the ledger's call records.
-type dynamoBackend struct{ l *ledger.Ledger }
-
-func (d dynamoBackend) Claim(ctx context.Context, key string, c Claim) (Record, bool, error) {
-	return d.l.ClaimCall(ctx, key, c)
-}
-
-func (d dynamoBackend) Complete(ctx context.Context, key, token string, r Completion) (Record, error) {
-	return d.l.CompleteCall(ctx, key, token, r)
-}
-
-func (d dynamoBackend) Fail(ctx context.Context, key, token, cause string) error {
-	return d.l.FailCall(ctx, key, token, cause)
-}
-
-func (d dynamoBackend) Get(ctx context.Context, key string) (Record, error) {
-	return d.l.GetCall(ctx, key)
-}
-
-func (d dynamoBackend) Forget(ctx context.Context, key string) error {
-	return d.l.ForgetCall(ctx, key)
 }

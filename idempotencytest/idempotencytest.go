@@ -28,7 +28,6 @@ import (
 
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/internal/zip"
-	"github.com/hookledger/hookledger/ledger"
 )
 
 // Memory is an in-memory idempotency.Backend. Safe for concurrent use.
@@ -57,8 +56,8 @@ func token() string {
 }
 
 func checkKey(key string) error {
-	if key == "" || len(key) > ledger.MaxCallKey {
-		return fmt.Errorf("%w: call key of %d bytes", ledger.ErrInvalid, len(key))
+	if key == "" || len(key) > idempotency.MaxKeyBytes {
+		return fmt.Errorf("%w: call key of %d bytes", idempotency.ErrInvalid, len(key))
 	}
 	return nil
 }
@@ -75,7 +74,7 @@ func (m *Memory) Claim(_ context.Context, key string, c idempotency.Claim) (idem
 	m.requests["Claim"]++
 	now := m.now()
 	if !c.LeaseUntil.After(now) || !c.ExpiresAt.After(now) {
-		return idempotency.Record{}, false, fmt.Errorf("%w: claim of %s: lease end and expiry must be after now", ledger.ErrInvalid, key)
+		return idempotency.Record{}, false, fmt.Errorf("%w: claim of %s: lease end and expiry must be after now", idempotency.ErrInvalid, key)
 	}
 	old, ok := m.recs[key]
 	// The window, but never before the lease ends (whole seconds, rounded
@@ -124,10 +123,10 @@ func copyRecord(r idempotency.Record) idempotency.Record {
 func (m *Memory) owned(key, token string) (idempotency.Record, error) {
 	r, ok := m.recs[key]
 	if !ok {
-		return r, fmt.Errorf("%s: %w (record gone)", key, ledger.ErrLeaseLost)
+		return r, fmt.Errorf("%s: %w (record gone)", key, idempotency.ErrLeaseLost)
 	}
 	if r.Status != idempotency.StatusInProgress || r.LeaseOwner != token {
-		return r, fmt.Errorf("%s: %w (now %s, attempt %d)", key, ledger.ErrLeaseLost, r.Status, r.Attempts)
+		return r, fmt.Errorf("%s: %w (now %s, attempt %d)", key, idempotency.ErrLeaseLost, r.Status, r.Attempts)
 	}
 	return r, nil
 }
@@ -147,16 +146,16 @@ func (m *Memory) Complete(_ context.Context, key, token string, c idempotency.Co
 	now := m.now()
 	stored := len(c.Data)
 	unstored := c.Unstored
-	if unstored == "" && len(c.Data) > ledger.MaxCallResultDecoded {
-		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(c.Data), ledger.MaxCallResultDecoded)
+	if unstored == "" && len(c.Data) > idempotency.MaxResultDecodedBytes {
+		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(c.Data), idempotency.MaxResultDecodedBytes)
 	}
 	if unstored == "" && len(c.Data) >= 512 {
 		if z := zip.Compress(c.Data); len(z) < len(c.Data) {
 			stored = len(z)
 		}
 	}
-	if unstored == "" && stored > ledger.MaxCallResult {
-		unstored = fmt.Sprintf("result of %d bytes (%d stored) is over the %d-byte limit of a DynamoDB item", len(c.Data), stored, ledger.MaxCallResult)
+	if unstored == "" && stored > idempotency.MaxResultBytes {
+		unstored = fmt.Sprintf("result of %d bytes (%d stored) is over the %d-byte limit of a DynamoDB item", len(c.Data), stored, idempotency.MaxResultBytes)
 	}
 	r.Status, r.UpdatedAt, r.ExpiresAt, r.Version = idempotency.StatusCompleted, ms(now), time.Unix(c.ExpiresAt.Unix(), 0).UTC(), r.Version+1
 	r.LeaseUntil, r.ResultSize, r.StoredSize = time.Time{}, len(c.Data), stored
@@ -199,7 +198,7 @@ func (m *Memory) Get(_ context.Context, key string) (idempotency.Record, error) 
 	m.requests["Get"]++
 	r, ok := m.recs[key]
 	if !ok || r.Expired(m.now()) {
-		return idempotency.Record{}, fmt.Errorf("get %s: %w", key, ledger.ErrNotFound)
+		return idempotency.Record{}, fmt.Errorf("get %s: %w", key, idempotency.ErrNotFound)
 	}
 	return copyRecord(r), nil
 }
@@ -211,7 +210,7 @@ func (m *Memory) Forget(_ context.Context, key string) error {
 	m.requests["Forget"]++
 	r, ok := m.recs[key]
 	if !ok {
-		return fmt.Errorf("forget %s: %w", key, ledger.ErrNotFound)
+		return fmt.Errorf("forget %s: %w", key, idempotency.ErrNotFound)
 	}
 	r.ExpiresAt = time.Unix(m.now().Unix(), 0).UTC()
 	m.recs[key] = r

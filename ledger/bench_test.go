@@ -61,7 +61,7 @@ func BenchmarkPutPayload(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				l.PutPayload(ctx, benchID, body)
+				l.PutPayload(ctx, benchID, body, "")
 			}
 		})
 	}

@@ -12,7 +12,11 @@
 //     due_shard/due_at. It stays well under 1 KB, so every status change costs
 //     one write unit whatever the payload size.
 //   - the payload (sk "p"): the raw body, gzip-compressed when that is
-//     smaller. It is written once and never rewritten by a status change.
+//     smaller, marked with its record's body digest. It is written once and
+//     never rewritten by a status change. A reader with the record
+//     (PayloadOf, Payloads) never takes an item marked with another digest
+//     for the record's body: an earlier event's item can outlive its record
+//     under a key used again, until TTL removes it.
 //
 // The partition key is "ev#" followed by source, tenant and key, each escaped
 // ("%" as "%25", "#" as "%23") and joined by "#", so no two different triples
@@ -35,7 +39,12 @@
 // kept, because a step was left started, has passed); it sets a fresh
 // owner token, lease_until and attempts+1 (see Runs), and
 // returns a Lease: the ID, the token, the end of the lease and the record as
-// claimed. Every write only the lease holder may make takes the Lease:
+// claimed. ClaimEvent is the claim for a queue message: the same write also
+// requires the record to be the message's event (Identity: its type and
+// body digest; Record.Mismatch), and refuses another one with
+// ErrNotThisEvent, leaving the record as it was. The record is the one
+// source of an event's identity; EnsurePayload keeps a message's body only
+// under the same rule. Every write only the lease holder may make takes the Lease:
 // SaveSteps, Complete, Fail, Release, Bury and Extend succeed only while its
 // token still owns an unexpired lease, and return ErrLeaseLost otherwise.
 // Release is Fail for a run the infrastructure cut short (the processor
@@ -107,8 +116,8 @@
 // before anything is written, whether a body fits one payload item
 // (MaxItemBytes) after compression, so no record is created whose payload
 // could never be stored. The replay guard (ClaimBody) keeps one small item
-// per source, tenant and body digest ("rg#..." partition keys, sort key
-// "g"), with an expiry and no due-index attributes.
+// per source, tenant, event type and body digest ("rg#..." partition keys,
+// sort key "g"), with an expiry and no due-index attributes.
 //
 // # Guarantees
 //
@@ -135,17 +144,15 @@
 //     replay guard's digest take the same retention, so the payload never
 //     expires before its record.
 //
-// # Call records
+// # Sharing the table
 //
-// The same table also holds call records, the memo of idempotent function
-// calls (package idempotency builds on them; see idem.go): pk "idem#" plus
-// the caller's key, sk "idem", states processing, done and failed. They
-// never carry the due-index attributes and List never returns them.
-// ClaimCall is one conditional put (a repeat gets the stored result back
-// from the failed put), CompleteCall and FailCall one update each,
-// conditioned on the claim token.
+// Other items may live in the same table under partition keys of their
+// own (package idempotency keeps its records there, under "idem#", when
+// pointed at it). The ledger never reads them: List and Counts select
+// sort key "r", and everything else reads by key.
 //
 // SDK errors never leave the package: callers branch on the sentinel errors
-// (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrConflict) or get a
+// (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal, ErrNotThisEvent,
+// ErrConflict) or get a
 // wrapped ErrUnavailable for throttling, 5xx and transport failures.
 package ledger

@@ -17,33 +17,45 @@ import (
 const skGuard = "g"
 
 // guardPK is the partition key of the replay-guard item for one body of one
-// source and tenant. The "rg#" prefix keeps it apart from event records
-// ("ev#"); it has no due-index attributes, so the reclaimer never sees it,
-// and List reads only records.
-func guardPK(id ID, digest string) string {
-	return "rg#" + name.Escape(id.Source) + "#" + name.Escape(id.Tenant) + "#" + name.Escape(digest)
+// event type of one source and tenant. The "rg#" prefix keeps it apart from
+// event records ("ev#"); it has no due-index attributes, so the reclaimer
+// never sees it, and List reads only records. The type comes before the
+// digest, each escaped, so no two (type, digest) pairs share an item.
+func guardPK(id ID, ev Identity) string {
+	return "rg#" + name.Escape(id.Source) + "#" + name.Escape(id.Tenant) + "#" + name.Escape(ev.Type) + "#" + name.Escape(ev.BodySHA256)
 }
 
 // ClaimBody is the replay guard: it records that id's source and tenant
-// delivered a body with digest under id.Key, for the retention window, with
-// one conditional put. It returns the key the body was first seen with:
-// id.Key for the first delivery and for its retries (a retry carries the
-// same key), another key when the body is being replayed under a new event
-// id. The guard is meant for providers whose signature covers neither the
-// event id nor a timestamp, where a captured delivery could otherwise be
-// sent again as a new event.
-func (l *Ledger) ClaimBody(ctx context.Context, id ID, digest string) (string, error) {
+// delivered an event of type ev.Type with body digest ev.BodySHA256 under
+// id.Key, for the retention window, with one conditional put. It returns
+// the key that event was first seen with: id.Key for the first delivery
+// and for its retries (a retry carries the same key), another key when the
+// body is being replayed under a new event id. The guard is meant for
+// providers whose signature covers neither the event id nor a timestamp,
+// where a captured delivery could otherwise be sent again as a new event.
+//
+// It is scoped by event type: two real events of different types may carry
+// byte-identical bodies (a Shopify order's orders/create and an
+// orders/updated sent right after it, when nothing in the payload changed
+// in between), and neither is a replay of the other. The price is that a captured body sent
+// again under a new id and another type passes the guard; the type is then
+// one the sender never gave it, so route by source and never trust such a
+// delivery's type for anything a forged one could abuse.
+func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, error) {
 	if err := id.Validate(); err != nil {
 		return "", err
 	}
-	if digest == "" || len(digest) > 128 {
+	if ev.BodySHA256 == "" || len(ev.BodySHA256) > 128 {
 		return "", fmt.Errorf("%w: body digest must be 1..128 bytes", ErrInvalid)
+	}
+	if n := len(guardPK(id, ev)); n > MaxPKBytes {
+		return "", fmt.Errorf("%w: replay-guard key is %d bytes, over DynamoDB's %d-byte partition key limit", ErrInvalid, n, MaxPKBytes)
 	}
 	now := l.now()
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &l.opt.Table,
 		Item: map[string]types.AttributeValue{
-			attrPK: s(guardPK(id, digest)), attrSK: s(skGuard), attrKey: s(id.Key),
+			attrPK: s(guardPK(id, ev)), attrSK: s(skGuard), attrKey: s(id.Key),
 			attrCreated: ms(now), attrExpires: n(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 		},
 		// A retry of the same event (same key) may refresh the item; so may
@@ -65,7 +77,7 @@ func (l *Ledger) ClaimBody(ctx context.Context, id ID, digest string) (string, e
 	// The endpoint omitted the old item: read it.
 	out, gerr := l.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &l.opt.Table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{attrPK: s(guardPK(id, digest)), attrSK: s(skGuard)},
+		Key: map[string]types.AttributeValue{attrPK: s(guardPK(id, ev)), attrSK: s(skGuard)},
 	})
 	if gerr != nil {
 		return "", unavailable("claim body", id, gerr)

@@ -256,33 +256,71 @@ func (l *Ledger) Get(ctx context.Context, id ID) (Record, error) {
 	return r, nil
 }
 
-// PutPayload stores the event's body, compressed when that is smaller. It is
-// written once per event by the receiver that created the record (and again,
-// identically, to repair a receiver that died between the two writes).
-func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte) error {
+// PutPayload stores the event's body, compressed when that is smaller, with
+// digest, the body digest of the record it is the payload of (see
+// PayloadOf). It is written once per event by the receiver that created the
+// record (and again, identically, to repair a receiver that died between
+// the two writes). It does not read the record: the caller has it, and
+// writes only a body whose digest is the record's (the receiver: the
+// record it just created, or the one a duplicate with the same digest
+// found).
+func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte, digest string) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
-	stored, enc := body, ""
-	if len(body) >= compressAbove {
-		if z := zip.Compress(body); len(z) < len(body) {
-			stored, enc = z, "gzip"
-		}
-	}
-	item := key(id, skPayload)
-	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
+	item := payloadItem(id, body, digest)
 	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
-	if enc != "" {
-		item[attrEncoding] = s(enc)
-	}
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &l.opt.Table, Item: item}); err != nil {
 		return unavailable("put payload", id, err)
 	}
 	return nil
 }
 
-// Payload reads the event's body back. ErrNotFound when it was never stored.
+// payloadItem is id's payload item for body (compressed when that is
+// smaller), marked with the record's body digest when there is one; the
+// caller adds the expiry.
+func payloadItem(id ID, body []byte, digest string) map[string]types.AttributeValue {
+	stored, enc := storedBody(body)
+	item := key(id, skPayload)
+	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
+	if enc != "" {
+		item[attrEncoding] = s(enc)
+	}
+	if digest != "" {
+		item[attrSHA] = s(digest)
+	}
+	return item
+}
+
+// Payload reads the event's body back, whichever event under id it was
+// written for. ErrNotFound when it was never stored. The pipeline reads a
+// record's body with PayloadOf.
 func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
+	item, err := l.payloadItem(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return decodePayload(id, item)
+}
+
+// PayloadOf reads rec's body: its payload item, unless that item was written
+// for another event than rec (ofRecord), which is ErrNotFound as a missing
+// one is. A key can be used again once its record expired, and DynamoDB's
+// TTL deletes the earlier event's payload item days later, if at all by
+// then: read by key alone, that body would be re-driven, replayed or run as
+// the newer event's.
+func (l *Ledger) PayloadOf(ctx context.Context, rec Record) ([]byte, error) {
+	item, err := l.payloadItem(ctx, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	if why := ofRecord(item, rec); why != "" {
+		return nil, fmt.Errorf("payload %s: %w (%s)", rec.ID, ErrNotFound, why)
+	}
+	return decodePayload(rec.ID, item)
+}
+
+func (l *Ledger) payloadItem(ctx context.Context, id ID) (map[string]types.AttributeValue, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
@@ -295,7 +333,23 @@ func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
 	if out.Item == nil {
 		return nil, fmt.Errorf("payload %s: %w", id, ErrNotFound)
 	}
-	return decodePayload(id, out.Item)
+	return out.Item, nil
+}
+
+// ofRecord says why a payload item is not rec's body, or "" when it is (as
+// far as can be told). An item marked with another body digest than rec's
+// was written for an earlier event under the key. So was one that expires
+// before rec was created: every write of rec's payload comes after rec and
+// lasts at least as long. An unmarked item under a record without a digest
+// (both written before digests were kept) is taken as the record's.
+func ofRecord(item map[string]types.AttributeValue, rec Record) string {
+	if d := getS(item, attrSHA); d != "" && rec.BodySHA256 != "" && d != rec.BodySHA256 {
+		return "it was stored for another body under this key: an earlier event's, whose record has expired"
+	}
+	if e := getN(item, attrExpires); e != 0 && !rec.CreatedAt.IsZero() && e < rec.CreatedAt.Unix() {
+		return "it expired before the record was created: an earlier event's under this key"
+	}
+	return ""
 }
 
 // decodePayload returns the body a payload item holds, decompressed.
@@ -412,7 +466,41 @@ type Lease struct {
 // Refusals: ErrNotFound; ErrTerminal when done or dead (the StateError's
 // Record says which); ErrLeased when another worker's lease, or the end an
 // earlier one left behind, is live.
+//
+// Claim takes whatever event the record holds; the processor, which claims
+// for a message, uses ClaimEvent.
 func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, error) {
+	return l.claim(ctx, id, d, nil)
+}
+
+// ClaimEvent is Claim for the event with identity ev (a queue message's
+// type and body digest): the same one conditional write also requires the
+// record to be that event (Record.Mismatch). When it is another, the refusal
+// is a StateError with ErrNotThisEvent, whatever else would refuse the
+// claim, and the record is left exactly as it was: no attempt counted, no
+// status or lease change.
+func (l *Ledger) ClaimEvent(ctx context.Context, id ID, d time.Duration, ev Identity) (Lease, error) {
+	return l.claim(ctx, id, d, &ev)
+}
+
+// identityCond is Record.Mismatch as the start of a condition expression:
+// it holds while the record is the event ev names (nil: any), with ev's
+// digest and type as :sha and :type. It is "" or ends in " AND ".
+func identityCond(ev *Identity) string {
+	if ev == nil {
+		return ""
+	}
+	c := "attribute_not_exists(" + attrSHA + ")"
+	if ev.BodySHA256 != "" {
+		c = "(" + c + " OR " + attrSHA + " = :sha)"
+	}
+	if ev.Type != "" {
+		return c + " AND " + attrType + " = :type AND "
+	}
+	return c + " AND attribute_not_exists(" + attrType + ") AND "
+}
+
+func (l *Ledger) claim(ctx context.Context, id ID, d time.Duration, ev *Identity) (Lease, error) {
 	if err := id.Validate(); err != nil {
 		return Lease{}, err
 	}
@@ -421,13 +509,18 @@ func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, erro
 	}
 	now := l.now()
 	token := newToken()
+	var want Identity
+	if ev != nil {
+		want = *ev
+	}
 	rec, old, failed, err := l.update(ctx, "claim", id,
 		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", interruptedUp, "updated_at = :now"}, nil,
 			map[string]types.AttributeValue{
 				":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
 				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()), ":zero": n(0),
+				":sha": s(want.BodySHA256), ":type": s(want.Type), // identityCond's; dropped when unused
 			}),
-		"attribute_exists(pk) AND expires_at > :nows AND ("+
+		"attribute_exists(pk) AND expires_at > :nows AND "+identityCond(ev)+"("+
 			"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR "+
 			"(#st = :processing AND lease_until <= :now))")
 	lease := func(r Record) Lease { return Lease{ID: id, Token: token, Until: r.LeaseUntil, Record: r} }
@@ -444,6 +537,9 @@ func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, erro
 		// The SDK retried a claim whose first attempt succeeded but whose
 		// answer was lost: the lease is ours.
 		return lease(*old), nil
+	}
+	if old != nil && ev != nil && old.Mismatch(*ev) != "" {
+		return Lease{}, &StateError{Op: "claim", Err: ErrNotThisEvent, Record: *old}
 	}
 	return Lease{}, l.refusal("claim", id, old, now)
 }

@@ -51,9 +51,12 @@ func newID(t *testing.T) ledger.ID {
 	return ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
 }
 
+// createdAs is the identity of the events create writes.
+var createdAs = ledger.Identity{Type: "charge.succeeded", BodySHA256: "abc"}
+
 func create(t *testing.T, f fixture, id ledger.ID) ledger.Record {
 	t.Helper()
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "charge.succeeded", BodySHA256: "abc"})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
 	if err != nil || !created {
 		t.Fatalf("create %s: created=%v err=%v", id, created, err)
 	}
@@ -390,7 +393,7 @@ func TestPayload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := newID(t)
-			if err := f.l.PutPayload(t.Context(), id, tc.body); err != nil {
+			if err := f.l.PutPayload(t.Context(), id, tc.body, "abc"); err != nil {
 				t.Fatal(err)
 			}
 			got, err := f.l.Payload(t.Context(), id)
@@ -560,7 +563,7 @@ func TestListAndCounts(t *testing.T) {
 	create(t, f, id)
 	c, _ := f.l.Claim(t.Context(), id, time.Minute)
 	f.l.Complete(t.Context(), c)
-	f.l.PutPayload(t.Context(), id, []byte("{}"))
+	f.l.PutPayload(t.Context(), id, []byte("{}"), "abc")
 	counts, err := f.l.Counts(t.Context())
 	if err != nil || counts[ledger.Received] != 3 || counts[ledger.Done] != 1 || len(counts) != 2 {
 		t.Fatalf("counts %v %v", counts, err)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,19 +12,16 @@ import (
 
 // PutPayloadIfAbsent stores body as id's payload unless a payload is stored
 // already, with one conditional put, and reports whether it stored it: a
-// payload that is there is never written over. (EnsurePayload does the same
-// for a role that may update items but not put them.)
-func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte) (bool, error) {
+// payload that is there is never written over. digest is the body digest
+// of the record it is the payload of, as for PutPayload. (EnsurePayload
+// does the same for a role that may update items but not put them, and
+// checks the record.)
+func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte, digest string) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
 	}
-	stored, enc := storedBody(body)
-	item := key(id, skPayload)
-	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
+	item := payloadItem(id, body, digest)
 	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
-	if enc != "" {
-		item[attrEncoding] = s(enc)
-	}
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &l.opt.Table, Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
@@ -38,44 +36,63 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte) (bo
 	return false, unavailable("put payload if absent", id, err)
 }
 
-// EnsurePayload stores body as id's payload unless one is stored already,
-// and reports whether it stored it. It is PutPayloadIfAbsent made with one
-// conditional UpdateItem (which creates the item when it is missing), so
-// the processor, whose role may update items but not put them, can keep
-// the body of an event in trouble: one redelivered, failed or buried while
-// its payload was never stored (HOOKLEDGER_PAYLOAD=on-trouble, or a
-// receiver whose payload write failed beside a successful enqueue). An
-// empty body is stored as an empty payload.
+// EnsurePayload stores body as the payload of id's record unless the
+// record's body is stored already, and reports whether it stored it. ev is
+// what the caller's message says the event is (its type and body digest):
+// a body is kept only as the payload of the record it belongs to. It is
+// made with one conditional UpdateItem (which creates the item when it is
+// missing), so the processor, whose role may update items but not put
+// them, can keep the body of an event in trouble: one redelivered, failed
+// or buried while its payload was never stored (HOOKLEDGER_PAYLOAD=on-
+// trouble, or a receiver whose payload write failed beside a successful
+// enqueue), and the reclaimer can keep a body that only a dead-letter
+// message holds. An empty body is stored as an empty payload.
 //
-// It writes only for a record that can still need its body: it first reads
-// the record (one consistent GetItem of its status and expires_at, one read
-// unit) and stores nothing, reporting false, when the record is done (it is
-// never re-driven nor replayed) or gone (missing, or past its retention: a
-// payload written then would outlive its record). A dead record gets its
-// body: the replay that follows needs it. The processor calls it before claiming a
-// redelivered message, when the record may well be done already. The read
-// is consistent so that a record just written is never taken for a gone
-// one; a record that turns done between the read and the write only gets
-// a payload it will not need, which expires with it. The payload expires
-// with its record (its expires_at), whatever retention this ledger was
-// given. A failed read is returned as ErrUnavailable, and nothing is
-// written. The write is billed like a put of the payload, and a payload
-// already there costs one failed conditional write of its size.
-func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte) (bool, error) {
+// It first reads the record (one consistent GetItem of its status, expiry,
+// type and digest, one read unit) and writes only for a record that can
+// still need its body:
+//   - done (never re-driven nor replayed) or gone (missing, or past its
+//     retention: a payload written then would outlive its record): nothing
+//     is stored, and it reports false;
+//   - another event than ev (Record.Mismatch: a stale message of an earlier
+//     event under a key used again, a message without a digest under a
+//     record with one): nothing is stored, and the error is a StateError
+//     with ErrNotThisEvent;
+//   - otherwise (dead included: the replay that follows needs the body) it
+//     stores body unless the record's body is there already: a payload item
+//     marked with the record's digest that lasts as long as the record. An
+//     item left by an earlier event under the key (another digest, or none,
+//     or an earlier expiry; see PayloadOf) is written over.
+//
+// The processor calls it before claiming a redelivered message, when the
+// record may well be done already. The read is consistent so that a record
+// just written is never taken for a gone one; a record that turns done
+// between the read and the write only gets a payload it will not need,
+// which expires with it. The payload expires with its record (its
+// expires_at), whatever retention this ledger was given. A failed read is
+// returned as ErrUnavailable, and nothing is written. The write is billed
+// like a put of the payload, and a payload already there costs one failed
+// conditional write of its size.
+func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Identity) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
 	}
 	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &l.opt.Table, Key: key(id, skRecord), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#st, " + attrExpires), ExpressionAttributeNames: map[string]string{"#st": attrStatus}})
+		ProjectionExpression:     aws.String("#st, " + attrExpires + ", " + attrType + ", " + attrSHA + ", " + attrCreated),
+		ExpressionAttributeNames: map[string]string{"#st": attrStatus}})
 	if err != nil {
 		return false, unavailable("ensure payload: read record", id, err)
 	}
+	rec := decodeRecord(out.Item)
+	rec.ID = id
 	expires := getN(out.Item, attrExpires)
 	switch {
 	case out.Item == nil, expires <= l.now().Unix():
 		return false, nil // gone: nothing to keep a body for
-	case Status(getS(out.Item, attrStatus)) == Done:
+	case rec.Status == Done:
 		return false, nil // done: never re-driven nor replayed
+	case rec.Mismatch(ev) != "":
+		return false, &StateError{Op: "ensure payload", Err: ErrNotThisEvent, Record: rec}
 	}
 	if body == nil {
 		body = []byte{}
@@ -89,11 +106,21 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte) (bool, e
 	if enc != "" {
 		set += ", enc = :enc"
 		vals[":enc"] = s(enc)
+	} else {
+		set += " REMOVE enc" // over an earlier event's compressed item
+	}
+	// The record's body is there: an item marked with its digest that lasts
+	// as long as it. Anything else is written over.
+	cond := "attribute_not_exists(#b) OR expires_at < :e"
+	if rec.BodySHA256 != "" {
+		set = strings.Replace(set, "SET ", "SET "+attrSHA+" = :sha, ", 1)
+		vals[":sha"] = s(rec.BodySHA256)
+		cond += " OR attribute_not_exists(" + attrSHA + ") OR " + attrSHA + " <> :sha"
 	}
 	_, err = l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &l.opt.Table, Key: key(id, skPayload),
 		UpdateExpression:          aws.String(set),
-		ConditionExpression:       aws.String("attribute_not_exists(#b)"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#b": attrBody},
 		ExpressionAttributeValues: vals,
 	})

@@ -21,8 +21,9 @@ const MaxPayloadRef = 1024
 var ErrTooLarge = errors.New("ledger: payload too large to store")
 
 // payloadOverhead is what a payload item holds besides the body: the
-// attribute names and the sort key, expiry and encoding values, rounded up.
-const payloadOverhead = 64
+// attribute names and the sort key, expiry, encoding and body digest
+// values, rounded up.
+const payloadOverhead = 160
 
 // storedBody is the body as the payload item stores it (gzip when that is
 // smaller) and its encoding ("" or "gzip"). PutPayload encodes the same way.

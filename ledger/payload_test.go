@@ -24,11 +24,11 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := newID(t)
 			create(t, f, id)
-			stored, err := f.l.EnsurePayload(t.Context(), id, tc.first)
+			stored, err := f.l.EnsurePayload(t.Context(), id, tc.first, createdAs)
 			if err != nil || !stored {
 				t.Fatalf("absent: stored=%v err=%v", stored, err)
 			}
-			stored, err = f.l.EnsurePayload(t.Context(), id, tc.next)
+			stored, err = f.l.EnsurePayload(t.Context(), id, tc.next, createdAs)
 			if err != nil || stored {
 				t.Fatalf("present: stored=%v err=%v, want false", stored, err)
 			}
@@ -38,15 +38,15 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 			// A payload PutPayloadIfAbsent wrote is recognised as well.
 			id2 := newID(t)
 			create(t, f, id2)
-			if _, err := f.l.PutPayloadIfAbsent(t.Context(), id2, tc.first); err != nil {
+			if _, err := f.l.PutPayloadIfAbsent(t.Context(), id2, tc.first, createdAs.BodySHA256); err != nil {
 				t.Fatal(err)
 			}
-			if stored, err := f.l.EnsurePayload(t.Context(), id2, tc.next); err != nil || stored {
+			if stored, err := f.l.EnsurePayload(t.Context(), id2, tc.next, createdAs); err != nil || stored {
 				t.Errorf("after PutPayloadIfAbsent: stored=%v err=%v, want false", stored, err)
 			}
 		})
 	}
-	if _, err := f.l.EnsurePayload(t.Context(), ledger.ID{Source: "s"}, []byte("x")); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := f.l.EnsurePayload(t.Context(), ledger.ID{Source: "s"}, []byte("x"), createdAs); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("invalid id: %v, want ErrInvalid", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestEnsurePayloadOnlyForRecordsThatMayNeedIt(t *testing.T) {
 		if name == "empty" {
 			body = []byte{}
 		}
-		stored, err := f.l.EnsurePayload(ctx, tc.id, body)
+		stored, err := f.l.EnsurePayload(ctx, tc.id, body, createdAs)
 		if err != nil || stored != tc.keep {
 			t.Errorf("%s: stored=%v err=%v, want stored=%v", name, stored, err, tc.keep)
 		}
@@ -102,7 +102,7 @@ func TestEnsurePayloadOnlyForRecordsThatMayNeedIt(t *testing.T) {
 		}
 	}
 	f.clock.Advance(25 * time.Hour) // past the record's retention; TTL has not removed it yet
-	if stored, err := f.l.EnsurePayload(ctx, expired, []byte("late")); err != nil || stored {
+	if stored, err := f.l.EnsurePayload(ctx, expired, []byte("late"), createdAs); err != nil || stored {
 		t.Errorf("expired record: stored=%v err=%v, want nothing stored", stored, err)
 	}
 }

@@ -90,14 +90,23 @@ func (l *Ledger) GetMany(ctx context.Context, ids []ID) (map[ID]Record, error) {
 	return out, err
 }
 
-// Payloads reads the bodies of ids (as Payload does, up to 100 per
-// BatchGetItem request). Without error, an id absent from the result has
-// no stored payload; on error the result holds what was read and the ids it
-// lacks are unknown.
-func (l *Ledger) Payloads(ctx context.Context, ids []ID) (map[ID][]byte, error) {
-	out := make(map[ID][]byte, len(ids))
+// Payloads reads the bodies of recs (as PayloadOf does, up to 100 per
+// BatchGetItem request). Without error, a record absent from the result has
+// no stored body (none, or only one an earlier event under its key left);
+// on error the result holds what was read and the records it lacks are
+// unknown.
+func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[ID][]byte, error) {
+	out := make(map[ID][]byte, len(recs))
+	ids := make([]ID, len(recs))
+	byID := make(map[ID]Record, len(recs))
+	for i, rec := range recs {
+		ids[i], byID[rec.ID] = rec.ID, rec
+	}
 	var bad []error
 	err := l.batchGet(ctx, "get payloads", ids, skPayload, func(id ID, item map[string]types.AttributeValue) {
+		if ofRecord(item, byID[id]) != "" {
+			return // an earlier event's: this record has none
+		}
 		body, err := decodePayload(id, item)
 		if err != nil {
 			bad = append(bad, err)

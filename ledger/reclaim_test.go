@@ -61,16 +61,17 @@ func TestGetManyAndPayloads(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(o *ledger.Options) { o.Retention = time.Hour })
 	var ids []ledger.ID
+	var all []ledger.Record
 	bodies := map[ledger.ID][]byte{}
 	for i := range 130 { // more than one BatchGetItem's 100 keys
 		id := newID(t)
-		create(t, f, id)
+		all = append(all, create(t, f, id))
 		ids = append(ids, id)
 		if i%10 == 0 {
 			continue // no payload stored
 		}
 		body := []byte(fmt.Sprintf(`{"id":%q,"pad":%q}`, id.Key, bytes.Repeat([]byte("x"), i*20))) // some compressed, some not
-		if err := f.l.PutPayload(t.Context(), id, body); err != nil {
+		if err := f.l.PutPayload(t.Context(), id, body, createdAs.BodySHA256); err != nil {
 			t.Fatal(err)
 		}
 		bodies[id] = body
@@ -95,7 +96,7 @@ func TestGetManyAndPayloads(t *testing.T) {
 	if calls := f.meter.Snapshot()["DynamoDB.BatchGetItem"]; calls != 2 {
 		t.Errorf("131 distinct keys took %d BatchGetItem calls, want 2", calls)
 	}
-	got, err := f.l.Payloads(t.Context(), ids)
+	got, err := f.l.Payloads(t.Context(), all)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,39 @@ type Record struct {
 	writer  string // the request token of the last reclaimer transition or Replay
 }
 
+// Identity is what a queue message says its event is: the type and the body
+// digest the receiver recorded. The record is the one source of both, and a
+// message whose identity is not its record's is never applied (ClaimEvent,
+// EnsurePayload): a key can be used again once its record expired, and an
+// earlier event's message (the dead-letter queue keeps messages 14 days)
+// or a duplicate with another unsigned type header then names the newer
+// record.
+type Identity struct {
+	Type       string
+	BodySHA256 string
+}
+
+// Identity is the record's own.
+func (r Record) Identity() Identity { return Identity{Type: r.EventType, BodySHA256: r.BodySHA256} }
+
+// Mismatch says how an event with identity ev differs from the record's
+// own, or "" when it is the record's event. The types must be equal (both
+// may be empty: some schemes have none). The digests must be equal too: a
+// message without one is never the event of a record with one; only a
+// record without a digest (written before digests were kept) takes any.
+// The claim's condition expression (identityCond) is the same rule.
+func (r Record) Mismatch(ev Identity) string {
+	switch {
+	case r.BodySHA256 != "" && ev.BodySHA256 == "":
+		return "the message carries no body digest"
+	case r.BodySHA256 != "" && ev.BodySHA256 != r.BodySHA256:
+		return "body digest differs"
+	case ev.Type != r.EventType:
+		return "event type differs"
+	}
+	return ""
+}
+
 // Expired reports whether the record is past its retention at now.
 func (r Record) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
@@ -167,6 +200,10 @@ var (
 	ErrLeased = errors.New("ledger: leased by another worker")
 	// ErrTerminal: the record is done or dead.
 	ErrTerminal = errors.New("ledger: record is terminal")
+	// ErrNotThisEvent: the record under the key is another event than the
+	// caller's message names (see Identity): its body digest or type
+	// differs. Nothing was written.
+	ErrNotThisEvent = errors.New("ledger: not the event the record holds under this key")
 	// ErrConflict: the record changed since it was read (reclaimer race).
 	ErrConflict = errors.New("ledger: record changed concurrently")
 	// ErrInvalid: the caller passed something the ledger cannot store.
@@ -176,8 +213,8 @@ var (
 	ErrUnavailable = errors.New("ledger: unavailable")
 )
 
-// StateError is returned with ErrLeaseLost, ErrLeased, ErrTerminal and
-// ErrConflict. It carries the record as it was when the write was refused,
+// StateError is returned with ErrLeaseLost, ErrLeased, ErrTerminal,
+// ErrNotThisEvent and ErrConflict. It carries the record as it was when the write was refused,
 // so callers need no extra read.
 type StateError struct {
 	Op     string

@@ -55,14 +55,14 @@ func TestSourceRetention(t *testing.T) {
 		if got := expiresAt(t, f, c.id.PK(), "r"); !got.Equal(now.Add(c.want)) {
 			t.Errorf("%s: stored record expires_at %v, want %v", c.id.Source, got, now.Add(c.want))
 		}
-		if err := f.l.PutPayload(t.Context(), c.id, []byte(`{"id":"x"}`)); err != nil {
+		if err := f.l.PutPayload(t.Context(), c.id, []byte(`{"id":"x"}`), createdAs.BodySHA256); err != nil {
 			t.Fatal(err)
 		}
 		if got := expiresAt(t, f, c.id.PK(), "p"); !got.Equal(now.Add(c.want)) {
 			t.Errorf("%s: payload expires %v, want its record's %v", c.id.Source, got, now.Add(c.want))
 		}
 	}
-	if _, err := f.l.ClaimBody(t.Context(), stripe, "digest-1"); err != nil {
+	if _, err := f.l.ClaimBody(t.Context(), stripe, ledger.Identity{BodySHA256: "digest-1"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,7 +70,7 @@ func TestSourceRetention(t *testing.T) {
 	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: stripe, BodySHA256: "abc"}); err != nil || created {
 		t.Errorf("stripe at 95h: created=%v err=%v; want a duplicate inside its 96h", created, err)
 	}
-	if k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "replayed"}, "digest-1"); err != nil || k != stripe.Key {
+	if k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "replayed"}, ledger.Identity{BodySHA256: "digest-1"}); err != nil || k != stripe.Key {
 		t.Errorf("replay guard at 95h: %q %v; want the first key, the digest still guarded", k, err)
 	}
 	if _, err := f.l.Get(t.Context(), github); !errors.Is(err, ledger.ErrNotFound) {
@@ -106,7 +106,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Hour)
-	if stored, err := processor.EnsurePayload(t.Context(), id, []byte(`{"id":"x"}`)); err != nil || !stored {
+	if stored, err := processor.EnsurePayload(t.Context(), id, []byte(`{"id":"x"}`), createdAs); err != nil || !stored {
 		t.Fatalf("ensure payload: %v %v", stored, err)
 	}
 	if got := expiresAt(t, f, id.PK(), "p"); !got.Equal(rec.ExpiresAt) {
@@ -115,7 +115,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 	// No record (it expired, or was never written): nothing is written; a
 	// payload then would outlive any record.
 	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("orphan")}
-	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`)); err != nil || stored {
+	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`), createdAs); err != nil || stored {
 		t.Fatalf("no record: stored=%v err=%v, want nothing stored", stored, err)
 	}
 }

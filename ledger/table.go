@@ -2,14 +2,11 @@ package ledger
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/internal/dynamotable"
 )
 
 // DueIndex is the name of the sparse global secondary index the reclaimer
@@ -57,47 +54,5 @@ type TableAPI interface {
 // is active and enables TTL on expires_at. For tests and local runs; in AWS
 // the SAM template owns the table.
 func CreateTable(ctx context.Context, db TableAPI, name string) error {
-	return CreateTableFrom(ctx, db, TableInput(name))
-}
-
-// CreateTableFrom creates the table in unless it exists, waits until it is
-// active and enables TTL on expires_at (the attribute every item of this
-// package, and of package idempotency, expires by).
-func CreateTableFrom(ctx context.Context, db TableAPI, in *dynamodb.CreateTableInput) error {
-	name := aws.ToString(in.TableName)
-	_, err := db.CreateTable(ctx, in)
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", name, err)
-	}
-	for i := 0; ; i++ {
-		out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			return fmt.Errorf("describe table %s: %w", name, err)
-		}
-		if out.Table.TableStatus == types.TableStatusActive {
-			break
-		}
-		if i > 300 {
-			return fmt.Errorf("table %s not active after 60s (status %s)", name, out.Table.TableStatus)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(attrExpires), Enabled: aws.Bool(true)},
-	})
-	if err != nil && !isTTLAlreadyOn(err) {
-		return fmt.Errorf("enable TTL on %s: %w", name, err)
-	}
-	return nil
-}
-
-func isTTLAlreadyOn(err error) bool {
-	var ve interface{ ErrorMessage() string }
-	return errors.As(err, &ve) && strings.Contains(ve.ErrorMessage(), "already enabled")
+	return dynamotable.Create(ctx, db, TableInput(name), attrExpires)
 }

@@ -3,7 +3,7 @@
 #   make lint-template   cfn-lint (with serverless rules) and sam validate --lint, offline
 #   make sam-build       sam build with small binaries (-trimpath, stripped, lambda.norpc)
 #   make e2e             deploy template.yaml into MiniStack, drive it, assert, tear down
-#   make e2e-examples    the same for the idempotency examples (examples/idempotency)
+#   make e2e-examples    the same for the idempotency examples (idempotency/example)
 #
 # DEPLOY_ARCH picks the Lambda architecture sam-build compiles for (arm64 on AWS). e2e always
 # builds x86_64: MiniStack runs provided.al2023 bootstraps as processes on this host.

@@ -2,7 +2,7 @@
 # make test: vet, unit and integration tests with -race against MiniStack
 # (started here unless one already answers on :4566, stopped afterwards),
 # brief fuzzing, the SAM template checks (offline), the deployed-stack
-# end-to-end test (make e2e) and the idempotency examples' (scripts/e2e-examples.sh).
+# end-to-end test (make e2e) and the idempotency examples' (lab/scripts/e2e-examples.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -16,11 +16,11 @@ bash scripts/hygiene.sh
 echo "== go vet"
 go vet ./... ./lab/...
 go vet -tags crashpoints ./... ./lab/...
-go vet -tags e2e ./lab/e2e/ ./examples/idempotency/
+go vet -tags e2e ./lab/e2e/ ./idempotency/example/
 echo "== staticcheck"
 .tools/bin/staticcheck ./... ./lab/...
 .tools/bin/staticcheck -tags crashpoints ./... ./lab/...
-.tools/bin/staticcheck -tags e2e ./lab/e2e/ ./examples/idempotency/
+.tools/bin/staticcheck -tags e2e ./lab/e2e/ ./idempotency/example/
 echo "== go test -race: the product (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
 go test -race -count=1 ./...
 echo "== go test -race -tags crashpoints (the crash points are live only in proof builds; idempotency crash points)"

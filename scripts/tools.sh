@@ -2,7 +2,7 @@
 # Installs the deployment tools, pinned, into two virtualenvs under .venv:
 #
 #   .venv      MiniStack (the emulator) and what it needs to expand the SAM transform
-#              (aws-sam-translator), plus boto3 for scripts/e2e.sh. MiniStack pins botocore
+#              (aws-sam-translator), plus boto3 for lab/scripts/e2e.sh. MiniStack pins botocore
 #              exactly, so this environment keeps MiniStack's botocore.
 #   .venv/sam  SAM CLI and cfn-lint. SAM CLI pins a newer boto3/botocore than MiniStack allows,
 #              so the two cannot share one environment.

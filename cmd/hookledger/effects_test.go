@@ -31,7 +31,7 @@ func (e *effects) routes() *hookledger.Router {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.charges[key]++
-			e.events[ev.Key]++
+			e.events[ev.ID]++
 			return "ch_" + key[3:13], nil
 		}, hookledger.Check(e.find(e.charges))); err != nil {
 			return err

@@ -3,7 +3,7 @@
 // a delivery (verify), read the ledger (inspect, list), replay dead events
 // (replay), recover events a sender gave up on (reconcile) and create local
 // resources (setup). The proof tooling (demo,
-// chaos, bench, stubs) is a separate program, tools/cmd/hooklab.
+// chaos, bench, stubs) is a separate program, lab/cmd/hooklab.
 package main
 
 import (

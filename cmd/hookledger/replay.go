@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -29,7 +29,11 @@ import (
 const replayHelp = `Replays dead (or failed) events: each record goes back to received in the
 ledger (attempts and reclaims reset) and its stored payload is enqueued
 again. Or, with --dlq, moves the messages of a dead-letter queue back into
-the processing queue.
+the processing queue, except those the ledger cannot use (they stay, each
+listed with the reason): unreadable ones, those of events past the ledger's
+retention, and those that are not the event their record holds (an earlier
+event's message under a key used again, one with another type or none).
+Review what it skipped, then delete those messages with --drop-skipped.
 
 Replaying is safe to repeat: the events' effects carry the same downstream
 idempotency keys as before, and steps recorded done do not run again.
@@ -51,6 +55,7 @@ replayed from the ledger.
   hookledger replay --status dead --since 2h
   hookledger replay --status failed --source stripe --dry-run
   hookledger replay --dlq https://sqs.../hookledger-dlq
+  hookledger replay --dlq https://sqs.../hookledger-dlq --drop-skipped
 `
 
 // replayOptions are the parsed flags.
@@ -59,6 +64,7 @@ type replayOptions struct {
 	status              ledger.Status
 	since, until        time.Time
 	dlq                 string
+	dropSkipped         bool // with --dlq: delete the messages it skips
 	dry                 bool
 	limit               int
 	step                string // with --mark-done or --rerun
@@ -70,7 +76,7 @@ type replayOptions struct {
 type replayLedger interface {
 	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
 	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
-	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Replay(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
 	Table() string
 }
@@ -80,6 +86,7 @@ type redriveAPI interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
@@ -100,7 +107,7 @@ type replayer struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL) [--dry-run] [--limit N]", stderr)
+	fs := cli.NewFlags("hookledger", "replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL [--drop-skipped]) [--dry-run] [--limit N]", stderr)
 	var o replayOptions
 	fs.StringVar(&o.key, "key", "", "replay this one event (the provider's event id); needs --source and --tenant")
 	fs.StringVar(&o.source, "source", "", "the event's source; with --status, only events of this source")
@@ -108,7 +115,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	status := fs.String("status", "", "replay every event in this status: dead or failed (default dead when --since or --until is given)")
 	since := fs.String("since", "", "only events received at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (90m, 24h)")
 	until := fs.String("until", "", "only events received before this time (same forms as --since)")
-	fs.StringVar(&o.dlq, "dlq", "", "move every message of this dead-letter queue (its URL) back into HOOKLEDGER_QUEUE_URL")
+	fs.StringVar(&o.dlq, "dlq", "", "move the messages of this dead-letter queue (its URL) back into HOOKLEDGER_QUEUE_URL, skipping (and listing) those the ledger cannot use")
+	fs.BoolVar(&o.dropSkipped, "drop-skipped", false, "with --dlq: delete the messages it skips from the dead-letter queue (review them first, without this flag)")
 	fs.BoolVar(&o.dry, "dry-run", false, "print what would be replayed or redriven; change nothing")
 	fs.IntVar(&o.limit, "limit", 0, "at most this many events or messages (0: all)")
 	fs.StringVar(&o.step, "step", "", "with --key: resolve this step before replaying (with --mark-done or --rerun)")
@@ -181,7 +189,9 @@ func (o replayOptions) validate() error {
 	case o.status != "" && o.status != ledger.Dead && o.status != ledger.Failed:
 		return fmt.Errorf("--status %q: only dead or failed events can be replayed (done ones already took effect; received and processing ones are still in flight)", o.status)
 	case o.dlq != "" && (o.source != "" || o.tenant != "" || !o.since.IsZero() || !o.until.IsZero()):
-		return errors.New("--dlq moves every message back; it takes no --source, --tenant, --since or --until")
+		return errors.New("--dlq redrives a whole dead-letter queue; it takes no --source, --tenant, --since or --until")
+	case o.dropSkipped && o.dlq == "":
+		return errors.New("--drop-skipped goes with --dlq URL")
 	case !o.since.IsZero() && !o.until.IsZero() && !o.since.Before(o.until):
 		return errors.New("--since must be before --until")
 	case o.limit < 0:
@@ -346,77 +356,154 @@ func indeterminateStep(rec ledger.Record) (string, bool) {
 }
 
 // redrive moves the DLQ's messages back to the processing queue: receive,
-// send, delete. A message that cannot be decoded stays in the DLQ. If a
-// delete fails after the send, the message is processed twice, which the
-// ledger absorbs.
+// judge (reclaimer.JudgeDeadLetter, the filter the reclaimer's DLQ pass
+// applies), send, delete. A message the filter leaves stays in the DLQ and
+// is listed with why (or, with --drop-skipped, deleted). If a delete fails
+// after the send, the message is processed twice, which the ledger absorbs.
+// With --dry-run it receives and judges the messages without moving or
+// deleting any. Every message it leaves in the DLQ is made visible again
+// when it is done, for the reclaimer and for the next run (--drop-skipped
+// right after a review).
 func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 	if code := r.sameQueue(ctx, o.dlq); code >= 0 {
 		return code
 	}
-	if o.dry {
-		out, err := r.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &o.dlq,
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: read %s: %v\n", o.dlq, err)
-			return 1
+	var t redriveTally
+	t.skipped = map[string]int{}
+	seen := map[string]bool{} // message ids: a receive that comes round again ends the run
+	var held []*string        // receipt handles of the messages left in the DLQ
+	defer func() {
+		for _, h := range held {
+			r.sqs.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{QueueUrl: &o.dlq, ReceiptHandle: h, VisibilityTimeout: 0})
 		}
-		n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-		if o.limit > 0 {
-			n = min(n, o.limit)
-		}
-		fmt.Fprintf(r.stdout, "would redrive about %s from %s to %s\n", plural(n, "message"), o.dlq, r.queueURL)
-		return 0
-	}
-	moved, kept, failed, dead := 0, 0, 0, 0
-	for o.limit == 0 || moved < o.limit {
+	}()
+	looked := 0
+receive:
+	for o.limit == 0 || looked < o.limit {
 		n := int32(10)
 		if o.limit > 0 {
-			n = int32(min(10, o.limit-moved))
+			n = int32(min(10, o.limit-looked))
 		}
 		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &o.dlq, MaxNumberOfMessages: n, WaitTimeSeconds: 1, VisibilityTimeout: 60})
 		if err != nil {
 			fmt.Fprintf(r.stderr, "replay: receive from %s: %v\n", o.dlq, err)
-			failed++
+			t.failed++
 			break
 		}
 		if len(out.Messages) == 0 {
 			break
 		}
 		for _, m := range out.Messages {
-			msg, err := queue.Decode(aws.ToString(m.Body))
-			if err != nil {
-				kept++
-				fmt.Fprintf(r.stderr, "replay: message %s left in the DLQ: %v\n", aws.ToString(m.MessageId), err)
-				continue
+			if seen[aws.ToString(m.MessageId)] {
+				break receive
 			}
-			if _, err := r.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &r.queueURL, MessageBody: m.Body}); err != nil {
-				failed++
-				fmt.Fprintf(r.stderr, "replay: %s: send to %s: %v (it stays in the DLQ)\n", msg.ID(), r.queueURL, err)
-				continue
+			seen[aws.ToString(m.MessageId)] = true
+			looked++
+			if !r.redriveOne(ctx, o, m, &t) {
+				held = append(held, m.ReceiptHandle)
 			}
-			if _, err := r.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &o.dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
-				fmt.Fprintf(r.stderr, "replay: %s: sent, but not deleted from the DLQ (%v); it may be processed twice, which the ledger absorbs\n", msg.ID(), err)
-			}
-			moved++
-			// The processor acknowledges the message of a dead event
-			// without running it (a dead event runs again only when an
-			// operator replays it), keeping its body if the ledger has
-			// none: the reclaimer buries a record whose body survives only
-			// in this queue. Say which events need that replay.
-			if rec, err := r.ledger.Get(ctx, msg.ID()); err == nil && rec.Status == ledger.Dead {
-				dead++
-				fmt.Fprintf(r.stdout, "redriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --key %s)\n",
-					msg.ID(), msg.Source, msg.Tenant, msg.Key)
-				continue
-			}
-			fmt.Fprintf(r.stdout, "redriven %s\n", msg.ID())
 		}
 	}
-	fmt.Fprintf(r.stdout, "redrove %s from %s to %s; %d left (undecodable), %d failed\n", plural(moved, "message"), o.dlq, r.queueURL, kept, failed)
+	return r.redriveSummary(o, t)
+}
+
+// redriveTally counts what a redrive did.
+type redriveTally struct {
+	moved, failed, dead, dropped int
+	skipped                      map[string]int // by reason
+}
+
+// redriveOne judges one DLQ message and moves, drops or leaves it; it
+// reports whether the message left the DLQ.
+func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.Message, t *redriveTally) (gone bool) {
+	would := ""
+	if o.dry {
+		would = "would be "
+	}
+	dl, err := reclaimer.JudgeDeadLetter(ctx, r.ledger, aws.ToString(m.Body))
+	name := "message " + aws.ToString(m.MessageId)
+	if dl.Left != reclaimer.LeftUnreadable {
+		name = dl.Message.ID().String()
+	}
+	if err != nil {
+		t.failed++
+		fmt.Fprintf(r.stderr, "replay: %s: the ledger could not be read (%v); it stays in the DLQ\n%s", name, err, awsHint(err, os.Getenv))
+		return false
+	}
+	if dl.Left != "" {
+		t.skipped[dl.Left]++
+		if !o.dropSkipped {
+			fmt.Fprintf(r.stdout, "skipped %s: %s; it stays in the DLQ (--drop-skipped deletes it)\n", name, dl.Detail)
+			return false
+		}
+		if !o.dry {
+			if _, err := r.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &o.dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.failed++
+				fmt.Fprintf(r.stderr, "replay: %s: not deleted from the DLQ: %v\n", name, err)
+				return false
+			}
+		}
+		t.dropped++
+		fmt.Fprintf(r.stdout, "%sdropped %s: %s\n", would, name, dl.Detail)
+		return !o.dry
+	}
+	if !o.dry {
+		if _, err := r.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &r.queueURL, MessageBody: m.Body}); err != nil {
+			t.failed++
+			fmt.Fprintf(r.stderr, "replay: %s: send to %s: %v (it stays in the DLQ)\n", name, r.queueURL, err)
+			return false
+		}
+		if _, err := r.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &o.dlq, ReceiptHandle: m.ReceiptHandle}); err != nil {
+			fmt.Fprintf(r.stderr, "replay: %s: sent, but not deleted from the DLQ (%v); it may be processed twice, which the ledger absorbs\n", name, err)
+		}
+	}
+	t.moved++
+	// The processor acknowledges the message of a dead event without
+	// running it (a dead event runs again only when an operator replays
+	// it), keeping its body if the ledger has none: the reclaimer buries a
+	// record whose body survives only in this queue. Say which events need
+	// that replay.
+	if dl.Record.Status == ledger.Dead {
+		t.dead++
+		fmt.Fprintf(r.stdout, "%sredriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --key %s)\n",
+			would, name, dl.Message.Source, dl.Message.Tenant, dl.Message.Key)
+	} else {
+		fmt.Fprintf(r.stdout, "%sredriven %s\n", would, name)
+	}
+	return !o.dry
+}
+
+// redriveSummary prints what a redrive did and returns its exit code: 1
+// when something failed or a skipped message stays in the DLQ.
+func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
+	moved, failed, dead, dropped, skipped := t.moved, t.failed, t.dead, t.dropped, t.skipped
+	verb, dropVerb := "redrove", "dropped"
+	if o.dry {
+		verb, dropVerb = "would redrive", "would drop"
+	}
+	total := 0
+	var reasons []string
+	for _, why := range []string{reclaimer.LeftNotThisEvent, reclaimer.LeftGone, reclaimer.LeftUnreadable} {
+		if skipped[why] > 0 {
+			total += skipped[why]
+			reasons = append(reasons, fmt.Sprintf("%d %s", skipped[why], why))
+		}
+	}
+	line := fmt.Sprintf("%s %s from %s to %s; skipped %d", verb, plural(moved, "message"), o.dlq, r.queueURL, total)
+	if len(reasons) > 0 {
+		line += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	switch {
+	case o.dropSkipped:
+		line += fmt.Sprintf(", %s %d of them", dropVerb, dropped)
+	case total > 0:
+		line += ", left in the DLQ: review them above, then run again with --drop-skipped to delete them"
+	}
+	fmt.Fprintf(r.stdout, "%s; %d failed\n", line, failed)
 	if dead > 0 {
 		fmt.Fprintf(r.stdout, "%d of them belong to dead events: the processor keeps their bodies; replay them afterwards (hookledger replay --status dead)\n", dead)
 	}
-	if failed > 0 || kept > 0 {
+	if failed > 0 || total > dropped {
 		return 1
 	}
 	return 0

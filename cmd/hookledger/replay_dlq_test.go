@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
@@ -93,5 +95,88 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 	}
 	if rec, _ := f.l.Get(ctx, id); rec.Status != ledger.Done {
 		t.Errorf("status %s after the replay, want done", rec.Status)
+	}
+}
+
+// The DLQ keeps messages 14 days, records expire after the retention: an
+// earlier event's dead letter can name a key the sender has used again
+// since. replay --dlq moved every message back, and the processor ran the
+// earlier body under the newer record, marked it done, and the newer
+// event's own body never ran. It now applies the reclaimer's filter: the
+// earlier event's message is skipped and listed (source/tenant/key and
+// why), the others are redriven, the summary counts both, and
+// --drop-skipped deletes what was skipped once the operator has looked.
+func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
+	t.Parallel()
+	f := replaySetup(t)
+	ctx := t.Context()
+	reused := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_reused_id"}
+	expired, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t)), ledger.Options{Table: f.l.Table(), Now: func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := expired.Create(ctx, ledger.NewEvent{ID: reused, Type: "invoice.paid", BodySHA256: "sha-earlier"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := f.l.Create(ctx, ledger.NewEvent{ID: reused, Type: "invoice.paid", BodySHA256: "sha-newer"}); err != nil || !created {
+		t.Fatalf("the key used again: created=%v err=%v", created, err)
+	}
+	other := f.event(t, f.l, "evt_other_dead_letter", ledger.Failed)
+	dlq := &queue.Sender{API: f.sq, URL: f.dlq}
+	for _, m := range []queue.Message{
+		{Source: reused.Source, Tenant: reused.Tenant, Key: reused.Key, Type: "invoice.paid", SHA256: "sha-earlier", Body: []byte(`{"v":"earlier"}`)},
+		{Source: other.Source, Tenant: other.Tenant, Key: other.Key, Type: "invoice.paid", SHA256: "sha-" + other.Key, Body: []byte(`{"v":"other"}`)},
+	} {
+		if err := dlq.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code := f.r.run(ctx, replayOptions{dlq: f.dlq})
+	out := f.out.String()
+	if code != 1 || !strings.Contains(out, "skipped stripe/acme/evt_reused_id: not the event the ledger holds under this key (body digest differs") ||
+		!strings.Contains(out, "redriven stripe/acme/evt_other_dead_letter") ||
+		!strings.Contains(out, "redrove 1 message from") || !strings.Contains(out, "skipped 1 (1 not this event), left in the DLQ") {
+		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr:\n%s", code, out, f.err)
+	}
+	var ran []string
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error {
+		ran = append(ran, ev.ID+" "+string(ev.Body))
+		return nil
+	})
+	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
+	consume := func() {
+		t.Helper()
+		for i, b := range awstest.Drain(t, f.sq, f.qurl) {
+			if resp, _ := proc.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint(i), Body: b}}}); len(resp.BatchItemFailures) != 0 {
+				t.Errorf("processor failed message %d: %v", i, resp.BatchItemFailures)
+			}
+		}
+	}
+	consume()
+	// The newer event's own message arrives after the redrive (its first
+	// delivery was still in flight).
+	main := &queue.Sender{API: f.sq, URL: f.qurl}
+	if err := main.Send(ctx, queue.Message{Source: reused.Source, Tenant: reused.Tenant, Key: reused.Key, Type: "invoice.paid", SHA256: "sha-newer", Body: []byte(`{"v":"newer"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	consume()
+	sort.Strings(ran)
+	if want := []string{`evt_other_dead_letter {"v":"other"}`, `evt_reused_id {"v":"newer"}`}; strings.Join(ran, "|") != strings.Join(want, "|") {
+		t.Errorf("handler ran %q, want %q: each event once, with its own body", ran, want)
+	}
+
+	// Reviewed: drop it.
+	f.out.Reset()
+	if code := f.r.run(ctx, replayOptions{dlq: f.dlq, dropSkipped: true}); code != 0 ||
+		!strings.Contains(f.out.String(), "dropped stripe/acme/evt_reused_id: not the event") || !strings.Contains(f.out.String(), "dropped 1 of them") {
+		t.Fatalf("--drop-skipped: exit %d, stdout:\n%s\nstderr:\n%s", code, f.out, f.err)
+	}
+	if left := awstest.Drain(t, f.sq, f.dlq); len(left) != 0 {
+		t.Errorf("%d messages left in the DLQ after --drop-skipped", len(left))
+	}
+	if rec, _ := f.l.Get(ctx, reused); rec.Status != ledger.Done || rec.Attempts != 1 {
+		t.Errorf("the newer record %+v, want done after one attempt", rec)
 	}
 }

@@ -33,6 +33,11 @@ func (f *fakeSQS) DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...fun
 	return &sqs.DeleteMessageOutput{}, nil
 }
 
+func (f *fakeSQS) ChangeMessageVisibility(context.Context, *sqs.ChangeMessageVisibilityInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	f.moves++
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
 func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	arn, ok := f.arns[*in.QueueUrl]
 	if !ok {

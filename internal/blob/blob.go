@@ -60,11 +60,14 @@ func NewClient(cfg aws.Config) *s3.Client {
 }
 
 // Key is the object key of an event's body: the prefix and the SHA-256 of
-// the ledger's partition key, so every identity has one key of fixed
-// length whatever its parts (S3 keys are at most 1,024 bytes; a partition
-// key may be 2,048).
-func (s *Store) Key(id ledger.ID) string {
-	sum := sha256.Sum256([]byte(id.PK()))
+// the ledger's partition key and the body digest the record keeps, so
+// every event has one key of fixed length whatever its parts (S3 keys are
+// at most 1,024 bytes; a partition key may be 2,048). The digest is in it
+// because a key can be used again once its record expired, and the bucket's
+// lifecycle removes the earlier event's object only later: the newer
+// record's reference must never name the earlier body.
+func (s *Store) Key(id ledger.ID, digest string) string {
+	sum := sha256.Sum256([]byte(id.PK() + "\x00" + digest))
 	return s.Prefix + hex.EncodeToString(sum[:])
 }
 
@@ -105,7 +108,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 
 // payloads is the ledger's payload side, as the readers below need it.
 type payloads interface {
-	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 }
 
 // ErrMissing marks a body found in neither place: errors.Is matches it for
@@ -113,12 +116,13 @@ type payloads interface {
 var ErrMissing = errors.New("payload missing")
 
 // Body returns the stored body of rec: from the store when the record
-// references an object, from the ledger's payload item otherwise. A body
-// that is not there (yet) is an error matching ErrMissing; store may be nil
-// when rec references nothing.
+// references an object, from the ledger's payload item otherwise (one the
+// ledger finds was written for an earlier event under the key is not
+// rec's: ledger.PayloadOf). A body that is not there (yet) is an error
+// matching ErrMissing; store may be nil when rec references nothing.
 func Body(ctx context.Context, l payloads, store *Store, rec ledger.Record) ([]byte, error) {
 	if rec.PayloadRef == "" {
-		b, err := l.Payload(ctx, rec.ID)
+		b, err := l.PayloadOf(ctx, rec)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %w", ErrMissing, err)
 		}

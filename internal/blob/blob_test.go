@@ -29,7 +29,7 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 	body := make([]byte, 2<<20+7)
 	rand.Read(body)
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
-	key := st.Key(id)
+	key := st.Key(id, "d")
 	if err := st.Put(t.Context(), key, body); err != nil {
 		t.Fatal(err)
 	}
@@ -37,20 +37,26 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("got %d bytes, %v; want the %d bytes written", len(got), err, len(body))
 	}
-	if _, err := st.Get(t.Context(), st.Key(ledger.ID{Source: "stripe", Tenant: "acme", Key: "never"})); !errors.Is(err, blob.ErrNotFound) {
+	if _, err := st.Get(t.Context(), st.Key(ledger.ID{Source: "stripe", Tenant: "acme", Key: "never"}, "d")); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("missing object: %v, want ErrNotFound", err)
 	}
 }
 
-func TestKeyIsFixedLengthAndPerIdentity(t *testing.T) {
+// An object key is per identity and body: a key used again once its record
+// expired names another object than the earlier event's, which the bucket's
+// lifecycle removes only later.
+func TestKeyIsFixedLengthAndPerEvent(t *testing.T) {
 	t.Parallel()
 	st := &blob.Store{Prefix: "payloads/"}
 	long := ledger.ID{Source: "s", Tenant: "t", Key: strings.Repeat("#", ledger.MaxPartLen)}
-	a, b := st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}), st.Key(ledger.ID{Source: "s", Tenant: "t#k", Key: ""})
+	a, b := st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}, "d"), st.Key(ledger.ID{Source: "s", Tenant: "t#k", Key: ""}, "d")
 	if a == b {
 		t.Error("two identities share a key")
 	}
-	if k := st.Key(long); len(k) != len("payloads/")+64 || !strings.HasPrefix(k, "payloads/") {
+	if st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}, "d2") == a {
+		t.Error("two bodies under one identity share a key")
+	}
+	if k := st.Key(long, strings.Repeat("d", 64)); len(k) != len("payloads/")+64 || !strings.HasPrefix(k, "payloads/") {
 		t.Errorf("key %q: want the prefix and 64 hex digits", k)
 	}
 }
@@ -63,13 +69,13 @@ func TestBodyReadsWhereTheRecordSays(t *testing.T) {
 	if _, err := blob.Body(t.Context(), l, st, inItem); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no payload item: %v, want ErrMissing", err)
 	}
-	if err := l.PutPayload(t.Context(), id, []byte("in the ledger")); err != nil {
+	if err := l.PutPayload(t.Context(), id, []byte("in the ledger"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := blob.Body(t.Context(), l, st, inItem); err != nil || string(b) != "in the ledger" {
 		t.Fatalf("ledger payload: %q %v", b, err)
 	}
-	inStore := ledger.Record{ID: id, PayloadRef: st.Key(id)}
+	inStore := ledger.Record{ID: id, PayloadRef: st.Key(id, "d")}
 	if _, err := blob.Body(t.Context(), l, st, inStore); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no object: %v, want ErrMissing", err)
 	}

@@ -1,5 +1,5 @@
 // Package cli holds what the two command-line programs share: the operator
-// CLI (cmd/hookledger) and the proof tooling's CLI (tools/cmd/hooklab). Flag
+// CLI (cmd/hookledger) and the proof tooling's CLI (lab/cmd/hooklab). Flag
 // sets whose --help goes to stdout, an HTTP transport that reaches emulated
 // API hosts, and signed-delivery plumbing.
 package cli

@@ -38,7 +38,7 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 	r := hookledger.NewRouter()
 	run := func(ev *hookledger.Event) {
 		mu.Lock()
-		seen[ev.Key] = append(seen[ev.Key], ev.Body)
+		seen[ev.ID] = append(seen[ev.ID], ev.Body)
 		mu.Unlock()
 	}
 	r.HandleFunc("github", "ping", func(ctx context.Context, ev *hookledger.Event) error { run(ev); return nil })
@@ -112,14 +112,14 @@ func (o *orderLedger) note(c string) {
 	o.mu.Unlock()
 }
 
-func (o *orderLedger) Claim(ctx context.Context, id ledger.ID, d time.Duration) (ledger.Lease, error) {
+func (o *orderLedger) ClaimEvent(ctx context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
 	o.note("claim")
-	return o.Ledger.Claim(ctx, id, d)
+	return o.Ledger.ClaimEvent(ctx, id, d, ev)
 }
 
-func (o *orderLedger) EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error) {
+func (o *orderLedger) EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error) {
 	o.note("keep")
-	return o.Ledger.EnsurePayload(ctx, id, body)
+	return o.Ledger.EnsurePayload(ctx, id, body, ev)
 }
 
 // A message SQS delivers again (ApproximateReceiveCount > 1) has its body

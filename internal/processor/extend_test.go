@@ -20,9 +20,10 @@ type extendLedger struct {
 	ends []time.Time
 }
 
-func (x *extendLedger) Claim(_ context.Context, id ledger.ID, d time.Duration) (ledger.Lease, error) {
+func (x *extendLedger) ClaimEvent(_ context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
 	until := time.Now().Add(d)
-	return ledger.Lease{ID: id, Token: "t", Until: until, Record: ledger.Record{ID: id, Status: ledger.Processing, Attempts: 1, Version: 2, LeaseUntil: until}}, nil
+	return ledger.Lease{ID: id, Token: "t", Until: until, Record: ledger.Record{ID: id, EventType: ev.Type, BodySHA256: ev.BodySHA256,
+		Status: ledger.Processing, Attempts: 1, Version: 2, LeaseUntil: until}}, nil
 }
 
 func (x *extendLedger) Extend(_ context.Context, l ledger.Lease, d time.Duration) (ledger.Lease, error) {
@@ -55,8 +56,8 @@ func (x *extendLedger) Release(context.Context, ledger.Lease, string, time.Durat
 func (x *extendLedger) Bury(context.Context, ledger.Lease, string, ...ledger.StepChange) (ledger.Record, error) {
 	return ledger.Record{Status: ledger.Dead}, nil
 }
-func (x *extendLedger) Payload(context.Context, ledger.ID) ([]byte, error) { return nil, nil }
-func (x *extendLedger) EnsurePayload(context.Context, ledger.ID, []byte) (bool, error) {
+func (x *extendLedger) PayloadOf(context.Context, ledger.Record) ([]byte, error) { return nil, nil }
+func (x *extendLedger) EnsurePayload(context.Context, ledger.ID, []byte, ledger.Identity) (bool, error) {
 	return false, nil
 }
 

@@ -77,7 +77,7 @@ func TestProcessorKeepsThePayloadOnlyForEventsInTrouble(t *testing.T) {
 	}
 	// A payload already there is kept, not overwritten.
 	again := f.event(t, "evt_kept_once", "flaky")
-	if err := f.l.PutPayload(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_kept_once"}, []byte("the receiver's copy")); err != nil {
+	if err := f.l.PutPayload(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_kept_once"}, []byte("the receiver's copy"), "x"); err != nil {
 		t.Fatal(err)
 	}
 	f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{again}})
@@ -102,7 +102,7 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 	f.h.Routes = r
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_in_store"}
 	body := []byte(`{"id":"evt_in_store","big":true}`)
-	ref := st.Key(id)
+	ref := st.Key(id, "x")
 	if err := st.Put(t.Context(), ref, body); err != nil {
 		t.Fatal(err)
 	}

@@ -27,15 +27,15 @@ import (
 
 // leases is the slice of the ledger the processor calls.
 type leases interface {
-	Claim(ctx context.Context, id ledger.ID, d time.Duration) (ledger.Lease, error)
+	ClaimEvent(ctx context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error)
 	Extend(ctx context.Context, lease ledger.Lease, d time.Duration) (ledger.Lease, error)
 	SaveSteps(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
 	Complete(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
 	Fail(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
 	Release(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
 	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
-	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
-	EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error)
+	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
+	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
 }
 
 // objects reads bodies from the S3 payload store.
@@ -105,8 +105,13 @@ const (
 	Indeterminate Outcome = "dead_indeterminate"
 	LeaseLost     Outcome = "lease_lost"
 	Gone          Outcome = "not_found"
-	Malformed     Outcome = "malformed"
-	Error         Outcome = "error"
+	// Parked: the message is not the event its record holds (an earlier
+	// event's under a key used again, a duplicate's with another type): it
+	// is never applied, and goes back to the queue untouched until SQS moves
+	// it to the dead-letter queue, where it waits for the operator.
+	Parked    Outcome = "parked"
+	Malformed Outcome = "malformed"
+	Error     Outcome = "error"
 )
 
 // metrics names the counts an outcome adds to.
@@ -122,6 +127,8 @@ func (o Outcome) metrics() []string {
 		return []string{"Dead", "Indeterminate"}
 	case AlreadyDone, AlreadyDead, Gone:
 		return []string{"Redelivered"}
+	case Parked:
+		return []string{"Parked"}
 	default:
 		return []string{"Failed"}
 	}
@@ -219,7 +226,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		return Malformed // never acked: SQS moves it to the DLQ after maxReceiveCount
 	}
 	out, detail = h.process(ctx, m, receiveCount(msg))
-	if !out.acked() && out != Retry { // retry kept it already
+	if !out.acked() && out != Retry && out != Parked { // retry kept it already; a parked body is not the record's
 		// The message goes back to the queue: an event in trouble, which
 		// may yet need a re-drive from the ledger.
 		h.keep(ctx, m, log, "message returned to the queue")
@@ -251,12 +258,17 @@ func receiveCount(msg events.SQSMessage) int {
 // An empty body is kept as an empty payload; a message that does not carry
 // its body (queue.Message.BodyOmitted) has nothing to keep, and the body it
 // refers to is stored already. EnsurePayload writes nothing for a record
-// that is done or gone.
+// that is done or gone, and nothing from a message that is not the record's
+// event (its error, ErrNotThisEvent, is returned for the caller to park the
+// message).
 func (h *Handler) keep(ctx context.Context, m queue.Message, log *slog.Logger, why string) error {
 	if m.Ref != "" || m.BodyOmitted {
 		return nil
 	}
-	stored, err := h.Ledger.EnsurePayload(ctx, m.ID(), m.Body)
+	stored, err := h.Ledger.EnsurePayload(ctx, m.ID(), m.Body, identity(m))
+	if errors.Is(err, ledger.ErrNotThisEvent) {
+		return err
+	}
 	if err != nil {
 		log.WarnContext(ctx, "could not keep the payload of an event in trouble", "reason", why, "error", err.Error())
 		return err
@@ -266,6 +278,36 @@ func (h *Handler) keep(ctx context.Context, m queue.Message, log *slog.Logger, w
 		h.Metrics.Count("PayloadKept")
 	}
 	return nil
+}
+
+// identity is what a message says its event is.
+func identity(m queue.Message) ledger.Identity {
+	return ledger.Identity{Type: m.Type, BodySHA256: m.SHA256}
+}
+
+// park answers a message that is not the event its record holds (the
+// claim, or the keeping of its body, was refused with ErrNotThisEvent): an
+// earlier event's message under a key used again after its record expired
+// (a dead letter redriven, say), or one that carries another type or no
+// digest. It is never applied and the record is left as it was. The
+// message is not acknowledged: SQS hands it back after its visibility
+// timeout and, after maxReceiveCount deliveries, moves it to the
+// dead-letter queue, where the reclaimer and hookledger replay --dlq leave
+// it, saying why, until the operator drops it. The log line names both
+// identities, never the body.
+func (h *Handler) park(ctx context.Context, m queue.Message, err error, receives int) (Outcome, error) {
+	var se *ledger.StateError
+	errors.As(err, &se)
+	var rec ledger.Record
+	if se != nil {
+		rec = se.Record
+	}
+	why := rec.Mismatch(identity(m))
+	h.logger().ErrorContext(ctx, "message is not the event its record holds: parked, never applied; it goes to the dead-letter queue after maxReceiveCount deliveries",
+		"source", m.Source, "tenant", m.Tenant, "event_key", m.Key, "status", string(rec.Status), "reason", why,
+		"message_sha256", m.SHA256, "record_sha256", rec.BodySHA256, "message_type", m.Type, "record_type", rec.EventType,
+		"receive_count", receives)
+	return Parked, fmt.Errorf("not the event the ledger holds under this key (%s): %w", why, err)
 }
 
 func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (Outcome, error) {
@@ -280,19 +322,28 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		// DLQ, and the reclaimer can re-drive only what the ledger holds).
 		// EnsurePayload stores nothing for a record that is done or gone,
 		// the common case of a redelivery. A failure is not fatal: the
-		// message stays the carrier.
-		h.keep(ctx, m, log, "message redelivered")
+		// message stays the carrier. A message that is not the record's
+		// event is parked at once.
+		if err := h.keep(ctx, m, log, "message redelivered"); errors.Is(err, ledger.ErrNotThisEvent) {
+			return h.park(ctx, m, err, receives)
+		}
 	}
-	lease, err := h.Ledger.Claim(ctx, id, h.lease(ctx))
+	// The claim requires the record to be this message's event (its type
+	// and body digest), in its one conditional write.
+	lease, err := h.Ledger.ClaimEvent(ctx, id, h.lease(ctx), identity(m))
 	var se *ledger.StateError
 	switch {
+	case errors.Is(err, ledger.ErrNotThisEvent):
+		return h.park(ctx, m, err, receives)
 	case errors.As(err, &se) && se.Record.Status == ledger.Done:
 		return AlreadyDone, nil
 	case errors.As(err, &se) && se.Record.Status == ledger.Dead:
 		// Buried while this message was still on the queue (the reclaimer
 		// gave up on it, or an operator redrove the DLQ): keep the body
 		// for the replay that will follow before the message goes.
-		if err := h.keep(ctx, m, log, "event is dead"); err != nil {
+		if err := h.keep(ctx, m, log, "event is dead"); errors.Is(err, ledger.ErrNotThisEvent) {
+			return h.park(ctx, m, err, receives)
+		} else if err != nil {
 			return Error, err
 		}
 		return AlreadyDead, nil
@@ -317,13 +368,16 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 			return h.release(ctx, m, lease, fmt.Errorf("read payload: %w", err))
 		}
 	default: // left out of the message for its size: the ledger holds it
-		if body, err = h.Ledger.Payload(ctx, id); err != nil {
+		if body, err = h.Ledger.PayloadOf(ctx, lease.Record); err != nil {
 			return h.release(ctx, m, lease, fmt.Errorf("read payload: %w", err))
 		}
 	}
-	handler := h.Routes.Lookup(m.Source, m.Type)
+	// Routed by the record's type: the record is the event's identity (the
+	// claim made sure the message names the same).
+	typ := lease.Record.EventType
+	handler := h.Routes.Lookup(m.Source, typ)
 	if handler == nil {
-		return h.unrouted(ctx, lease, m)
+		return h.unrouted(ctx, lease, m, typ)
 	}
 	w := &work{h: h, lease: lease}
 	run := steps.New(steps.Config{
@@ -332,7 +386,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		Extend: w.extend,
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
-		Source: m.Source, Tenant: m.Tenant, Key: m.Key, Type: m.Type, Body: body, Attempt: lease.Record.Attempts,
+		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
 	}, run)
 	herr := safeRun(ctx, handler, ev)
@@ -369,9 +423,9 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 
 // unrouted settles an event no route matches: done (default) or dead, each
 // with its own outcome and metric, never silently.
-func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Message) (Outcome, error) {
+func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Message, typ string) (Outcome, error) {
 	if h.Unrouted == UnroutedFail {
-		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, m.Type)
+		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, typ)
 		if err := h.bury(ctx, m, lease, cause); err != nil {
 			return h.completeFailed(err)
 		}
@@ -380,7 +434,7 @@ func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Mess
 	if _, err := h.Ledger.Complete(ctx, lease); err != nil {
 		return h.completeFailed(err)
 	}
-	return Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, m.Type)
+	return Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, typ)
 }
 
 func (h *Handler) point(p string) {

@@ -43,7 +43,7 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{l: l, leases: make(chan [2]time.Time, 1), meter: m}
 	r := hookledger.NewRouter()
 	count := func(ev *hookledger.Event) {
-		c, _ := f.calls.LoadOrStore(ev.Key, new(atomic.Int32))
+		c, _ := f.calls.LoadOrStore(ev.ID, new(atomic.Int32))
 		c.(*atomic.Int32).Add(1)
 	}
 	r.HandleFunc("stripe", "invoice.paid", func(ctx context.Context, ev *hookledger.Event) error { count(ev); return nil })
@@ -57,7 +57,7 @@ func setup(t *testing.T) *fixture {
 	})
 	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
 		before, _ := l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 10*time.Minute); err != nil {
 			return err
@@ -242,7 +242,7 @@ func TestExtendLeaseNeverShortensTheLease(t *testing.T) {
 	leases := make(chan [2]time.Time, 1)
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "long", func(ctx context.Context, ev *hookledger.Event) error {
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.Key}
+		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
 		before, _ := f.l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 30*time.Second); err != nil {
 			return err
@@ -273,7 +273,7 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	f.h.Routes = r
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
 	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
-	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`))
+	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`), "x")
 	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x", BodyOmitted: true})
 	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
 	if len(resp.BatchItemFailures) != 0 || string(got) != `{"big":true}` {

@@ -61,7 +61,7 @@ func TestDuplicateWritesAMissingStoredObject(t *testing.T) {
 	f, st := storeFixture(t)
 	body := bigBody("evt_lost_object", 2<<20)
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_lost_object"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: f.stripe.BodyDigest(body), PayloadRef: st.Key(id)}); err != nil {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: f.stripe.BodyDigest(body), PayloadRef: st.Key(id, f.stripe.BodyDigest(body))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.Claim(t.Context(), id, time.Minute); err != nil { // the processor has it

@@ -80,11 +80,11 @@ type failingPayload struct {
 	fail bool
 }
 
-func (f *failingPayload) PutPayload(ctx context.Context, id ledger.ID, body []byte) error {
+func (f *failingPayload) PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error {
 	if f.fail {
 		return errors.New("injected: payload write failed")
 	}
-	return f.Ledger.PutPayload(ctx, id, body)
+	return f.Ledger.PutPayload(ctx, id, body, digest)
 }
 
 // A Zoom delivery (derived key) whose payload write failed got 503; Zoom's

@@ -93,11 +93,11 @@ type meetingLedger struct {
 	r *rendezvous
 }
 
-func (m meetingLedger) PutPayload(ctx context.Context, id ledger.ID, body []byte) error {
+func (m meetingLedger) PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error {
 	if err := m.r.meet(ctx, m.r.payloadStarted, &m.r.once1, m.r.sendStarted); err != nil {
 		return err
 	}
-	return m.Ledger.PutPayload(ctx, id, body)
+	return m.Ledger.PutPayload(ctx, id, body, digest)
 }
 
 type meetingSender struct {
@@ -193,8 +193,8 @@ func TestStoreKeepsBodiesPastTheLedgersLimit(t *testing.T) {
 			}
 			id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
 			rec, err := f.l.Get(t.Context(), id)
-			if err != nil || rec.PayloadRef != st.Key(id) {
-				t.Fatalf("record ref %q %v, want %q", rec.PayloadRef, err, st.Key(id))
+			if err != nil || rec.PayloadRef != st.Key(id, rec.BodySHA256) {
+				t.Fatalf("record ref %q %v, want %q", rec.PayloadRef, err, st.Key(id, rec.BodySHA256))
 			}
 			got, err := blob.Body(t.Context(), f.l, st, rec)
 			if err != nil || string(got) != string(body) {
@@ -233,7 +233,7 @@ func TestStoreThreshold(t *testing.T) {
 	}
 	over := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_over"}
 	rec, _ := f.l.Get(t.Context(), over)
-	if rec.PayloadRef != st.Key(over) {
+	if rec.PayloadRef != st.Key(over, rec.BodySHA256) {
 		t.Errorf("a body over the threshold: ref %q, want the store", rec.PayloadRef)
 	}
 	if _, err := f.l.Payload(t.Context(), over); !errors.Is(err, ledger.ErrNotFound) {

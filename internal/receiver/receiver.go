@@ -31,8 +31,8 @@ import (
 // recorder is the slice of the ledger the receiver writes.
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
-	PutPayload(ctx context.Context, id ledger.ID, body []byte) error
-	ClaimBody(ctx context.Context, id ledger.ID, digest string) (string, error)
+	PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error
+	ClaimBody(ctx context.Context, id ledger.ID, ev ledger.Identity) (string, error)
 }
 
 // sender enqueues an event for the processor.
@@ -42,7 +42,7 @@ type sender interface {
 
 // objects writes bodies to the S3 payload store.
 type objects interface {
-	Key(id ledger.ID) string
+	Key(id ledger.ID, digest string) string
 	Put(ctx context.Context, key string, body []byte) error
 }
 
@@ -337,27 +337,29 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	// Refuse what cannot be held before anything is written: a record whose
 	// body can never be stored would end dead. A body the ledger's payload
 	// item cannot hold goes to the payload store, if there is one.
+	digest := verifier.BodyDigest(body)
 	var ref string
 	if err := ledger.CheckPayloadSize(id, body); err != nil {
 		if h.Store == nil {
 			log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
 			return ansTooLarge, ev
 		}
-		ref = h.Store.Key(id)
+		ref = h.Store.Key(id, digest)
 	} else if h.Store != nil && h.StoreAbove > 0 && len(body) > h.StoreAbove {
-		ref = h.Store.Key(id)
+		ref = h.Store.Key(id, digest)
 	}
-	digest := verifier.BodyDigest(body)
 	if h.Sources.ReplayGuard(src) {
-		first, err := h.Ledger.ClaimBody(ctx, id, digest)
+		// Scoped by event type: two real events of different types may
+		// carry the same body (ledger.ClaimBody).
+		first, err := h.Ledger.ClaimBody(ctx, id, ledger.Identity{Type: ev.Type, BodySHA256: digest})
 		if err != nil {
 			log.ErrorContext(ctx, "replay guard unavailable", "event_key", ev.Key, "error", err.Error())
 			return ansUnavailable, ev
 		}
 		if first != ev.Key {
 			log.WarnContext(ctx, "body already accepted under another event id: replay refused",
-				"event_key", ev.Key, "first_event_key", first, "body_sha256", digest)
-			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered under another event id"}`), ev
+				"event_key", ev.Key, "first_event_key", first, "event_type", ev.Type, "body_sha256", digest)
+			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered with this type under another event id"}`), ev
 		}
 	}
 	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
@@ -417,8 +419,10 @@ func (h *Handler) keepAndSend(ctx context.Context, msg queue.Message) error {
 }
 
 // keep stores the body where the record says: the payload store when the
-// message carries a reference, the ledger's payload item otherwise. Both
-// writes are idempotent (the same bytes under the event's own key).
+// message carries a reference, the ledger's payload item otherwise, marked
+// with the record's digest (msg.SHA256: the callers send only a body whose
+// digest is the record's). Both writes are idempotent (the same bytes under
+// the event's own key).
 func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	if msg.Ref != "" {
 		if h.Store == nil {
@@ -426,7 +430,7 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 		}
 		return h.Store.Put(ctx, msg.Ref, msg.Body)
 	}
-	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body)
+	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body, msg.SHA256)
 }
 
 // MaxTypeBytes bounds an event type (name.MaxType).
@@ -454,6 +458,19 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		a.result = Mismatched
 		return a
 	}
+	// The same body (or a record from before digests were kept). The
+	// record is the event's identity: whatever is stored or enqueued from
+	// here on carries its type and digest, not this delivery's. A type
+	// header the signature does not cover (GitHub's X-GitHub-Event,
+	// Shopify's topic) may differ on a forged or buggy duplicate; the
+	// message would otherwise be parked by the processor, or, before the
+	// processor checked, run under the wrong route.
+	if msg.Type != rec.EventType {
+		log.WarnContext(ctx, "duplicate carries another event type than its record; the record's is kept",
+			"event_key", msg.Key, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
+		h.Metrics.Count("TypeMismatch")
+	}
+	msg.Type, msg.SHA256 = rec.EventType, rec.BodySHA256
 	grace := h.RequeueAfter
 	if grace <= 0 {
 		grace = DefaultRequeueAfter

@@ -3,6 +3,7 @@ package reclaimer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,14 +19,15 @@ import (
 // when the receiver's payload write failed beside its enqueue) the message
 // may hold the only copy of the body, and a record without a stored body is
 // one the reclaimer cannot re-drive. So each scheduled run reads a few DLQ
-// messages and, for each whose record still exists, stores the body in the
-// ledger (EnsurePayload: only where none is stored, never for a done
-// record) and deletes the message: the ledger now holds everything the
-// message did, and the record is re-driven by the usual path (or, if dead,
-// replayed by an operator from its stored body). A message whose record is
-// gone (past its retention), that cannot be read, or that left its body in
-// the payload store is left in the DLQ, where its alarm and `hookledger
-// replay --dlq` are the operator's.
+// messages and, for each that is its record's event, stores the body in the
+// ledger (EnsurePayload: only where the record's body is not stored, never
+// for a done record) and deletes the message: the ledger now holds
+// everything the message did, and the record is re-driven by the usual path
+// (or, if dead, replayed by an operator from its stored body). A message
+// JudgeDeadLetter leaves (unreadable, its record gone past its retention,
+// or not its record's event), or that left its body in the payload store,
+// stays in the DLQ, where its alarm and `hookledger replay --dlq` are the
+// operator's.
 type DeadLetters struct {
 	API    dlqAPI
 	URL    string
@@ -47,9 +49,14 @@ type dlqAPI interface {
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
-type deadLetterStore interface {
+// RecordReader reads a record, as JudgeDeadLetter needs.
+type RecordReader interface {
 	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
-	EnsurePayload(ctx context.Context, id ledger.ID, body []byte) (bool, error)
+}
+
+type deadLetterStore interface {
+	RecordReader
+	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
 	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 }
 
@@ -57,6 +64,66 @@ var (
 	_ dlqAPI          = (*sqs.Client)(nil)
 	_ deadLetterStore = (*ledger.Ledger)(nil)
 )
+
+// Why a dead-letter message is left where it is (DeadLetter.Left).
+const (
+	LeftUnreadable   = "unreadable"     // not a message the processor can decode
+	LeftGone         = "record gone"    // the ledger no longer holds its event: past its retention
+	LeftNotThisEvent = "not this event" // not the event its record holds (ledger.Record.Mismatch)
+)
+
+// DeadLetter is one dead-letter message judged against the ledger.
+type DeadLetter struct {
+	Message queue.Message // decoded; zero when Left is LeftUnreadable
+	Record  ledger.Record // the record it names; zero when there is none
+	// Left is why the message must stay in the DLQ (one of the Left...
+	// constants), "" when it may be used: its body kept as its record's
+	// payload, or the message redriven to the processor. Detail says more.
+	Left   string
+	Detail string
+}
+
+// JudgeDeadLetter decodes one dead-letter message body and reads the record
+// it names: the one filter the reclaimer's DLQ pass and hookledger replay
+// --dlq share. A message is left when it is unreadable, when its record is
+// gone (past its retention: the processor would drop it unrun), or when it
+// is not the event its record holds: the DLQ keeps messages 14 days and a
+// record may expire sooner, so a key used again (derived keys, senders that
+// reuse ids) can name a newer event than the message's, and the processor
+// parks such messages here. Such a message is never redriven nor kept as
+// the record's body; the operator reviews it and drops it. A done record's
+// message that is its event is usable (a spent copy). It returns an error
+// only when the ledger could not be read: look at the message again later.
+func JudgeDeadLetter(ctx context.Context, l RecordReader, body string) (DeadLetter, error) {
+	msg, err := queue.Decode(body)
+	if err != nil {
+		return DeadLetter{Left: LeftUnreadable, Detail: err.Error()}, nil
+	}
+	dl := DeadLetter{Message: msg}
+	rec, err := l.Get(ctx, msg.ID())
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		dl.Left, dl.Detail = LeftGone, "the ledger no longer holds its event (past its retention); the processor would drop it unrun"
+		return dl, nil
+	case err != nil:
+		return dl, err
+	}
+	dl.Record = rec
+	ev := ledger.Identity{Type: msg.Type, BodySHA256: msg.SHA256}
+	if why := rec.Mismatch(ev); why != "" {
+		dl.Left = LeftNotThisEvent
+		dl.Detail = fmt.Sprintf("not the event the ledger holds under this key (%s: message type %q sha256 %s, record type %q sha256 %s, status %s): an earlier event's message under a key used again, or one with another type",
+			why, msg.Type, orNone(msg.SHA256), rec.EventType, orNone(rec.BodySHA256), rec.Status)
+	}
+	return dl, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
 
 // DeadLetterReport counts what a run did with the DLQ.
 type DeadLetterReport struct {
@@ -118,28 +185,25 @@ const (
 
 // one decides about one message.
 func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, now time.Time) dlqOutcome {
-	msg, err := queue.Decode(body)
-	if err != nil {
-		log.WarnContext(ctx, "dead-letter message unreadable; left in the DLQ", "error", err.Error())
-		return dlqLeft
+	dl, err := JudgeDeadLetter(ctx, d.Ledger, body)
+	msg, rec := dl.Message, dl.Record
+	if dl.Left != LeftUnreadable {
+		log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_key", msg.Key)
 	}
-	log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_key", msg.Key)
-	rec, err := d.Ledger.Get(ctx, msg.ID())
 	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		log.WarnContext(ctx, "dead-letter message of an event the ledger no longer holds (past its retention); left in the DLQ")
-		return dlqLeft
 	case err != nil:
 		log.WarnContext(ctx, "dead-letter message: ledger unreadable; looked at again next run", "error", err.Error())
 		return dlqLeft
+	case dl.Left == LeftNotThisEvent:
+		log.WarnContext(ctx, "dead-letter message of another event than its record's; left in the DLQ for the operator (hookledger replay --dlq lists it, --drop-skipped deletes it)",
+			"status", string(rec.Status), "reason", dl.Detail, "message_sha256", msg.SHA256, "record_sha256", rec.BodySHA256,
+			"message_type", msg.Type, "record_type", rec.EventType)
+		return dlqLeft
+	case dl.Left != "":
+		log.WarnContext(ctx, "dead-letter message left in the DLQ", "reason", dl.Left, "detail", dl.Detail)
+		return dlqLeft
 	case rec.Status == ledger.Done:
 		return dlqCleared // finished since: the message is a spent copy
-	case msg.SHA256 != "" && rec.BodySHA256 != "" && msg.SHA256 != rec.BodySHA256:
-		// An older event's message under a key the ledger has since
-		// given to another (the DLQ keeps messages 14 days, records may
-		// expire sooner): its body is not this record's.
-		log.WarnContext(ctx, "dead-letter message of an earlier event under this key (its body digest differs); left in the DLQ")
-		return dlqLeft
 	case msg.BodyOmitted || msg.Ref != "" || rec.PayloadRef != "":
 		// The record keeps its body in the payload store, where the
 		// reclaimer and replay read it (never the ledger's payload item),
@@ -148,8 +212,9 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, no
 		log.WarnContext(ctx, "dead-letter message of an event whose body belongs in the payload store; left in the DLQ for hookledger replay --dlq", "status", string(rec.Status))
 		return dlqLeft
 	}
-	kept, err := d.Ledger.EnsurePayload(ctx, msg.ID(), msg.Body)
+	kept, err := d.Ledger.EnsurePayload(ctx, msg.ID(), msg.Body, ledger.Identity{Type: msg.Type, BodySHA256: msg.SHA256})
 	if err != nil {
+		// ErrNotThisEvent: the record changed under the key since Get.
 		log.WarnContext(ctx, "dead-letter message: body not stored; looked at again next run", "error", err.Error())
 		return dlqLeft
 	}

@@ -55,7 +55,7 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	// The message arrives (the processor keeps the body as soon as the
 	// event is in trouble, or completes it): with the body stored, the
 	// reclaimer re-drives as before.
-	if err := f.l.PutPayload(ctx, recv, []byte(`{"id":"evt_no_payload"}`)); err != nil {
+	if err := f.l.PutPayload(ctx, recv, []byte(`{"id":"evt_no_payload"}`), "x"); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * time.Hour)
@@ -100,10 +100,10 @@ func TestReclaimerRedrivesBodiesInThePayloadStore(t *testing.T) {
 	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
 	f.h.Store = st
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_stored_in_s3"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x", PayloadRef: st.Key(id)}); err != nil {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x", PayloadRef: st.Key(id, "x")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Put(t.Context(), st.Key(id), []byte(`{"id":"evt_stored_in_s3"}`)); err != nil {
+	if err := st.Put(t.Context(), st.Key(id, "x"), []byte(`{"id":"evt_stored_in_s3"}`)); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Minute)
@@ -115,7 +115,7 @@ func TestReclaimerRedrivesBodiesInThePayloadStore(t *testing.T) {
 		t.Fatalf("receive %v %d", err, len(out.Messages))
 	}
 	m, err := queue.Decode(*out.Messages[0].Body)
-	if err != nil || m.Ref != st.Key(id) || string(m.Body) != `{"id":"evt_stored_in_s3"}` {
+	if err != nil || m.Ref != st.Key(id, "x") || string(m.Body) != `{"id":"evt_stored_in_s3"}` {
 		t.Errorf("message %+v %v, want the reference and the body", m, err)
 	}
 }
@@ -185,7 +185,7 @@ func TestEmptyPayloadIsRedrivenAsAnEmptyBody(t *testing.T) {
 	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.l.EnsurePayload(ctx, id, []byte{}); err != nil {
+	if _, err := f.l.EnsurePayload(ctx, id, []byte{}, ledger.Identity{Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Minute)

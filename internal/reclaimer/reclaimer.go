@@ -40,8 +40,8 @@ type store interface {
 	Shards() int
 	DueFrom(ctx context.Context, shard int, now time.Time, limit int, from ledger.DueCursor) ([]ledger.ID, ledger.DueCursor, error)
 	GetMany(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
-	Payloads(ctx context.Context, ids []ledger.ID) (map[ledger.ID][]byte, error)
-	Payload(ctx context.Context, id ledger.ID) ([]byte, error)
+	Payloads(ctx context.Context, recs []ledger.Record) (map[ledger.ID][]byte, error)
+	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Unsent(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
@@ -658,16 +658,14 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // counted and is due again after its backoff, like one whose send never
 // happened because the run died.
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, rep *Report) {
-	ids := make([]ledger.ID, len(recs))
-	for i, rec := range recs {
-		ids[i] = rec.ID
-	}
-	var inLedger []ledger.ID // the rest keep their body in the payload store
-	for i, rec := range recs {
+	var inLedger []ledger.Record // the rest keep their body in the payload store
+	for _, rec := range recs {
 		if rec.PayloadRef == "" {
-			inLedger = append(inLedger, ids[i])
+			inLedger = append(inLedger, rec)
 		}
 	}
+	// Only each record's own body: a payload item an earlier event under
+	// the key left behind is not this record's (ledger.Payloads).
 	bodies, readErr := h.Ledger.Payloads(ctx, inLedger)
 	if readErr != nil {
 		h.logger().WarnContext(ctx, "reclaim: some payloads could not be read; their records wait for the next run", "error", readErr.Error())

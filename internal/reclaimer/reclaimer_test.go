@@ -56,7 +56,7 @@ func (f *fixture) event(t *testing.T, key string) ledger.ID {
 	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.l.PutPayload(t.Context(), id, []byte(`{"id":"`+key+`"}`)); err != nil {
+	if err := f.l.PutPayload(t.Context(), id, []byte(`{"id":"`+key+`"}`), "x"); err != nil {
 		t.Fatal(err)
 	}
 	return id

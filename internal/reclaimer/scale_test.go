@@ -34,7 +34,7 @@ func (f *fixture) backlog(t *testing.T, prefix string, n int) []ledger.ID {
 				if _, _, err := f.l.Create(context.Background(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 					failed.Add(1)
 				}
-				if err := f.l.PutPayload(context.Background(), id, []byte(`{"id":"`+id.Key+`"}`)); err != nil {
+				if err := f.l.PutPayload(context.Background(), id, []byte(`{"id":"`+id.Key+`"}`), "x"); err != nil {
 					failed.Add(1)
 				}
 			}

@@ -40,7 +40,7 @@ type processed struct {
 func (p *processed) handle(_ context.Context, ev *hookledger.Event) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := ev.Source + "/" + ev.Key
+	k := ev.Source + "/" + ev.ID
 	p.runs[k]++
 	p.bodies[k] = append([]byte(nil), ev.Body...)
 	return nil

@@ -24,11 +24,13 @@ import (
 type Source struct {
 	webhook.Config
 	// ReplayGuard refuses a second delivery of a body already accepted
-	// under another event id for the same tenant within the retention
-	// window (one extra conditional write per delivery). Meant for
-	// providers whose signature covers neither the event id nor a
-	// timestamp (docs/providers.md, "What the signature covers").
-	ReplayGuard bool `json:"replay_guard,omitempty"`
+	// with the same event type under another event id for the same tenant
+	// within the retention window (one extra conditional write per
+	// delivery). nil (left out) is GuardByDefault: on where a captured
+	// delivery could be sent again under a new event id
+	// (docs/providers.md, "What the signature covers"); false turns it
+	// off, true on.
+	ReplayGuard *bool `json:"replay_guard,omitempty"`
 	// Retention is how long this source's records, payloads and replay-guard
 	// digests live (a Go duration such as "240h"). Empty: the default,
 	// HOOKLEDGER_RETENTION raised where needed to the provider's retry
@@ -126,7 +128,11 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %q: %w", name, err)
 		}
-		e := entry{verifier: v, guard: src.ReplayGuard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
+		guard := GuardByDefault(src.Config)
+		if src.ReplayGuard != nil {
+			guard = *src.ReplayGuard
+		}
+		e := entry{verifier: v, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
 			if !ValidName(tn) {
 				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
@@ -182,8 +188,42 @@ func (r *Registry) Secrets(ctx context.Context, refs []Ref) Resolved {
 	return r.secrets.Resolve(ctx, refs)
 }
 
-// ReplayGuard reports whether the source refuses replayed bodies.
+// ReplayGuard reports whether the source refuses replayed bodies: its
+// replay_guard, or GuardByDefault where that is left out.
 func (r *Registry) ReplayGuard(source string) bool { return r.entries[source].guard }
+
+// GuardByDefault reports whether a source's replay guard is on when its
+// configuration leaves replay_guard out: when its idempotency key comes from
+// something the provider's signature does not cover, so that a captured
+// delivery sent again under a new key verifies and would be taken for a new
+// event. That is a header the scheme does not sign (GitHub's
+// X-GitHub-Delivery, Shopify's event and webhook ids, Twilio's
+// I-Twilio-Idempotency-Token, Linear's Linear-Delivery, whose signed
+// timestamp narrows the window to its minute but does not close it, a
+// generic id_header, any key_header: hookledger cannot tell whether the
+// header named is signed), or anything of GitLab's, whose token signs
+// nothing. Where the key is in the signed body or a signed header (Stripe,
+// Standard Webhooks, Slack, Paddle, Square, Intercom, Twitch, a key_path)
+// or derived from the signed body (Zoom, a generic source without
+// id_header), a replay carries the same key and is a duplicate anyway, so
+// the guard would add a write per delivery and refuse nothing. Types do not
+// decide it: the guard is scoped by type (ledger.ClaimBody), so it cannot
+// refuse a body sent again under another type, signed or not.
+func GuardByDefault(c webhook.Config) bool {
+	switch {
+	case c.Provider == "gitlab" || c.KeyHeader != "":
+		return true
+	case c.KeyPath != "":
+		return false
+	case c.Provider == "generic":
+		return c.Generic != nil && c.Generic.IDHeader != ""
+	}
+	switch c.Provider {
+	case "github", "shopify", "twilio", "linear":
+		return true
+	}
+	return false
+}
 
 // CheckStored refuses the references whose secret is not in a secret
 // store: literal: (the value itself) and env: (a function environment

@@ -330,3 +330,52 @@ func TestParseRefusesWhatJSONWouldDropQuietly(t *testing.T) {
 		t.Errorf("tenants differing in case are two tenants: %v", err)
 	}
 }
+
+// The replay guard is on by default where the event id is not covered by the
+// signature (a captured delivery re-sent under a new id would verify) and
+// off where it is; "replay_guard": false turns a default-on guard off, and
+// true turns it on anywhere: absent and false are told apart.
+func TestReplayGuardDefaultsByWhatTheSignatureCovers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		source string // a source entry without tenants
+		want   bool
+	}{
+		{`{"provider":"github"}`, true},
+		{`{"provider":"shopify"}`, true},
+		{`{"provider":"gitlab"}`, true},
+		{`{"provider":"twilio"}`, true},
+		{`{"provider":"linear"}`, true},
+		{`{"provider":"generic","generic":{"id_header":"X-Acme-Id"}}`, true},
+		{`{"provider":"generic","generic":{"type_header":"X-Acme-Event"}}`, false}, // key derived from the signed body and the type
+		{`{"provider":"generic"}`, false},
+		{`{"provider":"stripe","key_header":"X-Request-Id"}`, true},
+		{`{"provider":"github","key_path":"hook_id"}`, false}, // from the signed body
+		{`{"provider":"gitlab","key_path":"object_attributes.id"}`, true},
+		{`{"provider":"stripe"}`, false},
+		{`{"provider":"standard-webhooks"}`, false},
+		{`{"provider":"slack"}`, false},
+		{`{"provider":"paddle"}`, false},
+		{`{"provider":"square","url":"https://hooks.example.com/webhooks/src/acme"}`, false},
+		{`{"provider":"intercom"}`, false},
+		{`{"provider":"twitch"}`, false},
+		{`{"provider":"zoom"}`, false},
+		{`{"provider":"github","replay_guard":false}`, false},
+		{`{"provider":"shopify","replay_guard":false}`, false},
+		{`{"provider":"stripe","replay_guard":true}`, true},
+		{`{"provider":"github","replay_guard":true}`, true},
+	} {
+		doc := `{"src":` + strings.TrimSuffix(tc.source, "}") + `,"tenants":{"acme":{"secrets":["literal:s3cr3t-value"]}}}}`
+		cfg, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.source, err)
+		}
+		reg, err := NewRegistry(cfg, &Secrets{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.source, err)
+		}
+		if got := reg.ReplayGuard("src"); got != tc.want {
+			t.Errorf("%s: replay guard %v, want %v", tc.source, got, tc.want)
+		}
+	}
+}

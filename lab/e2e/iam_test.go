@@ -84,7 +84,7 @@ func TestIAMIsEnforced(t *testing.T) {
 	health, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(strings.ReplaceAll(string(health), " ", ""), `"auth":"enabled"`) {
-		t.Fatalf("the emulator does not enforce IAM (health: %s); scripts/e2e.sh starts it with AUTH=true", health)
+		t.Fatalf("the emulator does not enforce IAM (health: %s); lab/scripts/e2e.sh starts it with AUTH=true", health)
 	}
 	roles := pairs(t, "HOOKLEDGER_E2E_ROLES")
 	logGroups := pairs(t, "HOOKLEDGER_E2E_LOG_GROUPS")

@@ -61,7 +61,7 @@ func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 		t.Errorf("duplicate of the 2 MB body: got %+v, want 200 duplicate", got)
 	}
 	rec := e.waitStatus(t, e.settle, ledger.Done, e.id(goodKey))[e.id(goodKey)]
-	if rec.PayloadRef != store.Key(e.id(goodKey)) || rec.Attempts != 1 {
+	if rec.PayloadRef != store.Key(e.id(goodKey), rec.BodySHA256) || rec.Attempts != 1 {
 		t.Errorf("record: ref %q, %d attempts; want the store's key and 1 attempt", rec.PayloadRef, rec.Attempts)
 	}
 	if stored, err := store.Get(t.Context(), rec.PayloadRef); err != nil || !bytes.Equal(stored, good) {
@@ -78,7 +78,7 @@ func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "hookledger")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/hookledger")
-	build.Dir = ".."
+	build.Dir = filepath.Join("..", "..") // the repository's root, two levels above lab/e2e
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/hookledger: %v\n%s", err, out)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// env is what scripts/e2e.sh hands the test about the deployed stack.
+// env is what lab/scripts/e2e.sh hands the test about the deployed stack.
 type env struct {
 	api      string // the HTTP API's base URL (stack output ApiEndpoint)
 	table    string // the ledger table (stack output LedgerTableName)
@@ -46,7 +46,7 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	api := os.Getenv("HOOKLEDGER_E2E_API")
 	if api == "" {
-		t.Fatal("HOOKLEDGER_E2E_API is not set: these tests drive a deployed stack; run scripts/e2e.sh (make e2e)")
+		t.Fatal("HOOKLEDGER_E2E_API is not set: these tests drive a deployed stack; run lab/scripts/e2e.sh (make e2e)")
 	}
 	if os.Getenv("AWS_ENDPOINT_URL") == "" && os.Getenv("HOOKLEDGER_E2E_REAL_AWS") != "1" {
 		t.Fatal("AWS_ENDPOINT_URL is not set: refusing to touch real AWS (set HOOKLEDGER_E2E_REAL_AWS=1 to mean it)")
@@ -320,7 +320,7 @@ func TestPipeline(t *testing.T) {
 		if _, created, err := e.ledger.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid"}); err != nil || !created {
 			t.Fatalf("create: created=%v err=%v", created, err)
 		}
-		if err := e.ledger.PutPayload(t.Context(), id, body); err != nil {
+		if err := e.ledger.PutPayload(t.Context(), id, body, ""); err != nil {
 			t.Fatal(err)
 		}
 		rec := e.waitStatus(t, e.reclaim, ledger.Done, id)[id]
@@ -347,7 +347,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("dead-letter queue is empty", func(t *testing.T) {
 		if e.dlqURL == "" {
-			t.Fatal("HOOKLEDGER_E2E_DLQ_URL not set; run scripts/e2e.sh (make e2e)")
+			t.Fatal("HOOKLEDGER_E2E_DLQ_URL not set; run lab/scripts/e2e.sh (make e2e)")
 		}
 		if visible, inFlight := e.depth(t, e.dlqURL); visible+inFlight != 0 {
 			t.Errorf("DLQ holds %d messages (%d in flight), want 0", visible+inFlight, inFlight)
@@ -356,7 +356,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("processing queue drains", func(t *testing.T) {
 		if e.queueURL == "" {
-			t.Fatal("HOOKLEDGER_E2E_QUEUE_URL not set; run scripts/e2e.sh (make e2e)")
+			t.Fatal("HOOKLEDGER_E2E_QUEUE_URL not set; run lab/scripts/e2e.sh (make e2e)")
 		}
 		// Acknowledged messages leave the queue once the event source mapping
 		// has deleted them; allow it a few seconds after the ledger settled.
@@ -381,7 +381,7 @@ func (e *env) paymentStats(t *testing.T) (st struct {
 	t.Helper()
 	payments := os.Getenv("HOOKLEDGER_E2E_PAYMENTS_URL")
 	if payments == "" {
-		t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run scripts/e2e.sh (make e2e), which starts the payments stub")
+		t.Fatal("HOOKLEDGER_E2E_PAYMENTS_URL not set; run lab/scripts/e2e.sh (make e2e), which starts the payments stub")
 	}
 	resp, err := e.client.Get(payments + "/v1/stats")
 	if err != nil {

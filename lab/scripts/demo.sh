@@ -8,7 +8,7 @@
 # (seconds instead of minutes; handy when debugging). Other ARGS go to `hooklab demo`
 # (try ARGS=--help).
 #
-# The stack target deploys through scripts/e2e.sh, so it runs under enforced IAM (MiniStack with
+# The stack target deploys through lab/scripts/e2e.sh, so it runs under enforced IAM (MiniStack with
 # AUTH=true; the functions use their roles' credentials).
 #
 # The demo builds from a snapshot of the working tree taken when it starts (.demo/src), so you

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end run of the idempotency examples (examples/idempotency/template.yaml) in MiniStack,
+# End-to-end run of the idempotency examples (idempotency/example/template.yaml) in MiniStack,
 # offline, after the main deployed-stack test:
 #   1. lint the template (cfn-lint, sam validate), sam build (x86_64: MiniStack runs
 #      provided.al2023 bootstraps as host processes)
@@ -8,7 +8,7 @@
 #   3. sam deploy the examples' stack (HTTP API + order function, SQS queue + shipping function,
 #      the idempotency and orders tables)
 #   4. each function's role is denied what package idempotency never needs (DeleteItem, Scan on
-#      the idempotency table); go test -tags e2e ./examples/idempotency: repeated POSTs replay the
+#      the idempotency table); go test -tags e2e ./idempotency/example: repeated POSTs replay the
 #      stored order with Idempotent-Replayed: true; a redelivered or duplicated SQS message ships
 #      nothing more (the functions run with their roles' credentials, so the granted PutItem,
 #      UpdateItem and GetItem are enough)
@@ -42,11 +42,11 @@ export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY
 export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 
 # ---------------------------------------------------------------- lint, build
-bash "$root/scripts/lint.sh" "$root/examples/idempotency/template.yaml" >&2
+bash "$root/scripts/lint.sh" "$root/idempotency/example/template.yaml" >&2
 log "sam build (x86_64) into ${build_dir#"$root"/}"
 mkdir -p "$build_dir"
 CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc '-ldflags=-s -w'" \
-  "$sam" build --template-file "$root/examples/idempotency/template.yaml" --build-dir "$build_dir" \
+  "$sam" build --template-file "$root/idempotency/example/template.yaml" --build-dir "$build_dir" \
   --parameter-overrides Architecture=x86_64 >"$build_dir/build.log" 2>&1 \
   || { cat "$build_dir/build.log" >&2; exit 1; }
 
@@ -149,6 +149,6 @@ EOF
 # ---------------------------------------------------------------- drive and assert
 export IDEM_E2E_ORDERS_URL="$orders_url" IDEM_E2E_IDEMPOTENCY_TABLE="$idem_table" IDEM_E2E_ORDERS_TABLE="$orders_table" \
   IDEM_E2E_QUEUE_URL="$queue" IDEM_E2E_SHIP_FUNCTION="$ship"
-log "go test ./examples/idempotency"
-go test -tags e2e -count=1 -v -timeout 5m ./examples/idempotency/
+log "go test ./idempotency/example"
+go test -tags e2e -count=1 -v -timeout 5m ./idempotency/example/
 log "passed"

@@ -862,7 +862,7 @@ func (b *benchRun) compare(ctx context.Context) error {
 			if err != nil || !created {
 				return err
 			}
-			if err := l.PutPayload(ctx, id, []byte(d.Body)); err != nil {
+			if err := l.PutPayload(ctx, id, []byte(d.Body), "x"); err != nil {
 				return err
 			}
 			lease, err := l.Claim(ctx, id, time.Minute)

@@ -222,7 +222,7 @@ func (b *benchRun) withLatency(policy string, p bench.Profile) bench.Profile {
 }
 
 // latency times the receiver with per-request AWS latency injected
-// (tools/latency: published figures), to count the round trips a sender
+// (lab/latency: published figures), to count the round trips a sender
 // waits for.
 func (b *benchRun) latency(ctx context.Context) error {
 	env, cleanup, err := b.newEnv(ctx, "latency", "")
@@ -335,7 +335,7 @@ func (b *benchRun) latency(ctx context.Context) error {
 			if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 				return err
 			}
-			if err := l.PutPayload(ctx, id, body); err != nil {
+			if err := l.PutPayload(ctx, id, body, "x"); err != nil {
 				return err
 			}
 			return snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "x", Body: body})
@@ -381,7 +381,7 @@ func (b *benchRun) latency(ctx context.Context) error {
 		}
 	}
 	t.Notes = append([]string{
-		"The handlers run against the local emulator with tools/latency adding a uniform wait per request (per attempt, before it is sent) from these published figures:"},
+		"The handlers run against the local emulator with lab/latency adding a uniform wait per request (per attempt, before it is sent) from these published figures:"},
 		latency.Sources()...)
 	t.Notes = append(t.Notes, "The emulator's own time (1–2 ms a call on this machine) comes on top. ∥ marks calls made at the same time: the sender waits for the slower. "+
 		"The round-trip target (at most two sequential round trips on the new-event path) is met when the new-event rows sit near two round trips (about 20–30 ms), not three (about 30–40 ms).")

@@ -150,7 +150,7 @@ func (o *outage) run(ctx context.Context, keep bool) error {
 		return err
 	}
 	routes.HandleFunc("github", "push", func(_ context.Context, ev *hookledger.Event) error {
-		n, _ := o.pushRuns.LoadOrStore(ev.Key, new(int))
+		n, _ := o.pushRuns.LoadOrStore(ev.ID, new(int))
 		o.mu.Lock()
 		*n.(*int)++
 		o.mu.Unlock()

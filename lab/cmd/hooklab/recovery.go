@@ -43,7 +43,7 @@ func addRecoveryFlags(fs *flag.FlagSet) *recoveryFlags {
 	fs.IntVar(&r.target, "recovery-target", 60000, "the backlog the recovery section extrapolates to")
 	fs.DurationVar(&r.timeout, "recovery-timeout", 60*time.Second, "time budget (Lambda timeout) of one reclaimer invocation; the template's is 60s")
 	fs.DurationVar(&r.every, "recovery-schedule", time.Minute, "the reclaimer's schedule; the template's is rate(1 minute)")
-	fs.IntVar(&r.consumers, "recovery-consumers", 10, "concurrent processor batches taking the re-driven messages off the queue (the template's ProcessorMaxConcurrency is 10)")
+	fs.IntVar(&r.consumers, "recovery-consumers", 10, "concurrent processor batches taking the re-driven messages off the queue (the template's ProcessorConcurrency is 10)")
 	fs.IntVar(&r.tenants, "recovery-tenants", 20, "tenants the overdue records are spread over")
 	return r
 }
@@ -101,7 +101,7 @@ func seedBacklog(ctx context.Context, db ledger.API, table, prefix string, n, te
 					firstErr.CompareAndSwap(nil, fmt.Errorf("create %s: created=%v %v", id, created, err))
 					continue
 				}
-				if err := l.PutPayload(ctx, id, testbody.JSON(id.Key, testbody.Sizes[0])); err != nil {
+				if err := l.PutPayload(ctx, id, testbody.JSON(id.Key, testbody.Sizes[0]), strings.Repeat("0", 64)); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 				}

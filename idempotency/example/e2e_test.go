@@ -1,9 +1,9 @@
 //go:build e2e
 
 // End-to-end test of the idempotency examples, deployed by
-// scripts/e2e-examples.sh into the emulator: the HTTP API replays orders,
+// lab/scripts/e2e-examples.sh into the emulator: the HTTP API replays orders,
 // the SQS consumer ships each order once.
-package examples_test
+package example_test
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func setup(t *testing.T) *env {
 	get := func(k string) string {
 		v := os.Getenv(k)
 		if v == "" {
-			t.Fatalf("%s is not set: run scripts/e2e-examples.sh", k)
+			t.Fatalf("%s is not set: run lab/scripts/e2e-examples.sh", k)
 		}
 		return v
 	}
