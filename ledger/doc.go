@@ -8,9 +8,9 @@
 // and a string sort key "sk":
 //
 //   - the record (sk "r"): identity, status, lease, counters, timestamps, the
-//     body's SHA-256 and, while the record is not terminal, the due-index pair
-//     due_shard/due_at. It stays well under 1 KB, so every status change costs
-//     one write unit whatever the payload size.
+//     body's SHA-256 and the due-index pair due_shard/due_at (kept when the
+//     record is done, removed when it is dead). It stays well under 1 KB, so
+//     every status change costs one write unit whatever the payload size.
 //   - the payload (sk "p"): the raw body, gzip-compressed when that is
 //     smaller, marked with its record's body digest. It is written once and
 //     never rewritten by a status change. A reader with the record
@@ -102,12 +102,21 @@
 // # Due index
 //
 // A sparse global secondary index (DueIndex) on due_shard (number, hash of pk
-// modulo Shards) and due_at (milliseconds since the epoch). Only non-terminal
-// records carry the two attributes; done and dead remove them. The reclaimer
-// walks each shard for due_at <= now (DueFrom), then reads the records and
-// payloads it found in batches (GetMany, Payloads) with consistent reads:
-// the index projects keys only, so a record is always judged as the table
-// holds it, never as the lagging index saw it.
+// modulo Shards) and due_at (milliseconds since the epoch). A record enters
+// it at Create, due ReclaimAfter later; every transition that leaves it for
+// someone else to finish moves due_at (Fail, Requeue, Reset, Postpone,
+// Unsent, Replay), never to a time before the write; Bury and BuryStale
+// take a dead record out. Done records keep their entry: taking it out
+// would cost a write unit on every event's happy path (see Complete).
+//
+// So the index holds every record's next look, and the reclaimer reads
+// each entry about once: it walks each shard from the mark it left there
+// (DueMarks, kept beside the run lock) up to now (DueAfter), reads the
+// records it found with eventually consistent reads (Peek), passes the
+// terminal ones, reads the rest again with consistent reads (GetMany,
+// Payloads) before acting on them, and moves the mark past what it has
+// settled. A record is always judged as the table holds it, never as the
+// lagging index saw it.
 //
 // # Limits and other items
 //

@@ -636,12 +636,18 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 	return l.owned(ctx, "save steps", lease, parts([]string{"updated_at = :now"}, nil, nil), changes, "")
 }
 
-// Complete marks a leased record done, records the given step changes in
-// the same write, and drops the record from the due index. ErrLeaseLost
-// when the lease is no longer held.
+// Complete marks a leased record done and records the given step changes
+// in the same write. ErrLeaseLost when the lease is no longer held.
+//
+// The record keeps its due-index entry: removing it would be a second
+// write to the index (a delete costs a write unit like the put that made
+// it), while the reclaimer reads the entry once, when it falls due, at the
+// eighth of that price (an eventually consistent read; see Peek), and
+// passes it. The entry goes with the record when TTL deletes it, at no
+// charge.
 func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "complete", lease,
-		parts([]string{"#st = :done", interruptedDown, "updated_at = :now"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+		parts([]string{"#st = :done", interruptedDown, "updated_at = :now"}, []string{"lease_owner", "lease_until"},
 			map[string]types.AttributeValue{":done": s(string(Done))}), changes, "")
 }
 

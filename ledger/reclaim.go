@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,8 +13,9 @@ import (
 )
 
 // Due returns up to limit identities in shard whose due_at is at or before
-// now, oldest first. The index is eventually consistent and projects keys
-// only: read each record (Get, GetMany) before acting on it.
+// now, oldest first. The index is eventually consistent, projects keys only
+// and keeps done records (see the package doc): read each record (Get,
+// GetMany) before acting on it.
 func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]ID, error) {
 	ids, _, err := l.DueFrom(ctx, shard, now, limit, DueCursor{})
 	return ids, err
@@ -35,6 +37,25 @@ func (c DueCursor) Done() bool { return c.done }
 // never reads an entry twice, however far the eventually consistent index
 // lags behind the writes that moved the records already handled.
 func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from DueCursor) ([]ID, DueCursor, error) {
+	entries, next, err := l.DueAfter(ctx, shard, time.Time{}, now, limit, from)
+	ids := make([]ID, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	return ids, next, err
+}
+
+// DueEntry is one entry of the due index: a record's identity and the due
+// time the index holds for it, which can lag behind the record's own.
+type DueEntry struct {
+	ID ID
+	At time.Time
+}
+
+// DueAfter is DueFrom for the entries whose due_at is after after (the zero
+// time: all) and at or before upTo, with their due times: the walk from a
+// shard's mark (DueMarks) up to now.
+func (l *Ledger) DueAfter(ctx context.Context, shard int, after, upTo time.Time, limit int, from DueCursor) ([]DueEntry, DueCursor, error) {
 	if shard < 0 || shard >= l.opt.Shards {
 		return nil, from, fmt.Errorf("%w: shard %d out of range 0..%d", ErrInvalid, shard, l.opt.Shards-1)
 	}
@@ -44,12 +65,19 @@ func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit in
 	if from.done {
 		return nil, from, nil
 	}
+	lo := int64(0)
+	if !after.IsZero() {
+		lo = after.UnixMilli() + 1
+	}
+	if hi := upTo.UnixMilli(); lo > hi {
+		return nil, DueCursor{done: true}, nil
+	}
 	out, err := l.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &l.opt.Table,
 		IndexName:              aws.String(DueIndex),
-		KeyConditionExpression: aws.String("due_shard = :shard AND due_at <= :now"),
+		KeyConditionExpression: aws.String("due_shard = :shard AND due_at BETWEEN :lo AND :hi"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":shard": n(int64(shard)), ":now": ms(now),
+			":shard": n(int64(shard)), ":lo": n(lo), ":hi": ms(upTo),
 		},
 		Limit:             aws.Int32(int32(limit)),
 		ExclusiveStartKey: from.after,
@@ -57,7 +85,7 @@ func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit in
 	if err != nil {
 		return nil, from, fmt.Errorf("due shard %d: %w: %v", shard, ErrUnavailable, err)
 	}
-	ids := make([]ID, 0, len(out.Items))
+	entries := make([]DueEntry, 0, len(out.Items))
 	for _, it := range out.Items {
 		if getS(it, attrSK) != skRecord {
 			continue
@@ -66,10 +94,10 @@ func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit in
 		if err != nil {
 			continue // not one of ours; never act on it
 		}
-		ids = append(ids, id)
+		entries = append(entries, DueEntry{ID: id, At: getMS(it, attrDueAt)})
 	}
 	next := DueCursor{after: out.LastEvaluatedKey, done: len(out.LastEvaluatedKey) == 0}
-	return ids, next, nil
+	return entries, next, nil
 }
 
 // batchGetMax is the most keys one BatchGetItem takes.
@@ -80,9 +108,22 @@ const batchGetMax = 100
 // that does not exist or has expired is absent from the result. On error the
 // result holds what was read; the ids it lacks are unknown, not absent.
 func (l *Ledger) GetMany(ctx context.Context, ids []ID) (map[ID]Record, error) {
+	return l.getMany(ctx, "get records", ids, true)
+}
+
+// Peek is GetMany with eventually consistent reads, at half the price: a
+// record may show as it was a moment ago, or be missing when it was just
+// created. What it shows terminal is terminal or was replayed since, which
+// also moved its due time: the reclaimer passes those entries on Peek's word,
+// and reads every other record again with GetMany before acting on it.
+func (l *Ledger) Peek(ctx context.Context, ids []ID) (map[ID]Record, error) {
+	return l.getMany(ctx, "peek records", ids, false)
+}
+
+func (l *Ledger) getMany(ctx context.Context, op string, ids []ID, consistent bool) (map[ID]Record, error) {
 	out := make(map[ID]Record, len(ids))
 	now := l.now()
-	err := l.batchGet(ctx, "get records", ids, skRecord, func(id ID, item map[string]types.AttributeValue) {
+	err := l.batchGet(ctx, op, ids, skRecord, consistent, func(id ID, item map[string]types.AttributeValue) {
 		if r := decodeRecord(item); !r.Expired(now) {
 			out[id] = r
 		}
@@ -103,7 +144,7 @@ func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[ID][]byte, er
 		ids[i], byID[rec.ID] = rec.ID, rec
 	}
 	var bad []error
-	err := l.batchGet(ctx, "get payloads", ids, skPayload, func(id ID, item map[string]types.AttributeValue) {
+	err := l.batchGet(ctx, "get payloads", ids, skPayload, true, func(id ID, item map[string]types.AttributeValue) {
 		if ofRecord(item, byID[id]) != "" {
 			return // an earlier event's: this record has none
 		}
@@ -120,10 +161,10 @@ func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[ID][]byte, er
 	return out, err
 }
 
-// batchGet reads the items (ids, sk) with consistent BatchGetItem requests,
-// retrying unprocessed keys a few times with backoff, and hands each item
-// found to found with its identity.
-func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, found func(ID, map[string]types.AttributeValue)) error {
+// batchGet reads the items (ids, sk) with BatchGetItem requests, consistent
+// or not, retrying unprocessed keys a few times with backoff, and hands each
+// item found to found with its identity.
+func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, consistent bool, found func(ID, map[string]types.AttributeValue)) error {
 	seen := make(map[ID]bool, len(ids))
 	byPK := make(map[string]ID, len(ids))
 	var keys []map[string]types.AttributeValue
@@ -153,7 +194,7 @@ func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, f
 				}
 			}
 			out, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-				l.opt.Table: {Keys: chunk, ConsistentRead: aws.Bool(true)},
+				l.opt.Table: {Keys: chunk, ConsistentRead: aws.Bool(consistent)},
 			}})
 			if err != nil {
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -245,13 +286,63 @@ func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record
 }
 
 // The reclaimer's run lock is one item beside the records (never in the due
-// index, never listed: its sort key is not a record's).
+// index, never listed: its sort key is not a record's). It also keeps the
+// reclaimer's marks in the due index (DueMarks).
 const (
-	runLockPK  = "reclaimer#run"
-	runLockSK  = "lock"
-	attrLockBy = "lock_owner"
-	attrLockTo = "lock_until"
+	runLockPK   = "reclaimer#run"
+	runLockSK   = "lock"
+	attrLockBy  = "lock_owner"
+	attrLockTo  = "lock_until"
+	attrMarks   = "due_marks"
+	marksMinAge = 24 * time.Hour // the item outlives the last run by at least this
 )
+
+// DueMarks is how far the reclaimer has looked through each shard of the due
+// index: every entry of shard s due at or before DueMarks[s] has been read,
+// and its record was then terminal or had been given a later due time (so
+// its next look has an entry of its own after the mark). A missing shard has
+// no mark: its walk starts at the oldest entry. A mark that is too early only
+// costs reads of entries already passed; one that is too late would hide a
+// record from the reclaimer, so a run moves a mark only past entries it
+// settled (package reclaimer).
+type DueMarks map[int]time.Time
+
+func (m DueMarks) attr() types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(m))
+	for shard, t := range m {
+		out[strconv.Itoa(shard)] = ms(t)
+	}
+	return &types.AttributeValueMemberM{Value: out}
+}
+
+func decodeMarks(item map[string]types.AttributeValue) DueMarks {
+	m, _ := item[attrMarks].(*types.AttributeValueMemberM)
+	out := DueMarks{}
+	if m == nil {
+		return out
+	}
+	for k, v := range m.Value {
+		shard, err := strconv.Atoi(k)
+		if num, ok := v.(*types.AttributeValueMemberN); err == nil && ok {
+			if t, err := strconv.ParseInt(num.Value, 10, 64); err == nil && shard >= 0 {
+				out[shard] = time.UnixMilli(t).UTC()
+			}
+		}
+	}
+	return out
+}
+
+// markExpiry is when the run lock item may go: never before marksMinAge
+// after the lock's end, nor before the ledger's retention has passed (the
+// marks must outlive a pause in the reclaimer's runs; without them the next
+// run reads every entry again once).
+func (l *Ledger) markExpiry(until time.Time) types.AttributeValue {
+	exp := until.Add(marksMinAge)
+	if r := l.now().Add(l.opt.Retention); r.After(exp) {
+		exp = r
+	}
+	return n(exp.Unix())
+}
 
 // LockRun takes the reclaimer's run lock for owner until until, with one
 // conditional write: it succeeds when nobody holds the lock, when its
@@ -259,44 +350,88 @@ const (
 // already (a run handing over to its continuation). Otherwise it returns
 // ErrLeased. The lock only saves work — every reclaim is a conditional
 // write of its own — so that overlapping schedule ticks, continuations and
-// manual runs do not walk the same shards side by side.
-func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) error {
+// manual runs do not walk the same shards side by side. It returns the
+// marks the item holds (the same write reads them).
+func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) (DueMarks, error) {
 	if owner == "" {
-		return fmt.Errorf("%w: empty run lock owner", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty run lock owner", ErrInvalid)
 	}
 	now := l.now()
-	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &l.opt.Table,
 		Key:                 map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
 		UpdateExpression:    aws.String("SET " + attrLockBy + " = :me, " + attrLockTo + " = :until, " + attrExpires + " = :exp"),
 		ConditionExpression: aws.String("attribute_not_exists(" + attrLockBy + ") OR " + attrLockTo + " <= :now OR " + attrLockBy + " = :me"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":me": s(owner), ":until": ms(until), ":now": ms(now), ":exp": n(until.Add(24 * time.Hour).Unix()),
+			":me": s(owner), ":until": ms(until), ":now": ms(now), ":exp": l.markExpiry(until),
 		},
+		ReturnValues: types.ReturnValueAllNew,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return fmt.Errorf("reclaimer run lock: %w", ErrLeased)
+		return nil, fmt.Errorf("reclaimer run lock: %w", ErrLeased)
 	}
 	if err != nil {
-		return fmt.Errorf("reclaimer run lock: %w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("reclaimer run lock: %w: %v", ErrUnavailable, err)
+	}
+	return decodeMarks(out.Attributes), nil
+}
+
+// UnlockRun releases the run lock if owner still holds it, and stores marks
+// (nil: leaves the stored ones) in the same write; if owner no longer holds
+// it, it stores the marks alone (SaveDueMarks).
+func (l *Ledger) UnlockRun(ctx context.Context, owner string, marks DueMarks) error {
+	expr := "REMOVE " + attrLockBy + ", " + attrLockTo
+	vals := map[string]types.AttributeValue{":me": s(owner)}
+	if marks != nil {
+		expr = "SET " + attrMarks + " = :marks " + expr
+		vals[":marks"] = marks.attr()
+	}
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &l.opt.Table,
+		Key:                       map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String(attrLockBy + " = :me"),
+		ExpressionAttributeValues: vals,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf) && marks != nil:
+		return l.SaveDueMarks(ctx, marks)
+	case err != nil && !errors.As(err, &ccf):
+		return fmt.Errorf("reclaimer run unlock: %w: %v", ErrUnavailable, err)
 	}
 	return nil
 }
 
-// UnlockRun releases the run lock if owner still holds it; otherwise it
-// does nothing.
-func (l *Ledger) UnlockRun(ctx context.Context, owner string) error {
-	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &l.opt.Table,
-		Key:                       map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
-		UpdateExpression:          aws.String("REMOVE " + attrLockBy + ", " + attrLockTo),
-		ConditionExpression:       aws.String(attrLockBy + " = :me"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":me": s(owner)},
+// ReadDueMarks reads the stored marks with an eventually consistent read (an
+// older value is only an earlier mark). No item yet: no marks.
+func (l *Ledger) ReadDueMarks(ctx context.Context) (DueMarks, error) {
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &l.opt.Table, Key: map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		ProjectionExpression: aws.String(attrMarks),
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return fmt.Errorf("reclaimer run unlock: %w: %v", ErrUnavailable, err)
+	if err != nil {
+		return nil, fmt.Errorf("reclaimer due marks: %w: %v", ErrUnavailable, err)
+	}
+	return decodeMarks(out.Item), nil
+}
+
+// SaveDueMarks stores marks, whoever holds the run lock: for a run without
+// the lock, and for a run handing over to its continuation. Two runs that
+// overlap may store their marks in either order; each run's marks hold for
+// what it looked at, so the one stored last is right too, at worst earlier.
+func (l *Ledger) SaveDueMarks(ctx context.Context, marks DueMarks) error {
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        &l.opt.Table,
+		Key:              map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		UpdateExpression: aws.String("SET " + attrMarks + " = :marks, " + attrExpires + " = if_not_exists(" + attrExpires + ", :exp)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":marks": marks.attr(), ":exp": l.markExpiry(l.now()),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("reclaimer due marks: %w: %v", ErrUnavailable, err)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -158,29 +160,29 @@ func TestRunLock(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	until := f.clock.Now().Add(time.Minute)
-	if err := f.l.LockRun(ctx, "run-a", until); err != nil {
+	if _, err := f.l.LockRun(ctx, "run-a", until); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+	if _, err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
 		t.Fatalf("a second run took a held lock: %v", err)
 	}
-	if err := f.l.LockRun(ctx, "run-a", until.Add(time.Minute)); err != nil {
+	if _, err := f.l.LockRun(ctx, "run-a", until.Add(time.Minute)); err != nil {
 		t.Fatalf("the holder (handing over to its continuation) could not take it again: %v", err)
 	}
-	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+	if err := f.l.UnlockRun(ctx, "run-b", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
+	if _, err := f.l.LockRun(ctx, "run-b", until); !errors.Is(err, ledger.ErrLeased) {
 		t.Fatalf("someone else's unlock released the lock: %v", err)
 	}
 	f.clock.Advance(2 * time.Minute) // the holder died; its time passed
-	if err := f.l.LockRun(ctx, "run-b", f.clock.Now().Add(time.Minute)); err != nil {
+	if _, err := f.l.LockRun(ctx, "run-b", f.clock.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("an expired lock was not taken over: %v", err)
 	}
-	if err := f.l.UnlockRun(ctx, "run-b"); err != nil {
+	if err := f.l.UnlockRun(ctx, "run-b", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.l.LockRun(ctx, "run-c", f.clock.Now().Add(time.Minute)); err != nil {
+	if _, err := f.l.LockRun(ctx, "run-c", f.clock.Now().Add(time.Minute)); err != nil {
 		t.Fatalf("a released lock: %v", err)
 	}
 	// The lock is no record: not listed, never due.
@@ -191,5 +193,133 @@ func TestRunLock(t *testing.T) {
 		if ids, _ := f.l.Due(ctx, shard, f.clock.Now().Add(48*time.Hour), 10); len(ids) != 0 {
 			t.Fatalf("due: %v", ids)
 		}
+	}
+}
+
+// DueAfter walks the entries between a mark (exclusive) and a time
+// (inclusive), with the due times the index holds.
+func TestDueAfterWalksBetweenAMarkAndNow(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Shards = 1 })
+	var at []time.Time
+	var ids []ledger.ID
+	for range 5 {
+		id := newID(t)
+		rec := create(t, f, id)
+		ids, at = append(ids, id), append(at, rec.DueAt)
+		f.clock.Advance(time.Second)
+	}
+	walk := func(after, upTo time.Time) []ledger.DueEntry {
+		t.Helper()
+		var out []ledger.DueEntry
+		for cur := (ledger.DueCursor{}); !cur.Done(); {
+			page, next, err := f.l.DueAfter(t.Context(), 0, after, upTo, 2, cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, cur = append(out, page...), next
+		}
+		return out
+	}
+	got := walk(at[1], at[3])
+	if len(got) != 2 || got[0].ID != ids[2] || got[1].ID != ids[3] || !got[0].At.Equal(at[2]) || !got[1].At.Equal(at[3]) {
+		t.Fatalf("(%v, %v]: %+v, want entries 2 and 3 with their due times", at[1], at[3], got)
+	}
+	if got := walk(time.Time{}, at[4]); len(got) != 5 {
+		t.Fatalf("from the oldest: %d entries, want 5", len(got))
+	}
+	if got := walk(at[4], at[4]); len(got) != 0 {
+		t.Fatalf("an empty range returned %+v", got)
+	}
+	if got := walk(at[4], at[0]); len(got) != 0 {
+		t.Fatalf("a range that ends before it starts returned %+v", got)
+	}
+}
+
+// Peek reads with eventually consistent reads, at half GetMany's price, and
+// finds the same records once the writes have settled.
+func TestPeekIsGetManyAtHalfThePrice(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	acc := &awstest.Accountant{Raw: f.db, Tables: map[string]awstest.TableSpec{f.table: {Keys: []string{"pk", "sk"}}}}
+	l, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t, acc.APIOption)), ledger.Options{Table: f.table, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []ledger.ID
+	for range 4 {
+		id := newID(t)
+		create(t, f, id)
+		ids = append(ids, id)
+	}
+	acc.Take()
+	peeked, err := l.Peek(t.Context(), ids)
+	if err != nil || len(peeked) != 4 {
+		t.Fatalf("peek: %d records, %v", len(peeked), err)
+	}
+	peek := acc.Take().RCU
+	got, err := l.GetMany(t.Context(), ids)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("get many: %d records, %v", len(got), err)
+	}
+	if consistent := acc.Take().RCU; peek != consistent/2 || peek != 2 {
+		t.Errorf("peek cost %v RCU, GetMany %v: want 2 and 4 (half a read unit each)", peek, consistent)
+	}
+	for id, r := range got {
+		if peeked[id].Version != r.Version || peeked[id].Status != r.Status {
+			t.Errorf("%v: peek %+v, get %+v", id, peeked[id], r)
+		}
+	}
+}
+
+// The marks live beside the run lock: LockRun reads them in its own write,
+// UnlockRun stores them in its own, and a run without the lock stores and
+// reads them directly. A fresh table has none.
+func TestDueMarksRideOnTheRunLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	if m, err := f.l.ReadDueMarks(ctx); err != nil || len(m) != 0 {
+		t.Fatalf("fresh table: marks %v, %v", m, err)
+	}
+	until := f.clock.Now().Add(time.Minute)
+	m, err := f.l.LockRun(ctx, "run-a", until)
+	if err != nil || len(m) != 0 {
+		t.Fatalf("first lock: marks %v, %v", m, err)
+	}
+	t0 := f.clock.Now().Truncate(time.Millisecond)
+	want := ledger.DueMarks{0: t0, 3: t0.Add(-time.Hour)}
+	f.meter.Reset()
+	if err := f.l.UnlockRun(ctx, "run-a", want); err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.meter.Snapshot(); calls["DynamoDB.UpdateItem"] != 1 || len(calls) != 1 {
+		t.Errorf("unlock with marks took %v, want one UpdateItem", calls)
+	}
+	m, err = f.l.LockRun(ctx, "run-b", until)
+	if err != nil || len(m) != 2 || !m[0].Equal(t0) || !m[3].Equal(t0.Add(-time.Hour)) {
+		t.Fatalf("marks read by the next lock: %v, %v; want %v", m, err, want)
+	}
+	// Stored by a run that lost the lock meanwhile: the marks are kept
+	// all the same (each run's marks hold for what it looked at).
+	later := ledger.DueMarks{0: t0.Add(time.Minute)}
+	if err := f.l.UnlockRun(ctx, "run-a", later); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.l.ReadDueMarks(ctx); len(m) != 1 || !m[0].Equal(t0.Add(time.Minute)) {
+		t.Fatalf("marks after a stale unlock: %v", m)
+	}
+	if _, err := f.l.LockRun(ctx, "run-c", until); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("a stale unlock released run-b's lock: %v", err)
+	}
+	if err := f.l.SaveDueMarks(ctx, ledger.DueMarks{1: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.l.ReadDueMarks(ctx); len(m) != 1 || !m[1].Equal(t0) {
+		t.Fatalf("saved marks: %v", m)
+	}
+	// Still no record: never listed, never due.
+	if recs, err := f.l.List(ctx, "", 0); err != nil || len(recs) != 0 {
+		t.Fatalf("listed %v, %v", recs, err)
 	}
 }

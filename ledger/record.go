@@ -120,7 +120,7 @@ type Record struct {
 	ReplayedAt time.Time `json:"replayed_at,omitzero"` // when an operator last replayed it (zero: never)
 	BodySHA256 string    `json:"body_sha256,omitempty"`
 	DueShard   int       `json:"due_shard,omitempty"`
-	DueAt      time.Time `json:"due_at,omitzero"` // zero once terminal
+	DueAt      time.Time `json:"due_at,omitzero"` // a done record keeps its last; zero once dead
 	Version    int64     `json:"version"`         // incremented by every write
 	// Steps is what the event's handler recorded of its named steps (see
 	// Step); absent for handlers that use none.

@@ -15,6 +15,20 @@
 // than a bounded number of re-driven ones, and, when the budget ran out
 // with a backlog left, starts the next run at once (a continuation) instead
 // of waiting for the next schedule tick, a bounded number of times.
+//
+// The due index keeps done records (see package ledger), so a run reads
+// each shard only from the mark the last run left there (ledger.DueMarks)
+// up to now: an entry is read about once, when it falls due, and a done
+// record costs half a read unit instead of the write its removal would.
+// The mark moves only past what the run settled: entries of records that
+// were terminal or were given a later due time. It stops before the first
+// entry the run held (an error, or a conflict: a worker's claim leaves the
+// due time where it was, and the worker may die), before the rest of a
+// shard the run did not finish, and a lag (Handler.Lag) behind the run's
+// start, so that the next run reads again what the eventually consistent
+// index may have shown late. A mark that is too early costs reads; none is
+// ever too late, because every write that gives a record a due time gives
+// it one at or after the write.
 package reclaimer
 
 import (
@@ -38,7 +52,10 @@ import (
 // store is the slice of the ledger the reclaimer calls.
 type store interface {
 	Shards() int
-	DueFrom(ctx context.Context, shard int, now time.Time, limit int, from ledger.DueCursor) ([]ledger.ID, ledger.DueCursor, error)
+	DueAfter(ctx context.Context, shard int, after, upTo time.Time, limit int, from ledger.DueCursor) ([]ledger.DueEntry, ledger.DueCursor, error)
+	ReadDueMarks(ctx context.Context) (ledger.DueMarks, error)
+	SaveDueMarks(ctx context.Context, marks ledger.DueMarks) error
+	Peek(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
 	GetMany(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
 	Payloads(ctx context.Context, recs []ledger.Record) (map[ledger.ID][]byte, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
@@ -56,10 +73,11 @@ type sender interface {
 	Depth(ctx context.Context) (int, error)
 }
 
-// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun).
+// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun), which
+// also carries the marks in the due index.
 type locker interface {
-	LockRun(ctx context.Context, owner string, until time.Time) error
-	UnlockRun(ctx context.Context, owner string) error
+	LockRun(ctx context.Context, owner string, until time.Time) (ledger.DueMarks, error)
+	UnlockRun(ctx context.Context, owner string, marks ledger.DueMarks) error
 }
 
 // continuer starts the next run asynchronously (the function invoking
@@ -90,6 +108,14 @@ const (
 	DefaultRetryAfter = 10 * time.Second
 	// DefaultWorkers bounds the shards worked on at once.
 	DefaultWorkers = 8
+	// DefaultLag is how far behind a run's start the run leaves each
+	// shard's mark (ledger.DueMarks): the next run reads again the entries
+	// due in that last stretch, so an entry that the eventually consistent
+	// index shows late (it trails the table by well under a second in
+	// normal operation) is still read. A minute covers that many times
+	// over, at the price of reading about one schedule period of entries
+	// twice (half a read unit each).
+	DefaultLag = time.Minute
 )
 
 // Handler is the reclaimer. Its fields are its dependencies.
@@ -123,6 +149,9 @@ type Handler struct {
 	RetryAfter time.Duration
 	// LeaseGrace is how long after a live lease ends to look again.
 	LeaseGrace time.Duration
+	// Lag is how far behind the run's start each shard's mark stays
+	// (default DefaultLag).
+	Lag time.Duration
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour).
 	Backoff func(reclaims int) time.Duration
@@ -175,11 +204,28 @@ type Report struct {
 	Unsent    int    `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
 	Rejected  int    `json:"rejected"` // SQS refused the entry; the reclaim counts
 	Errors    int    `json:"errors"`
-	PacedMS   int64  `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
-	RunMS     int64  `json:"run_ms"`   // wall time of the run
+	// Marked is how many shards' marks the run moved on (ledger.DueMarks).
+	Marked  int   `json:"marked"`
+	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
+	RunMS   int64 `json:"run_ms"`   // wall time of the run
 	// DeadLetters is what the run did with the dead-letter queue (a
 	// scheduled run, with DeadLetters configured).
 	DeadLetters DeadLetterReport `json:"dead_letters"`
+
+	// held are the records of a page that the run left where they were, so
+	// that their shard's mark must not pass them (see hold).
+	held map[ledger.ID]bool
+}
+
+// hold keeps the shard's mark before id's entry: the run could not settle
+// the record (an error, or a conflict with another writer that may have
+// claimed it without moving its due time), so the next run must read it
+// again.
+func (r *Report) hold(id ledger.ID) {
+	if r.held == nil {
+		r.held = map[ledger.ID]bool{}
+	}
+	r.held[id] = true
 }
 
 // Redriven is how many records the run put back on the queue.
@@ -207,31 +253,47 @@ func (r *Report) add(o Report) {
 func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	in := inputOf(ev)
 	log := h.logger()
-	token, ok := h.lock(ctx, in)
+	token, marks, ok := h.lock(ctx, in)
 	if !ok {
 		log.InfoContext(ctx, "reclaim run skipped: another run holds the run lock", "chain", in.Chain)
 		return Report{Chain: in.Chain, Stopped: StopLocked}, nil
+	}
+	if marks == nil { // no lock to read them with
+		var err error
+		if marks, err = h.Ledger.ReadDueMarks(ctx); err != nil {
+			log.WarnContext(ctx, "reclaim: due marks not read; walking every shard from its oldest entry", "error", err.Error())
+			marks = ledger.DueMarks{}
+		}
 	}
 	var dead DeadLetterReport
 	if h.DeadLetters != nil && in.Chain == 0 {
 		dead = h.deadLetters(ctx, log)
 	}
-	r := h.newRun(ctx, in)
+	r := h.newRun(ctx, in, marks)
 	r.work()
 	rep := r.report()
 	rep.DeadLetters = dead
+	next, moved := r.nextMarks()
+	rep.Marked = moved
+	bg := context.WithoutCancel(ctx)
 	if rep.Stopped == StopBudget || rep.Stopped == StopPaced {
-		rep.Continued = h.continueRun(ctx, in, token, rep)
+		rep.Continued = h.continueRun(ctx, in, token, rep, next)
 	}
-	if token != "" && !rep.Continued { // a continuation takes the lock over
-		if err := h.Lock.UnlockRun(context.WithoutCancel(ctx), token); err != nil {
+	switch {
+	case rep.Continued: // the continuation takes the lock over, and starts from the marks it stored
+	case token != "":
+		if err := h.Lock.UnlockRun(bg, token, next); err != nil {
 			log.WarnContext(ctx, "reclaim run lock not released; it expires at the run's deadline", "error", err.Error())
+		}
+	case moved > 0:
+		if err := h.Ledger.SaveDueMarks(bg, next); err != nil {
+			log.WarnContext(ctx, "reclaim: due marks not stored; the next run reads those entries again", "error", err.Error())
 		}
 	}
 	log.InfoContext(ctx, "reclaim run", "chain", rep.Chain, "stopped", rep.Stopped, "backlog", rep.Backlog, "continued", rep.Continued,
 		"pages", rep.Pages, "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
 		"buried", rep.Buried, "conflicts", rep.Conflicts, "unsent", rep.Unsent, "rejected", rep.Rejected, "errors", rep.Errors,
-		"paced_ms", rep.PacedMS, "run_ms", rep.RunMS, "dead_letters_read", dead.Read, "dead_letters_cleared", dead.Cleared, "dead_letters_left", dead.Left)
+		"marked", rep.Marked, "paced_ms", rep.PacedMS, "run_ms", rep.RunMS, "dead_letters_read", dead.Read, "dead_letters_cleared", dead.Cleared, "dead_letters_left", dead.Left)
 	if r.failed > 0 && r.failed == h.Ledger.Shards() {
 		return rep, fmt.Errorf("reclaim: all %d shards failed", r.failed)
 	}
@@ -278,13 +340,13 @@ func decodeInput(ev any) Input {
 	return Input{}
 }
 
-// lock takes the run lock (a continuation takes over its predecessor's).
-// ok is false when another run holds it; token is "" when the run goes on
-// without the lock (none configured, or it could not be written: running
-// unlocked is safe).
-func (h *Handler) lock(ctx context.Context, in Input) (token string, ok bool) {
+// lock takes the run lock (a continuation takes over its predecessor's)
+// and returns the marks it carries. ok is false when another run holds it;
+// token is "" and marks nil when the run goes on without the lock (none
+// configured, or it could not be written: running unlocked is safe).
+func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledger.DueMarks, ok bool) {
 	if h.Lock == nil {
-		return "", true
+		return "", nil, true
 	}
 	token = in.Lock
 	if token == "" {
@@ -298,26 +360,31 @@ func (h *Handler) lock(ctx context.Context, in Input) (token string, ok bool) {
 	if dl, has := ctx.Deadline(); has {
 		until = h.now().Add(time.Until(dl))
 	}
-	switch err := h.Lock.LockRun(ctx, token, until); {
+	marks, err := h.Lock.LockRun(ctx, token, until)
+	switch {
 	case errors.Is(err, ledger.ErrLeased):
-		return "", false
+		return "", nil, false
 	case err != nil:
 		h.logger().WarnContext(ctx, "reclaim run lock not taken; running without it", "error", err.Error())
-		return "", true
+		return "", nil, true
 	}
-	return token, true
+	return token, marks, true
 }
 
 // continueRun starts the next run when this one left a backlog, re-drove
 // something (a run that could not put anything on the queue would only
-// wait again) and the chain is not at its bound.
-func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report) bool {
+// wait again) and the chain is not at its bound, after storing the marks it
+// is to start from.
+func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report, marks ledger.DueMarks) bool {
 	max := h.MaxChain
 	if max == 0 {
 		max = DefaultMaxChain
 	}
 	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= max {
 		return false
+	}
+	if err := h.Ledger.SaveDueMarks(context.WithoutCancel(ctx), marks); err != nil {
+		h.logger().WarnContext(ctx, "reclaim: due marks not stored; the continuation reads those entries again", "error", err.Error())
 	}
 	if err := h.Continue.Continue(context.WithoutCancel(ctx), Input{Chain: in.Chain + 1, Lock: token}); err != nil {
 		h.logger().WarnContext(ctx, "reclaim continuation not started; the next schedule tick picks the backlog up", "error", err.Error())
@@ -373,21 +440,77 @@ type run struct {
 	mu      sync.Mutex
 	rep     Report
 	ready   []shardWalk // shards with more due records, in turn
+	ended   []shardWalk // shards whose walk reached the end or failed
 	backlog bool        // a shard still had due records when the run stopped
 	failed  int         // shards whose walk failed
 	stop    string      // why the run stops early ("" while it goes on)
 	errs    int         // shards stopped on errors
+	marks   ledger.DueMarks
 }
 
-// shardWalk is where one shard's walk stands.
+// shardWalk is where one shard's walk stands: it reads the shard's entries
+// due after its mark, page by page.
 type shardWalk struct {
-	shard int
-	cur   ledger.DueCursor
-	pages int // pages read so far
+	shard    int
+	mark     time.Time // where the walk started (the stored mark; zero: the oldest entry)
+	cur      ledger.DueCursor
+	pages    int       // pages read so far
+	last     time.Time // due time of the last entry of the last page handled
+	held     time.Time // earliest due time among the entries it left where they were
+	complete bool      // it read the shard to the end
 }
 
-func (h *Handler) newRun(ctx context.Context, in Input) *run {
-	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard()}
+// settled is how far the walk leaves the shard's mark: up to upTo (the
+// run's start less the lag) once it read the shard to the end, else up to
+// just before the last entry it handled (entries with that same due time
+// may wait on the next page), and in either case before every entry it
+// held. Never before where it started.
+func (w shardWalk) settled(upTo time.Time) time.Time {
+	m := w.mark
+	switch {
+	case w.complete:
+		m = upTo
+	case !w.last.IsZero():
+		m = w.last.Add(-time.Millisecond)
+	}
+	if m.After(upTo) {
+		m = upTo
+	}
+	if !w.held.IsZero() && !w.held.After(m) {
+		m = w.held.Add(-time.Millisecond)
+	}
+	if m.Before(w.mark) {
+		m = w.mark
+	}
+	return m
+}
+
+// nextMarks is the marks the run leaves, and how many shards' marks it
+// moved on.
+func (r *run) nextMarks() (ledger.DueMarks, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lag := r.h.Lag
+	if lag <= 0 {
+		lag = DefaultLag
+	}
+	upTo := r.start.Add(-lag)
+	next := make(ledger.DueMarks, len(r.marks))
+	for shard, t := range r.marks {
+		next[shard] = t
+	}
+	moved := 0
+	for _, w := range append(append([]shardWalk(nil), r.ended...), r.ready...) {
+		if m := w.settled(upTo); m.After(w.mark) {
+			next[w.shard] = m
+			moved++
+		}
+	}
+	return next, moved
+}
+
+func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
+	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks}
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		margin := h.Margin
@@ -405,7 +528,7 @@ func (h *Handler) newRun(ctx context.Context, in Input) *run {
 		r.pace = &pacer{max: max, read: h.Queue.Depth, now: h.now}
 	}
 	for s := range h.Ledger.Shards() {
-		r.ready = append(r.ready, shardWalk{shard: s})
+		r.ready = append(r.ready, shardWalk{shard: s, mark: marks[s]})
 	}
 	return r
 }
@@ -475,7 +598,7 @@ func (r *run) worker() {
 			}
 		}
 		var rep Report
-		next, err := r.page(w, &rep)
+		next, err := r.page(&w, &rep)
 		if r.pace != nil {
 			r.pace.release(r.limit, rep.Redriven())
 		}
@@ -485,10 +608,16 @@ func (r *run) worker() {
 		case err != nil && w.pages == 0:
 			r.failed++ // the shard's first query failed
 			r.errs++
+			r.ended = append(r.ended, w)
 		case err != nil:
 			r.errs++
+			r.ended = append(r.ended, w)
 		case !next.Done():
-			r.ready = append(r.ready, shardWalk{shard: w.shard, cur: next, pages: w.pages + 1})
+			w.cur, w.pages = next, w.pages+1
+			r.ready = append(r.ready, w)
+		default:
+			w.complete = true
+			r.ended = append(r.ended, w)
 		}
 		r.mu.Unlock()
 		if err != nil {
@@ -527,33 +656,58 @@ func (r *run) report() Report {
 }
 
 // page handles the next page of one shard's due records and returns where
-// the shard's walk goes on.
-func (r *run) page(w shardWalk, rep *Report) (ledger.DueCursor, error) {
+// the shard's walk goes on. It reads the page's records with eventually
+// consistent reads first (half the price): on the happy path they are done,
+// and passed on that word (see ledger.Peek); only the others are read
+// again, consistently, before anything is done with them. It records in w
+// how far the page took the walk and which entries it left where they were.
+func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	h, ctx := r.h, r.ctx
 	now := h.now()
-	ids, next, err := h.Ledger.DueFrom(ctx, w.shard, now, r.limit, w.cur)
+	entries, next, err := h.Ledger.DueAfter(ctx, w.shard, w.mark, now, r.limit, w.cur)
 	if err != nil {
 		return next, err
 	}
 	rep.Pages++
-	if len(ids) == 0 {
+	if len(entries) == 0 {
 		return next, nil
 	}
-	recs, readErr := h.Ledger.GetMany(ctx, ids)
-	if readErr != nil {
-		h.logger().WarnContext(ctx, "reclaim: some records could not be read; they wait for the next run", "shard", w.shard, "error", readErr.Error())
+	ids := make([]ledger.ID, len(entries))
+	at := make(map[ledger.ID]time.Time, len(entries))
+	for i, e := range entries {
+		ids[i], at[e.ID] = e.ID, e.At
+	}
+	peeked, _ := h.Ledger.Peek(ctx, ids) // a record it lacks is read again below
+	var again []ledger.ID
+	for _, id := range ids {
+		if p, ok := peeked[id]; !ok || !p.Status.Terminal() {
+			again = append(again, id)
+		}
+	}
+	var recs map[ledger.ID]ledger.Record
+	var readErr error
+	if len(again) > 0 {
+		recs, readErr = h.Ledger.GetMany(ctx, again)
+		if readErr != nil {
+			h.logger().WarnContext(ctx, "reclaim: some records could not be read; they wait for the next run", "shard", w.shard, "error", readErr.Error())
+		}
 	}
 	var drive []ledger.Record
 	for _, id := range ids {
 		rep.Scanned++
+		if p, ok := peeked[id]; ok && p.Status.Terminal() {
+			rep.Skipped++ // done (or dead): nothing to recover
+			continue
+		}
 		rec, ok := recs[id]
 		switch {
 		case !ok && readErr != nil:
 			rep.Errors++
+			rep.hold(id)
 		case !ok:
 			rep.Skipped++ // expired; TTL will remove the index entry
 		case rec.Status.Terminal() || rec.DueAt.IsZero() || rec.DueAt.After(now):
-			rep.Skipped++ // the index lagged behind the table
+			rep.Skipped++ // terminal, or due later: the index lagged behind the table
 		default:
 			if d, err := h.decide(ctx, rec, now, rep); err != nil {
 				h.count(ctx, rec, err, rep)
@@ -564,6 +718,12 @@ func (r *run) page(w shardWalk, rep *Report) (ledger.DueCursor, error) {
 	}
 	if len(drive) > 0 {
 		h.redrive(ctx, drive, now, rep)
+	}
+	w.last = entries[len(entries)-1].At
+	for id := range rep.held {
+		if t := at[id]; w.held.IsZero() || t.Before(w.held) {
+			w.held = t
+		}
 	}
 	return next, nil
 }
@@ -638,8 +798,11 @@ func short(d time.Duration) string {
 }
 
 // count books a failed transition: a conflict means another reclaimer or a
-// worker acted first, which is fine.
+// worker acted first, which is fine. Either way the record is held: the
+// next run reads it again (a worker's claim leaves its due time where it
+// was, and the worker may yet die).
 func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
+	rep.hold(rec.ID)
 	if errors.Is(err, ledger.ErrConflict) {
 		rep.Conflicts++
 		return
@@ -682,6 +845,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			case errors.Is(err, blob.ErrMissing):
 			case err != nil:
 				rep.Errors++ // unknown: look again next run
+				rep.hold(rec.ID)
 				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "error", err.Error())
 				continue
 			default:
@@ -689,6 +853,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			}
 		} else if !ok && readErr != nil {
 			rep.Errors++ // unknown: look again next run
+			rep.hold(rec.ID)
 			continue
 		}
 		if !ok {

@@ -271,9 +271,9 @@ type slowLedger struct {
 	advance func()
 }
 
-func (s slowLedger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from ledger.DueCursor) ([]ledger.ID, ledger.DueCursor, error) {
+func (s slowLedger) DueAfter(ctx context.Context, shard int, after, upTo time.Time, limit int, from ledger.DueCursor) ([]ledger.DueEntry, ledger.DueCursor, error) {
 	s.advance()
-	return s.Ledger.DueFrom(ctx, shard, now, limit, from)
+	return s.Ledger.DueAfter(ctx, shard, after, upTo, limit, from)
 }
 
 type continuations struct {

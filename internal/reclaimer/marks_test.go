@@ -1,0 +1,199 @@
+package reclaimer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/reclaimer"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// done creates an event and completes it, as the processor does.
+func (f *fixture) done(t *testing.T, key string) ledger.ID {
+	t.Helper()
+	id := f.event(t, key)
+	lease, err := f.l.Claim(t.Context(), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Complete(t.Context(), lease); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// A done record keeps its due-index entry (the exit write is gone from the
+// happy path); the reclaimer reads it once, when it falls due, with an
+// eventually consistent read (half a read unit), passes it, and moves its
+// mark past it: later runs do not read it again.
+func TestDoneRecordsAreReadOnceAtHalfAReadUnit(t *testing.T) {
+	t.Parallel()
+	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
+	f := setup(t, acc.APIOption)
+	l := f.h.Ledger.(*ledger.Ledger)
+	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
+	f.h.Lock = l
+	f.h.Lag = 10 * time.Second
+	const n = 12
+	for i := range n {
+		f.done(t, "evt_done_"+string(rune('a'+i)))
+	}
+	f.clock.Advance(time.Minute + 30*time.Second) // due 30 s ago: past the lag
+	acc.Take()
+	first := f.run(t)
+	if first.Scanned != n || first.Skipped != n || first.Redriven() != 0 || first.Marked == 0 {
+		t.Fatalf("first run over %d done records: %+v", n, first)
+	}
+	u := acc.Take()
+	// n records at half a unit, the shard queries (half a unit each, 4
+	// shards), no consistent record reads.
+	if want := float64(n)/2 + 4*0.5; u.RCU > want {
+		t.Errorf("the run read %v RCU, want at most %v (done records passed on eventually consistent reads)", u.RCU, want)
+	}
+	for range 3 {
+		f.clock.Advance(time.Minute)
+		if rep := f.run(t); rep.Scanned != 0 {
+			t.Fatalf("a later run read the done records again: %+v", rep)
+		}
+	}
+}
+
+// racingClaim is the ledger with a worker that claims one record in the
+// moment between the reclaimer's read of it and its Requeue: the Requeue
+// meets a conflict, and the claim leaves the record's due time where it
+// was.
+type racingClaim struct {
+	*ledger.Ledger
+	raw   *ledger.Ledger
+	id    ledger.ID
+	lease time.Duration
+	fired bool
+}
+
+func (r *racingClaim) Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error) {
+	if rec.ID == r.id && !r.fired {
+		r.fired = true
+		if _, err := r.raw.Claim(ctx, rec.ID, r.lease); err != nil {
+			return ledger.Record{}, err
+		}
+	}
+	return r.Ledger.Requeue(ctx, rec, next)
+}
+
+// A record the run could not settle holds its shard's mark back. Here a
+// worker claims an overdue record just as the reclaimer re-drives it (a
+// conflict), then dies: the claim did not move the due time, so the record
+// is found again only because the mark stayed before it, and its expired
+// lease is reset and re-driven. Regression for a mark that moved past every
+// entry the walk read: the record stayed processing forever.
+func TestAConflictHoldsTheMarkUntilTheRecordIsSettled(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	l := f.h.Ledger.(*ledger.Ledger)
+	id := f.event(t, "evt_claimed_in_between")
+	other := f.event(t, "evt_plain_lost")
+	f.h.Lock, f.h.Lag = l, time.Second
+	f.h.Ledger = &racingClaim{Ledger: l, raw: f.l, id: id, lease: 30 * time.Second}
+	f.clock.Advance(2 * time.Minute)
+	rep := f.run(t)
+	if rep.Conflicts != 1 || rep.Requeued != 1 {
+		t.Fatalf("run with a racing claim: %+v", rep)
+	}
+	if got := f.drain(t); len(got) != 1 || got[0] != other.Key {
+		t.Fatalf("queue %v, want only %s", got, other.Key)
+	}
+	if rec := f.get(t, id); rec.Status != ledger.Processing || rec.Reclaims != 0 {
+		t.Fatalf("the claimed record: %+v", rec)
+	}
+	// The worker dies; after its lease and the grace (and before the other
+	// record's backoff) the record is reset.
+	f.clock.Advance(45 * time.Second)
+	rep = f.run(t)
+	if rep.Reset != 1 {
+		t.Fatalf("after the worker died: %+v; the record was lost behind the mark", rep)
+	}
+	if got := f.drain(t); len(got) != 1 || got[0] != id.Key {
+		t.Fatalf("queue %v, want %s", got, id.Key)
+	}
+}
+
+// Every transition that leaves a record for someone else to finish gives it
+// a due time at or after the write, so the next run, which walks from a mark
+// that trails its own start by the lag, finds it: a failure with no retry
+// delay, a replayed dead record, a reset.
+func TestRecordsDueAgainAreFoundAfterTheMark(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	l := f.h.Ledger.(*ledger.Ledger)
+	f.h.Lock = l
+	failing := f.event(t, "evt_fails_at_once")
+	dead := f.event(t, "evt_dead_then_replayed")
+	f.clock.Advance(2 * time.Minute)
+	f.run(t) // re-drives both; marks move to the run's start less the lag
+	f.drain(t)
+	marks, err := l.ReadDueMarks(t.Context())
+	if err != nil || len(marks) == 0 {
+		t.Fatalf("no marks stored: %v %v", marks, err)
+	}
+	lease, err := f.l.Claim(t.Context(), failing, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Fail(t.Context(), lease, "downstream 503", 0); err != nil {
+		t.Fatal(err)
+	}
+	lease, err = f.l.Claim(t.Context(), dead, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Bury(t.Context(), lease, "permanent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Replay(t.Context(), dead); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute) // the replay's ReclaimAfter
+	rep := f.run(t)
+	if rep.Requeued != 2 {
+		t.Fatalf("failed and replayed records: %+v", rep)
+	}
+	if got := f.drain(t); len(got) != 2 {
+		t.Fatalf("queue %v", got)
+	}
+}
+
+// A run that stops before it read a shard to the end leaves the shard's
+// mark before the first entry it did not handle, so the next run (with no
+// continuation) re-drives the rest.
+func TestARunCutShortLeavesTheRestToTheNext(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ids := f.backlog(t, "evt_cut_short", 60)
+	l := f.h.Ledger.(*ledger.Ledger)
+	f.h.Lock, f.h.Lag = l, time.Second
+	f.clock.Advance(time.Minute) // overdue by a minute: well before the run's start less the lag
+	f.h.Ledger = slowLedger{Ledger: l, advance: func() { f.clock.Advance(time.Second) }}
+	f.h.PerShard, f.h.Workers, f.h.Margin = 2, 1, 10*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second) // about 11 of the 30 pages
+	defer cancel()
+	first, err := f.h.Handle(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Stopped != reclaimer.StopBudget || first.Redriven() == 0 || first.Redriven() >= len(ids) {
+		t.Fatalf("cut-short run: %+v", first)
+	}
+	rest := f.run(t)
+	if first.Redriven()+rest.Redriven() != len(ids) || rest.Stopped != reclaimer.StopDrained {
+		t.Fatalf("re-driven %d + %d of %d (%+v)", first.Redriven(), rest.Redriven(), len(ids), rest)
+	}
+	if got := f.drainAll(t); len(got.count) != len(ids) {
+		t.Fatalf("%d keys on the queue, want %d", len(got.count), len(ids))
+	}
+}
+
+// ledgerSpec is the ledger table's shape for the unit accountant.
+var ledgerSpec = awstest.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []awstest.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
