@@ -695,7 +695,7 @@ func (l *Ledger) fail(ctx context.Context, op string, lease Lease, cause string,
 		// After two stale judgements (a reclaimer's Postpone can move the
 		// version too) keep the lease: waiting for it is always safe.
 		keep := try == 2 || leavesStarted(lease.Record.Steps, changes)
-		due := now.Add(retryAfter)
+		due := now.Add(max(retryAfter, 0)) // never before the write (see notBefore)
 		remove := []string{"lease_owner", "lease_until"}
 		guard := ""
 		if keep {

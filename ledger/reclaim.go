@@ -213,6 +213,17 @@ func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, c
 	return nil
 }
 
+// notBefore is t, or now when t has passed: a due time is never written
+// before its write, which is what lets the reclaimer's marks (DueMarks)
+// trail the runs by a fixed lag and still find every record that comes due
+// again.
+func (l *Ledger) notBefore(t time.Time) time.Time {
+	if now := l.now(); t.Before(now) {
+		return now
+	}
+	return t
+}
+
 // versioned runs a reclaimer transition: one conditional write that holds
 // only if the record is still at the version the caller read (plus extra).
 // The write carries a request token (written_by), so a write retried after
@@ -258,7 +269,7 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprPa
 func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "requeue", rec,
 		parts([]string{"due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, nil,
-			map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":failed": s(string(Failed))}),
+			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":received": s(string(Received)), ":failed": s(string(Failed))}),
 		"#st IN (:received, :failed)")
 }
 
@@ -268,7 +279,7 @@ func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Recor
 func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "reset", rec,
 		parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":next": ms(next), ":received": s(string(Received)), ":processing": s(string(Processing))}),
+			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":received": s(string(Received)), ":processing": s(string(Processing))}),
 		"#st = :processing AND lease_until <= :now")
 }
 
@@ -281,7 +292,7 @@ func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record,
 func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "unsent", rec,
 		parts([]string{"due_at = :next", "reclaims = reclaims - :one"}, nil,
-			map[string]types.AttributeValue{":next": ms(next), ":zero": n(0)}),
+			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":zero": n(0)}),
 		"reclaims > :zero")
 }
 
@@ -439,7 +450,7 @@ func (l *Ledger) SaveDueMarks(ctx context.Context, marks DueMarks) error {
 // Postpone moves due_at of a record that is not yet overdue in fact (a live
 // lease) to next, without counting a reclaim.
 func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Record, error) {
-	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(next)}), "")
+	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(l.notBefore(next))}), "")
 }
 
 // BuryStale marks dead a non-terminal record nobody holds (past its

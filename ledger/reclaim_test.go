@@ -323,3 +323,40 @@ func TestDueMarksRideOnTheRunLock(t *testing.T) {
 		t.Fatalf("listed %v, %v", recs, err)
 	}
 }
+
+// A due time is never written before its write, whatever the caller asks:
+// the reclaimer's marks trail its runs by a lag and rely on it.
+func TestDueTimesAreNeverInThePast(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	id := newID(t)
+	rec := create(t, f, id)
+	past := f.clock.Now().Add(-time.Hour)
+	for _, step := range []struct {
+		name  string
+		write func(ledger.Record) (ledger.Record, error)
+	}{
+		{"postpone", func(r ledger.Record) (ledger.Record, error) { return f.l.Postpone(ctx, r, past) }},
+		{"requeue", func(r ledger.Record) (ledger.Record, error) { return f.l.Requeue(ctx, r, past) }},
+		{"unsent", func(r ledger.Record) (ledger.Record, error) { return f.l.Unsent(ctx, r, past) }}, // after a requeue
+	} {
+		name, write := step.name, step.write
+		got, err := write(rec)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.DueAt.Before(f.clock.Now()) {
+			t.Errorf("%s wrote due_at %v, before the write at %v", name, got.DueAt, f.clock.Now())
+		}
+		rec = got
+	}
+	lease, err := f.l.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := f.l.Fail(ctx, lease, "boom", -time.Hour)
+	if err != nil || failed.DueAt.Before(f.clock.Now()) {
+		t.Errorf("fail with a negative delay: due %v at %v (%v)", failed.DueAt, f.clock.Now(), err)
+	}
+}
