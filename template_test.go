@@ -353,7 +353,8 @@ func TestPayloadStoreBucketIsLockedDown(t *testing.T) {
 func TestServerSideFailuresAreAlarmed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	want := map[string]bool{"hookledger/Unavailable": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false, "AWS/Lambda/Url5xxCount": false}
+	want := map[string]bool{"hookledger/NeedsOperator": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false,
+		"AWS/Lambda/Url5xxCount": false, "AWS/SQS/ApproximateNumberOfMessagesVisible": false, "AWS/SQS/ApproximateAgeOfOldestMessage": false}
 	res := get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
@@ -369,6 +370,123 @@ func TestServerSideFailuresAreAlarmed(t *testing.T) {
 		if !found {
 			t.Errorf("no alarm on %s", k)
 		}
+	}
+}
+
+// defaultAlarms are the alarms a deployment with every parameter at its
+// default gets (the HTTP API front door, no reconciler), each with the
+// metric it watches.
+func (tp tmpl) defaultAlarms(t *testing.T) map[string]string {
+	t.Helper()
+	off := map[string]bool{"HasFunctionUrl": true, "ReconcileOn": true} // false at the defaults
+	out := map[string]string{}
+	res := get(tp.root, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		r := res.Content[i+1]
+		if get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		if c := get(r, "Condition"); c != nil && off[c.Value] {
+			continue
+		} else if c != nil && c.Value != "HasHttpApi" {
+			t.Fatalf("alarm %s has condition %s: say here whether the defaults turn it on", res.Content[i].Value, c.Value)
+		}
+		if get(r, "Properties", "Metrics") != nil {
+			t.Fatalf("alarm %s watches a metric math expression: CloudWatch bills each metric in it as an alarm of its own; count them here", res.Content[i].Value)
+		}
+		out[res.Content[i].Value] = get(r, "Properties", "Namespace").Value + "/" + get(r, "Properties", "MetricName").Value
+	}
+	return out
+}
+
+// An alarm costs $0.10 a month per metric it watches, whether it ever
+// fires: a shipped deployment keeps one alarm per operator action (docs/
+// deploy.md lists them with what to do), and one signal carries several
+// causes where the action is the same (NeedsOperator). Regression: 16
+// alarms at the defaults ($1.60 a month, more than the rest of an idle
+// deployment together).
+func TestAlarmsAreOnePerOperatorAction(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	alarms := tp.defaultAlarms(t)
+	if len(alarms) > 7 {
+		t.Errorf("%d alarms at the defaults (%v), want at most 7", len(alarms), alarms)
+	}
+	doc, err := os.ReadFile("docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := get(tp.root, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		name := res.Content[i].Value
+		if get(res.Content[i+1], "Type").Value == "AWS::CloudWatch::Alarm" && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/deploy.md's alarm table does not list %s", name)
+		}
+	}
+	d := get(tp.resource("NeedsOperatorAlarm"), "Properties", "AlarmDescription")
+	for _, want := range []string{"Dead", "Indeterminate", "Parked", "BodyMismatch", "DeadLettersCleared", "hookledger replay", "Logs Insights",
+		"${ProcessorLogGroup}", "${ReclaimerLogGroup}", "${ReceiverLogGroup}"} {
+		if d == nil || !strings.Contains(d.Value, want) {
+			t.Errorf("NeedsOperatorAlarm's description does not say %q (how to find which cause, and what to do)", want)
+		}
+	}
+	if d != nil && len(d.Value)+3*64 > 1024 { // CloudWatch's limit, with the three log groups' names
+		t.Errorf("NeedsOperatorAlarm's description is %d characters; CloudWatch takes 1024 with the log groups' names", len(d.Value))
+	}
+}
+
+// Lambda's own START, END and REPORT lines (INFO, one set per invocation)
+// are not kept; the functions' lines pass whatever their level, so that
+// LOG_LEVEL alone decides them and the metric lines (no level: INFO to
+// Lambda) are never filtered out.
+func TestPlatformLogLinesAreDropped(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	lc := get(tp.root, "Globals", "Function", "LoggingConfig")
+	for key, want := range map[string]string{"LogFormat": "JSON", "SystemLogLevel": "WARN", "ApplicationLogLevel": "TRACE"} {
+		if v := get(lc, key); v == nil || v.Value != want {
+			t.Errorf("Globals LoggingConfig %s = %v, want %s", key, v, want)
+		}
+	}
+	if get(lc, "LogGroup") != nil {
+		t.Error("LoggingConfig names a log group: the functions' log groups (with retention, and the roles' grants) are /aws/lambda/<function>")
+	}
+}
+
+// The batching window delays processing, not the sender's answer, and a
+// gathered message stays invisible: for every allowed timeout and window
+// the queue's visibility timeout exceeds the longest a batch is gathered
+// (the window, or the 20 s AWS may hold one at very low traffic) plus the
+// processor's timeout.
+func TestBatchWindowFitsTheVisibilityTimeout(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	esm := get(tp.resource("ProcessorFunction"), "Properties", "Events", "Queue", "Properties")
+	if w := get(esm, "MaximumBatchingWindowInSeconds"); w == nil || w.Tag != "!Ref" || w.Value != "BatchWindowSeconds" {
+		t.Fatalf("the event source's MaximumBatchingWindowInSeconds is %v, want !Ref BatchWindowSeconds", w)
+	}
+	for _, tv := range get(tp.root, "Parameters", "EffectTimeoutSeconds", "AllowedValues").Content {
+		timeout, _ := strconv.Atoi(tv.Value)
+		vis, _ := strconv.Atoi(get(tp.root, "Mappings", "ProcessorTimeouts", tv.Value, "VisibilityTimeout").Value)
+		for _, wv := range get(tp.root, "Parameters", "BatchWindowSeconds", "AllowedValues").Content {
+			window, _ := strconv.Atoi(wv.Value)
+			if gather := max(window, 20); vis < gather+timeout {
+				t.Errorf("timeout %d s, window %d s: visibility %d s < gathering %d s + timeout", timeout, window, vis, gather)
+			}
+		}
+	}
+}
+
+// A dashboard costs $3.00 a month beyond an account's first three: only the
+// prod stage gets one.
+func TestOnlyProdGetsADashboard(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	if c := get(tp.resource("Dashboard"), "Condition"); c == nil || c.Value != "IsProd" {
+		t.Errorf("the dashboard's condition is %v, want IsProd", c)
+	}
+	if c := get(tp.root, "Outputs", "DashboardName", "Condition"); c == nil || c.Value != "IsProd" {
+		t.Errorf("the DashboardName output's condition is %v, want IsProd", c)
 	}
 }
 

@@ -133,8 +133,8 @@ func TestStaleDeadLetterUnderAReusedKeyIsParked(t *testing.T) {
 	if got := f.runs(); len(got) != 0 {
 		t.Fatalf("handler ran %q for the earlier event's message", got)
 	}
-	if n := strings.Count(f.emf.String(), `"Parked":1`); n != 2 {
-		t.Errorf("Parked counted %d times, want 2:\n%s", n, f.emf)
+	if n := strings.Count(f.emf.String(), `"Parked":1`); n != 2 || strings.Count(f.emf.String(), `"NeedsOperator":1`) != 2 {
+		t.Errorf("Parked counted %d times, want 2, each also as NeedsOperator:\n%s", n, f.emf)
 	}
 	line := f.log.String()
 	for _, want := range []string{`"level":"ERROR"`, `"event_key":"evt_reused"`, `"message_sha256":"sha-earlier"`, `"record_sha256":"sha-newer"`,

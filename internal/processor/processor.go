@@ -115,20 +115,24 @@ const (
 )
 
 // metrics names the counts an outcome adds to.
+// The happy path (processed) adds to none: see receiver's metrics; the
+// queue's NumberOfMessagesDeleted counts what the processor is done with.
+// What needs a person also counts NeedsOperator, the one metric its alarm
+// watches.
 func (o Outcome) metrics() []string {
 	switch o {
 	case Processed:
-		return []string{"Processed"}
+		return nil
 	case Unrouted:
-		return []string{"Processed", "Unrouted"}
+		return []string{"Unrouted"}
 	case Buried:
-		return []string{"Dead"}
+		return []string{"Dead", "NeedsOperator"}
 	case Indeterminate:
-		return []string{"Dead", "Indeterminate"}
+		return []string{"Dead", "Indeterminate", "NeedsOperator"}
 	case AlreadyDone, AlreadyDead, Gone:
 		return []string{"Redelivered"}
 	case Parked:
-		return []string{"Parked"}
+		return []string{"Parked", "NeedsOperator"}
 	default:
 		return []string{"Failed"}
 	}

@@ -1,13 +1,16 @@
 package reclaimer_test
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
@@ -83,9 +86,16 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	put("not a message")
 
 	f.clock.Advance(time.Minute) // the crashed worker's lease is over
+	var emf bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
 	rep := f.run(t)
 	if d := rep.DeadLetters; d.Read != 7 || d.Kept != 2 || d.Cleared != 3 || d.Left != 4 {
 		t.Fatalf("dead letters %+v; want 7 read, 2 bodies kept (crashed, dead), 3 cleared (those and the done one), 4 left (gone, unreadable, payload store, reused key)", d)
+	}
+	// Messages taken back off the DLQ need a person to find what kept
+	// failing: counted as NeedsOperator too.
+	if m := emf.String(); !strings.Contains(m, `"DeadLettersCleared":3`) || !strings.Contains(m, `"NeedsOperator":3`) {
+		t.Errorf("metrics %q, want DeadLettersCleared and NeedsOperator 3", m)
 	}
 	for _, id := range []ledger.ID{stored, reused} {
 		if _, err := f.l.Payload(ctx, id); err == nil {

@@ -1,12 +1,15 @@
 package reclaimer_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -197,3 +200,24 @@ func TestARunCutShortLeavesTheRestToTheNext(t *testing.T) {
 
 // ledgerSpec is the ledger table's shape for the unit accountant.
 var ledgerSpec = awstest.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []awstest.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
+
+// An idle stack writes no custom metric: the reclaimer runs every minute,
+// and a metric that receives data every hour costs $0.30 a month. A run
+// that finds nothing, with the dead-letter queue empty, writes none.
+func TestAnIdleRunWritesNoMetric(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
+	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
+	f.h.Lock = f.h.Ledger.(*ledger.Ledger)
+	f.done(t, "evt_done_long_ago")
+	var emf bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
+	for range 3 {
+		f.clock.Advance(time.Minute)
+		f.run(t)
+	}
+	if emf.Len() != 0 {
+		t.Fatalf("idle runs wrote metrics:\n%s", emf.String())
+	}
+}

@@ -310,7 +310,9 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := h.DeadLetters.Run(dctx, log, h.now())
-	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left})
+	// Taking messages back off the dead-letter queue needs a person to look
+	// for what kept failing: NeedsOperator, the one metric its alarm watches.
+	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left, "NeedsOperator": rep.Cleared})
 	return rep
 }
 
@@ -764,7 +766,7 @@ func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time
 		return
 	}
 	rep.Buried++
-	h.Metrics.Count("Dead")
+	h.Metrics.Count("Dead", "NeedsOperator")
 	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
 		"status", string(rec.Status), "attempts", rec.Attempts, "interrupted", rec.Interrupted, "failures", rec.Failures, "reclaims", rec.Reclaims, "cause", cause)
 }
@@ -1059,7 +1061,7 @@ func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Repo
 		return
 	}
 	rep.Buried++
-	h.Metrics.Count("Dead")
+	h.Metrics.Count("Dead", "NeedsOperator")
 	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
 		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
 }
