@@ -18,6 +18,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/hookledger/hookledger v0.0.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -51,7 +51,7 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "latency", "cost", "steps", "guard", "compare", "coldstart", "throughput", "recovery"}
+var benchSections = []string{"accounting", "latency", "batching", "cost", "steps", "guard", "compare", "coldstart", "throughput", "recovery"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hooklab", "bench", "bench [--only "+strings.Join(benchSections, ",")+"] [--endpoint URL]", stderr)
@@ -60,8 +60,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
 	compareEvents := fs.Int("compare-events", 20, "deliveries per payload size in the side-by-side comparison")
 	dupRate := fs.Float64("dup-rate", 0.3, "share of duplicate deliveries in the comparison stream and the cost table's second column")
-	memory := fs.Int("memory", 256, "Lambda memory size (MB) the cost model prices")
-	batch := fs.Float64("processor-batch", 1, "events per processor invocation in the cost model (1 is the low-traffic, conservative case)")
+	memory := fs.Int("memory", 256, "Lambda memory size (MB) the cold starts run with (the cost model reads template.yaml's)")
+	esmScale := fs.Float64("batching-scale", 1, "scale of the batching section's run lengths (1: 40 s at 1 event/s, 20 s at 10, 8 s at 100)")
+	billSamples := fs.Int("cost-samples", 30, "deliveries per body size timed with AWS latencies for the cost model")
 	python := fs.String("python", ".venv/bench/bin/python", "Python with aws-lambda-powertools (lab/scripts/bench_tools.sh); empty skips Powertools")
 	ptScript := fs.String("powertools-script", "lab/scripts/powertools_bench.py", "the Powertools driver")
 	runs := fs.Int("coldstart-runs", 15, "cold starts per function")
@@ -112,7 +113,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	b := &benchRun{ep: ep, out: stdout, log: stderr, timing: *timing, compareN: *compareEvents, dupRate: *dupRate,
-		memory: *memory, batch: *batch, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc, rec: rec, latencyN: *latencyN}
+		memory: *memory, esmScale: *esmScale, billSamples: *billSamples, python: *python, ptScript: *ptScript, runs: *runs, tpEvents: *tpEvents, conc: *conc, rec: rec, latencyN: *latencyN}
 	fmt.Fprintf(stdout, "# hookledger bench\n\nemulator %s · %s/%s · %d CPUs · %s · %s\n", ep, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	failed := false
 	if *goBench != "" {
@@ -131,19 +132,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			failed = true
 		}
 	}
+	step("accounting", b.accounting)
+	step("latency", b.latency)
 	if want["accounting"] || want["cost"] {
-		step("accounting", b.accounting)
-		if !want["accounting"] {
-			b.accountingPrinted = true
-		}
-		step("latency", b.latency)
-		if want["cost"] {
-			step("payload policies", b.policyAccounting)
-			step("cost", b.cost)
-		}
-	} else {
-		step("latency", b.latency)
+		step("payload policies", b.policyAccounting)
 	}
+	step("batching", b.batching) // before cost, which prices the batches it measured
+	step("cost", b.cost)
 	step("steps", b.steps)
 	step("guard", b.guard)
 	step("compare", b.compare)
@@ -166,7 +161,8 @@ func benchFlags(fs *flag.FlagSet) error {
 		cli.CheckInt(fs, "compare-events", 1, 0),
 		cli.CheckFloat(fs, "dup-rate", 0, 1),
 		cli.CheckInt(fs, "memory", 128, 10240), // Lambda's memory sizes, MB
-		cli.CheckFloat(fs, "processor-batch", 1, 10000),
+		cli.CheckFloat(fs, "batching-scale", 0.05, 100),
+		cli.CheckInt(fs, "cost-samples", 1, 0),
 		cli.CheckInt(fs, "coldstart-runs", 1, 0),
 		cli.CheckInt(fs, "throughput-events", 1, 0),
 		cli.CheckInt(fs, "concurrency", 1, 1000),
@@ -225,25 +221,21 @@ func benchLoopback(ep string) error {
 }
 
 type benchRun struct {
-	ep                string
-	out, log          io.Writer
-	timing, compareN  int
-	dupRate           float64
-	memory            int
-	batch             float64
-	python, ptScript  string
-	runs              int
-	tpEvents, conc    int
-	rec               *recoveryFlags
-	latencyN          int
-	accountingPrinted bool
+	ep               string
+	out, log         io.Writer
+	timing, compareN int
+	dupRate          float64
+	memory           int
+	esmScale         float64
+	billSamples      int
+	python, ptScript string
+	runs             int
+	tpEvents, conc   int
+	rec              *recoveryFlags
+	latencyN         int
 
-	policies  *policyRun         // payload-policy accounting (cost section)
-	latencyMS map[string]float64 // medians of the latency section, by path
-
-	// accounting results, per payload size, for the cost model
-	newProfile, dupProfile map[int]bench.Profile
-	stored                 map[int][2]int // raw body, stored payload bytes
+	stack *bench.Stack               // template.yaml, as the cost model reads it
+	esm   map[esmKey]bench.ESMResult // the batching section's runs
 }
 
 // awsConfig is an SDK config for the emulator with extra middleware.
@@ -479,7 +471,6 @@ func (b *benchRun) accounting(ctx context.Context) error {
 
 	t := &bench.MD{Title: "Request accounting per event, payload policy always (measured against the emulator; units computed from item sizes)",
 		Header: []string{"step", "payload", "AWS calls", "calls", "WCU table", "WCU index", "RCU", "SQS billed", "log B"}}
-	b.newProfile, b.dupProfile, b.stored = map[int]bench.Profile{}, map[int]bench.Profile{}, map[int][2]int{}
 	sizes := &bench.MD{Title: "Stored sizes (realistic JSON invoice events; payload gzip'd when smaller)",
 		Header: []string{"payload", "body bytes", "stored payload bytes", "ratio", "record item B", "payload item B", "SQS message B"}}
 	var targetLines []string
@@ -553,16 +544,6 @@ func (b *benchRun) accounting(ctx context.Context) error {
 			rec, pay = sNew.u.Written[0], sNew.u.Written[1]
 		}
 		sizes.Add(label, len(body), stored, fmt.Sprintf("%.1f×", float64(len(body))/float64(stored)), rec, pay, len(msgBody(body)))
-		b.stored[size] = [2]int{len(body), stored}
-
-		// Profiles for the cost model (durations are filled by the timing pass).
-		b.newProfile[size] = bench.Profile{
-			WCU: sNew.u.WCU + sNew.u.IndexWCU + sProc.u.WCU + sProc.u.IndexWCU, RCU: sNew.u.RCU + sProc.u.RCU,
-			SQS:         sNew.u.SQS + awstest.SQSRequests(len(msgBody(body))) + 1, // send + receive + delete
-			LogBytes:    float64(sNew.logs + sProc.logs),
-			StoredBytes: float64(rec + pay + 200),
-		}
-		b.dupProfile[size] = bench.Profile{WCU: sDup.u.WCU + sDup.u.IndexWCU, RCU: sDup.u.RCU, SQS: sDup.u.SQS, LogBytes: float64(sDup.logs)}
 
 		check := func(name string, ok bool, got string) {
 			mark := "met"
@@ -583,13 +564,11 @@ func (b *benchRun) accounting(ctx context.Context) error {
 			"SQS billed: 64 KB chunks; the processor rows count the event source mapping's receive (same chunks as the send) and delete (1), assuming batches of one. " +
 			"log B: bytes of the handlers' JSON log lines for the step.",
 	}
-	if !b.accountingPrinted {
-		t.Print(b.out)
-		sizes.Print(b.out)
-		fmt.Fprintln(b.out, "\nTargets:")
-		for _, l := range targetLines {
-			fmt.Fprintln(b.out, l)
-		}
+	t.Print(b.out)
+	sizes.Print(b.out)
+	fmt.Fprintln(b.out, "\nTargets:")
+	for _, l := range targetLines {
+		fmt.Fprintln(b.out, l)
 	}
 	return b.timingPass(ctx, env)
 }
@@ -634,151 +613,14 @@ func (b *benchRun) timingPass(ctx context.Context, env *benchEnv) error {
 			h.rcv.Handle(ctx, req)
 			tDup = append(tDup, time.Since(t0))
 		}
-		nw, dp, pr := bench.Median(bench.MS(tNew)), bench.Median(bench.MS(tDup)), bench.Median(bench.MS(tProc))
-		t.Add(testbody.Label(size), nw, dp, pr)
-		p := b.newProfile[size]
-		p.ReceiverMS, p.ProcessorMS = nw, pr
-		b.newProfile[size] = p
-		d := b.dupProfile[size]
-		d.ReceiverMS = dp
-		b.dupProfile[size] = d
+		t.Add(testbody.Label(size), bench.Median(bench.MS(tNew)), bench.Median(bench.MS(tDup)), bench.Median(bench.MS(tProc)))
 	}
-	if !b.accountingPrinted {
-		t.Print(b.out)
-	}
+	t.Notes = []string{"The emulator's own time, no AWS latencies: the cost model uses the cost section's timings, which inject them."}
+	t.Print(b.out)
 	return nil
 }
 
-// assumptions of the cost model.
-func (b *benchRun) assumptions() bench.Assumptions {
-	return bench.Assumptions{MemoryMB: b.memory, ProcessorBatch: b.batch, PlatformLogBytes: 280, AccessLogBytes: accessLogBytes(),
-		RetentionDays: 7, LogRetentionDays: 30}
-}
-
-// accessLogBytes renders template.yaml's access log format with typical values.
-func accessLogBytes() float64 {
-	line := `{"request_id":"Jb0uNiY2oAMEbXw=","ip":"203.0.113.17","time":"30/Nov/2026:02:03:04 +0000",` +
-		`"route":"POST /webhooks/{source}/{tenant}","path":"/webhooks/stripe/acme","status":"200",` +
-		`"latency_ms":"23","integration_error":"-"}` + "\n"
-	return float64(len(line))
-}
-
-func (b *benchRun) cost(ctx context.Context) error {
-	if len(b.newProfile) == 0 {
-		return errors.New("no accounting results to price")
-	}
-	a := b.assumptions()
-	prices := &bench.MD{Title: "List prices used (us-east-1; read " + bench.PricesRead + ")", Header: []string{"item", "USD", "per", "source"}}
-	for _, p := range bench.AllPrices() {
-		prices.Add(p.What, fmt.Sprintf("%g", p.USD), p.Per, p.Source)
-	}
-	prices.Notes = []string{"These pages could not be opened live from this machine; each figure is the most recent found through the search tool (archived page or a dated secondary source quoting it). Free tiers are ignored."}
-	prices.Print(b.out)
-
-	t := &bench.MD{Title: fmt.Sprintf("Dollars per million deliveries, payload policy always (arm64, %d MB, processor batch %s, 7-day ledger retention, 30-day logs)", a.MemoryMB, bench.Num(a.ProcessorBatch)),
-		Header: []string{"payload", "duplicates", "API GW", "Lambda", "DynamoDB", "SQS", "Logs", "total", "per 1M unique events"}}
-	rows := []int{testbody.Sizes[0], 3 << 10, testbody.Sizes[1], testbody.Sizes[2]}
-	for _, size := range rows {
-		nw, dp, ok := b.profileFor(size)
-		if !ok {
-			continue
-		}
-		for _, d := range []float64{0, b.dupRate} {
-			c := bench.Cost(nw, dp, d, a)
-			t.Add(testbody.Label(size), fmt.Sprintf("%.0f%%", d*100), usd(c.APIGateway), usd(c.Lambda), usd(c.DynamoDB), usd(c.SQS), usd(c.Logs), usd(c.Total()), usd(c.Total()/(1-d)))
-		}
-	}
-	t.Notes = []string{
-		"A delivery is one POST to the receiver; with 30% duplicates a million deliveries carry 700,000 unique events (last column: per million unique events). " +
-			"Lambda duration is the handler time measured locally against the emulator (a proxy: real DynamoDB/SQS latencies differ), billed per started ms; " +
-			"init (cold start) time is not included. Logs: the handlers' measured JSON lines and their CloudWatch metric (EMF) lines + an estimated 280 B of START/END/REPORT per invocation + the API's access log line " +
-			fmt.Sprintf("(%d B). ", int(a.AccessLogBytes)) +
-			"3 KB rows interpolate the 1 KB and 10 KB measurements by payload item size. Fixed monthly costs (not per event): the reclaimer runs 43,200 times/month " +
-			"with 16 eventually consistent due-index queries each (≈ 0.35M RRU ≈ $0.04), its run lock taken and released (≈ 86,400 WRU ≈ $0.05), a queue-depth read (≈ $0.02), a dead-letter queue receive (≈ $0.02) and 43,200 invocations (≈ $0.01 + duration); idle SQS long polls by the event source mapping.",
-	}
-	t.Print(b.out)
-	nw, dp, _ := b.profileFor(3 << 10)
-	c := bench.Cost(nw, dp, 0.3, a)
-	verdict := "met"
-	if c.Total() >= 5 {
-		verdict = "NOT met"
-	}
-	fmt.Fprintf(b.out, "\nWith payload policy always, 3 KB payloads and 30%% duplicates: $%.2f per million deliveries ($%.2f per million unique events; under $5: %s). The side-by-side table below prices the shipped defaults against the targets.\n", c.Total(), c.Total()/0.7, verdict)
-
-	// What moves the 3 KB / 30% figure, one lever at a time and together.
-	lv := &bench.MD{Title: "Levers on the 3 KB / 30% duplicates figure (per million deliveries)", Header: []string{"lever", "total", "saving"}}
-	base := c.Total()
-	type lever struct {
-		name string
-		f    func(a *bench.Assumptions, nw, dp *bench.Profile, apigw *float64)
-	}
-	levers := []lever{
-		{"processor batches of 10 (the template's BatchSize; reached at sustained traffic)", func(a *bench.Assumptions, nw, dp *bench.Profile, _ *float64) {
-			a.ProcessorBatch = 10
-			nw.SQS = nw.SQS - 2 + 0.2 // receive + delete amortised over the batch
-		}},
-		{"LOG_LEVEL=warn (no info line per request and per event)", func(a *bench.Assumptions, nw, dp *bench.Profile, _ *float64) {
-			nw.LogBytes, dp.LogBytes = 0, 0
-		}},
-		{"no API access log", func(a *bench.Assumptions, nw, dp *bench.Profile, _ *float64) { a.AccessLogBytes = 0 }},
-		{"Lambda function URL instead of API Gateway (loses API GW throttling, custom domains need CloudFront)", func(a *bench.Assumptions, nw, dp *bench.Profile, apigw *float64) { *apigw = 0 }},
-	}
-	all := func(a *bench.Assumptions, nw, dp *bench.Profile, apigw *float64) {
-		for _, l := range levers[:3] {
-			l.f(a, nw, dp, apigw)
-		}
-	}
-	levers = append(levers, lever{"the first three together", all})
-	for _, l := range levers {
-		aa, n2, d2, apigw := a, nw, dp, 1.0
-		l.f(&aa, &n2, &d2, &apigw)
-		c2 := bench.Cost(n2, d2, 0.3, aa)
-		total := c2.Total() - c2.APIGateway*(1-apigw)
-		lv.Add(l.name, usd(total), usd(base-total))
-	}
-	lv.Notes = []string{"DynamoDB dominates: a new 3 KB event costs 7 write units (record 1 + due-index entry 1 + payload 2 + claim 1 + complete 1 + due-index exit 1); the sparse due index alone is 2 of them."}
-	lv.Print(b.out)
-	return b.costSideBySide()
-}
-
 func usd(f float64) string { return fmt.Sprintf("$%.3f", f) }
-
-// profileFor returns measured profiles, interpolating sizes between the
-// measured ones linearly in stored payload bytes.
-func (b *benchRun) profileFor(size int) (bench.Profile, bench.Profile, bool) {
-	if p, ok := b.newProfile[size]; ok {
-		return p, b.dupProfile[size], true
-	}
-	lo, hi := 0, 0
-	for _, s := range testbody.Sizes {
-		if s <= size {
-			lo = s
-		}
-		if s >= size && hi == 0 {
-			hi = s
-		}
-	}
-	if lo == 0 || hi == 0 {
-		return bench.Profile{}, bench.Profile{}, false
-	}
-	f := float64(size-lo) / float64(hi-lo)
-	mix := func(a, c float64) float64 { return a + (c-a)*f }
-	pl, ph := b.newProfile[lo], b.newProfile[hi]
-	// Write units are whole: price the 3 KB payload's own stored size.
-	body := testbody.JSON("evt_interp", size)
-	stored := bench.Compressed(body)
-	payloadWCU := awstest.WriteUnits(stored + 60)
-	loPayloadWCU := awstest.WriteUnits(b.stored[lo][1] + 60)
-	nw := bench.Profile{
-		ReceiverMS: mix(pl.ReceiverMS, ph.ReceiverMS), ProcessorMS: mix(pl.ProcessorMS, ph.ProcessorMS),
-		WCU: pl.WCU - loPayloadWCU + payloadWCU, RCU: pl.RCU,
-		SQS:      awstest.SQSRequests(len(msgBody(body)))*2 + 1,
-		LogBytes: mix(pl.LogBytes, ph.LogBytes), StoredBytes: pl.StoredBytes - float64(b.stored[lo][1]) + float64(stored),
-	}
-	dl, dh := b.dupProfile[lo], b.dupProfile[hi]
-	dp := bench.Profile{ReceiverMS: mix(dl.ReceiverMS, dh.ReceiverMS), WCU: dl.WCU, RCU: dl.RCU, SQS: dl.SQS, LogBytes: mix(dl.LogBytes, dh.LogBytes)}
-	return nw, dp, true
-}
 
 // ---------------------------------------------------------------- compare
 

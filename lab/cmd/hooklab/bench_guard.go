@@ -14,6 +14,7 @@ import (
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -122,11 +123,11 @@ func (b *benchRun) guard(ctx context.Context) error {
 	_, dOn, _ := avg(dupOn)
 	extraWCU := (1-b.dupRate)*(wOn-wOff) + b.dupRate*(dOn-dOff)
 	const guardItemBytes = 170 // key (source, tenant, event type, digest), event key, created_at, expires_at
-	storage := (1 - b.dupRate) * 1e6 * guardItemBytes / 1e9 * b.assumptions().RetentionDays / 30.4 * bench.PriceDynamoStorage.USD
+	storage := (1 - b.dupRate) * 1e6 * guardItemBytes / 1e9 * ledger.DefaultRetention.Hours() / 24 / 30.4 * bench.PriceDynamoStorage.USD
 	t.Notes = []string{fmt.Sprintf("With %.0f%% duplicates the guard adds %s write units per delivery: %s per million deliveries in write requests "+
 		"(%s per million WRU) plus %s of storage for %.0f days of guard items, on top of the cost table. "+
 		"The duplicate rows are duplicates of a record still received, which also store the payload again.",
-		b.dupRate*100, bench.Num(extraWCU), usd(extraWCU*bench.PriceDynamoWrite.USD), usd(bench.PriceDynamoWrite.USD), usd(storage), b.assumptions().RetentionDays)}
+		b.dupRate*100, bench.Num(extraWCU), usd(extraWCU*bench.PriceDynamoWrite.USD), usd(bench.PriceDynamoWrite.USD), usd(storage), ledger.DefaultRetention.Hours()/24)}
 	t.Print(b.out)
 	return nil
 }

@@ -5,12 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
 )
@@ -87,7 +93,7 @@ func (b *benchRun) idempotencyTable(ctx context.Context, table string, results m
 		return err
 	}
 	t := &bench.MD{Title: "Idempotency for any Go handler vs Powertools for AWS Lambda (Python): per call, same stream, same emulator",
-		Header: []string{"contender", "payload", "call", "requests", "WCU", "RCU", "p50 ms", "p90 ms"}}
+		Header: []string{"contender", "payload", "call", "requests", "WCU", "RCU", "samples", "p50 ms", "p90 ms"}}
 	for _, name := range names {
 		if name != idemContender && !isPowertools(name) {
 			continue
@@ -104,14 +110,14 @@ func (b *benchRun) idempotencyTable(ctx context.Context, table string, results m
 					kind = "repeat"
 				}
 				n := float64(r.n[k])
-				t.Add(name, testbody.Label(size), kind, r.calls[k]/n, r.wcu[k]/n, r.rcu[k]/n, bench.Median(r.ms[k]), bench.Percentile(r.ms[k], 90))
+				t.Add(name, testbody.Label(size), kind, r.calls[k]/n, r.wcu[k]/n, r.rcu[k]/n, len(r.ms[k]), bench.Median(r.ms[k]), bench.Percentile(r.ms[k], 90))
 			}
 		}
 	}
 	for _, size := range testbody.Sizes {
 		e := extra[size]
-		t.Add(idemContender+", local cache", testbody.Label(size), "repeat", e.cachedCalls, e.cachedWCU, 0.0, bench.Median(e.cached), bench.Percentile(e.cached, 90))
-		t.Add("bare handler (no idempotency)", testbody.Label(size), "any", 0.0, 0.0, 0.0, bench.Median(e.bare), bench.Percentile(e.bare, 90))
+		t.Add(idemContender+", local cache", testbody.Label(size), "repeat", e.cachedCalls, e.cachedWCU, 0.0, len(e.cached), bench.Median(e.cached), bench.Percentile(e.cached, 90))
+		t.Add("bare handler (no idempotency)", testbody.Label(size), "any", 0.0, 0.0, 0.0, len(e.bare), bench.Median(e.bare), bench.Percentile(e.bare, 90))
 	}
 	t.Notes = []string{
 		"Requests and write units measured per call against the emulator and priced by one implementation of DynamoDB's billing rules (internal/awstest) for both contenders. " +
@@ -119,9 +125,10 @@ func (b *benchRun) idempotencyTable(ctx context.Context, table string, results m
 		"Added latency is the whole wrapped call's wall time with a handler that does nothing: Go SDK v2 for this package, boto3 in CPython for Powertools, each against the same emulator on a shared 2-core machine (language and SDK overheads included). " +
 			"The Go side takes the event as json.RawMessage and selects the key with the JSON path \"id\"; Powertools gets the parsed dict and event_key_jmespath \"id\".",
 		"Local cache: Options.CacheEntries (Powertools has use_local_cache, off by default in both).",
+		"The p50 and p90 here are from one pass (samples: how many); the comparison below repeats it until the ratio holds still, or says it did not.",
 	}
 	t.Print(b.out)
-	return nil
+	return b.idempotencyLatency(ctx, table)
 }
 
 func isPowertools(name string) bool { return len(name) > 10 && name[:10] == "Powertools" }
@@ -194,4 +201,141 @@ func (b *benchRun) idempotencyExtras(ctx context.Context, table string) (map[int
 		out[size] = e
 	}
 	return out, nil
+}
+
+// Rounds of the latency comparison: at least idemMinRounds, until the ratio
+// of the medians is stable over the last idemMinRounds (their spread at most
+// idemStable of their median), at most idemMaxRounds.
+const (
+	idemMinRounds = 3
+	idemMaxRounds = 8
+	idemStable    = 0.2
+)
+
+// idempotencyLatency compares the time each call takes, this package's
+// against Powertools', for 1 KB events, in rounds of compare's stream (the
+// two interleaved, so that a busy neighbour slows both), until the ratio of
+// their medians holds still; it prints the samples, their spread and the
+// ratio, or says that no ratio is stable enough to print.
+func (b *benchRun) idempotencyLatency(ctx context.Context, table string) error {
+	if b.python == "" {
+		return nil
+	}
+	if _, err := os.Stat(b.python); err != nil {
+		fmt.Fprintf(b.out, "\nLatency, this package against Powertools: not measured (%s missing).\n", b.python)
+		return nil
+	}
+	raw, err := b.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := idemFunc(raw, table, 0)
+	if err != nil {
+		return err
+	}
+	type series struct{ first, repeat []float64 }
+	var goS, ptS series
+	var goRounds, ptRounds, ratios []float64
+	rounds := 0
+	stable := false
+	for rounds < idemMaxRounds && !stable && ctx.Err() == nil {
+		rounds++
+		var stream []benchDelivery
+		for _, d := range compareStream(b.compareN, b.dupRate, fmt.Sprintf("lr%d_%s", rounds, cli.RandomHex(4))) {
+			if d.Size == testbody.Sizes[0] {
+				stream = append(stream, d)
+			}
+		}
+		var goFirst []float64
+		for _, d := range stream {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			t0 := time.Now()
+			_, _, err := f.Call(cctx, json.RawMessage(d.Body))
+			ms := msSince(t0)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if d.Dup {
+				goS.repeat = append(goS.repeat, ms)
+			} else {
+				goS.first = append(goS.first, ms)
+				goFirst = append(goFirst, ms)
+			}
+		}
+		pt, err := b.powertoolsTiming(ctx, stream)
+		if err != nil {
+			fmt.Fprintf(b.out, "\nLatency, this package against Powertools: not measured (%v).\n", err)
+			return nil
+		}
+		var ptFirst []float64
+		for _, t := range pt.Timing {
+			if t.Dup {
+				ptS.repeat = append(ptS.repeat, t.MS)
+			} else {
+				ptS.first = append(ptS.first, t.MS)
+				ptFirst = append(ptFirst, t.MS)
+			}
+		}
+		g, p := bench.Median(goFirst), bench.Median(ptFirst)
+		goRounds, ptRounds, ratios = append(goRounds, g), append(ptRounds, p), append(ratios, p/g)
+		if len(ratios) >= idemMinRounds {
+			last := ratios[len(ratios)-idemMinRounds:]
+			lo, hi := slices.Min(last), slices.Max(last)
+			stable = (hi-lo)/bench.Median(last) <= idemStable
+		}
+	}
+	t := &bench.MD{Title: fmt.Sprintf("Latency per call, this package against Powertools (1 KB, %d rounds of compare's stream, interleaved)", rounds),
+		Header: []string{"contender", "call", "samples", "p50 ms", "p25–p75 ms", "round medians (first calls) ms"}}
+	rows := func(name string, s series, rm []float64) {
+		t.Add(name, "first call", len(s.first), bench.Median(s.first), fmt.Sprintf("%.2f–%.2f", bench.Percentile(s.first, 25), bench.Percentile(s.first, 75)), joinFloats(rm))
+		t.Add(name, "repeat", len(s.repeat), bench.Median(s.repeat), fmt.Sprintf("%.2f–%.2f", bench.Percentile(s.repeat, 25), bench.Percentile(s.repeat, 75)), "")
+	}
+	rows(idemContender, goS, goRounds)
+	rows("Powertools idempotency", ptS, ptRounds)
+	lo, hi := slices.Min(ratios), slices.Max(ratios)
+	if stable {
+		last := ratios[len(ratios)-idemMinRounds:]
+		t.Notes = []string{fmt.Sprintf("Powertools' first call over this package's: %.1f× (the median of the last %d rounds' ratios, %.1f–%.1f×; all rounds %.1f–%.1f×): stable to %.0f%% over %d rounds.",
+			bench.Median(last), idemMinRounds, slices.Min(last), slices.Max(last), lo, hi, idemStable*100, idemMinRounds)}
+	} else {
+		t.Notes = []string{fmt.Sprintf("No ratio printed: the rounds' ratios of the medians moved from %.1f× to %.1f× and did not hold within %.0f%% over %d rounds in %d (a busy machine: the wall times of both include every other process's share of its 2 cores).",
+			lo, hi, idemStable*100, idemMinRounds, rounds)}
+	}
+	t.Notes = append(t.Notes, "Wall time per call from the client: Go SDK v2 for this package, boto3 in CPython for Powertools (each language's and SDK's own overhead included), against the same emulator.")
+	t.Print(b.out)
+	return nil
+}
+
+// powertoolsTiming runs the Powertools driver over stream, timing only.
+func (b *benchRun) powertoolsTiming(ctx context.Context, stream []benchDelivery) (ptOutput, error) {
+	var res ptOutput
+	dir, err := os.MkdirTemp("", "hookledger-bench-ptl")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	sb, _ := json.Marshal(map[string][]benchDelivery{"accounting": {}, "timing": stream})
+	in, out := filepath.Join(dir, "stream.json"), filepath.Join(dir, "out.json")
+	if err := os.WriteFile(in, sb, 0o600); err != nil {
+		return res, err
+	}
+	cmd := exec.CommandContext(ctx, b.python, b.ptScript, "--endpoint", b.ep, "--stream", in, "--out", out)
+	cmd.Stderr = b.log
+	if err := cmd.Run(); err != nil {
+		return res, fmt.Errorf("%s: %w", b.ptScript, err)
+	}
+	ob, err := os.ReadFile(out)
+	if err != nil {
+		return res, err
+	}
+	return res, json.Unmarshal(ob, &res)
+}
+
+func joinFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }

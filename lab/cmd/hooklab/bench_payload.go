@@ -29,14 +29,6 @@ import (
 // policies are the payload policies the bench compares.
 var policies = []string{config.PayloadAlways, config.PayloadOnTrouble}
 
-// policyRun is what the payload-policy accounting measured per policy and
-// payload size: a new event through the receiver and the processor.
-type policyRun struct {
-	profile map[string]map[int]bench.Profile // policy -> size -> new event
-	large   bench.Profile                    // a 2 MB body through the S3 store (always)
-	largeN  int                              // its body size
-}
-
 // withConf is env with another configuration.
 func (env *benchEnv) withConf(c config.Config) *benchEnv {
 	e := *env
@@ -96,7 +88,6 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 	sq := sqs.NewFromConfig(env.raw)
 	t := &bench.MD{Title: "Payload policies: a new event through the receiver and the processor (measured against the emulator)",
 		Header: []string{"policy", "payload", "receiver AWS calls", "sequential round trips", "processor AWS calls", "WCU table", "WCU index", "WCU per new event", "SQS billed", "S3 requests"}}
-	b.policies = &policyRun{profile: map[string]map[int]bench.Profile{}}
 	step := func(h *handlers, body []byte) (benchStep, benchStep, error) {
 		m.Reset()
 		acc.Take()
@@ -124,7 +115,6 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.policies.profile[policy] = map[int]bench.Profile{}
 		for _, size := range testbody.Sizes {
 			body := testbody.JSON("evt_policy_"+cli.RandomHex(8), size)
 			sNew, sProc, err := step(h, body)
@@ -133,12 +123,6 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 			}
 			wcu := sNew.u.WCU + sNew.u.IndexWCU + sProc.u.WCU + sProc.u.IndexWCU
 			sqsBilled := sNew.u.SQS + awstest.SQSRequests(len(msgBody(body))) + 1
-			stored := 0
-			for _, w := range sNew.u.Written {
-				stored += w + 100
-			}
-			b.policies.profile[policy][size] = bench.Profile{WCU: wcu, RCU: sNew.u.RCU + sProc.u.RCU, SQS: sqsBilled,
-				LogBytes: float64(sNew.logs + sProc.logs), StoredBytes: float64(stored), BodyBytes: float64(len(body))}
 			rts := 2
 			t.Add(policy, testbody.Label(size), sNew.callList(), rts, sProc.callList(), sNew.u.WCU+sProc.u.WCU, sNew.u.IndexWCU+sProc.u.IndexWCU, wcu, sqsBilled, s3Calls(sNew)+s3Calls(sProc))
 		}
@@ -158,9 +142,6 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 	}
 	wcu := sNew.u.WCU + sNew.u.IndexWCU + sProc.u.WCU + sProc.u.IndexWCU
 	sqsBilled := sNew.u.SQS + awstest.SQSRequests(len(msgBody([]byte(`{}`)))) + 1
-	b.policies.large = bench.Profile{WCU: wcu, SQS: sqsBilled, LogBytes: float64(sNew.logs + sProc.logs), StoredBytes: 500,
-		BodyBytes: float64(len(body)), S3Puts: float64(sNew.calls["S3.PutObject"]), S3Gets: float64(sProc.calls["S3.GetObject"]), S3Bytes: float64(len(body))}
-	b.policies.largeN = len(body)
 	t.Add("always + S3 store", fmt.Sprintf("%.1f MB", float64(len(body))/1e6), sNew.callList(), 2, sProc.callList(), sNew.u.WCU+sProc.u.WCU, sNew.u.IndexWCU+sProc.u.IndexWCU, wcu, sqsBilled, s3Calls(sNew)+s3Calls(sProc))
 	t.Notes = []string{
 		"Sequential round trips: what the sender waits for on the new-event path: the record, then (always) the payload write and the enqueue at once, " +
@@ -169,56 +150,7 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 			"SQS billed: send + the event source's receive (same chunks) + delete, batches of one. The 2 MB body rides in the message by reference: one chunk each way.",
 	}
 	t.Print(b.out)
-	for _, policy := range policies {
-		p, _ := b.policyProfile(policy, 3<<10)
-		fmt.Fprintf(b.out, "- WCU per new 3 KB event, %s: %s\n", policy, bench.Num(p.WCU))
-	}
 	return nil
-}
-
-// policyProfile is the new-event profile of policy at size, interpolated
-// between the measured sizes like profileFor (whole write units priced on
-// the size's own stored payload), with the durations of the latency
-// section when it ran.
-func (b *benchRun) policyProfile(policy string, size int) (bench.Profile, bool) {
-	prof := b.policies.profile[policy]
-	if p, ok := prof[size]; ok {
-		return b.withLatency(policy, p), true
-	}
-	lo := testbody.Sizes[0]
-	pl, ok := prof[lo]
-	if !ok {
-		return bench.Profile{}, false
-	}
-	body := testbody.JSON("evt_interp", size)
-	p := pl
-	if policy == config.PayloadAlways {
-		p.WCU = pl.WCU - awstest.WriteUnits(b.storedOf(lo)+60) + awstest.WriteUnits(bench.Compressed(body)+60)
-		p.StoredBytes = pl.StoredBytes - float64(b.storedOf(lo)) + float64(bench.Compressed(body))
-	}
-	p.SQS = awstest.SQSRequests(len(msgBody(body)))*2 + 1
-	p.BodyBytes = float64(len(body))
-	return b.withLatency(policy, p), true
-}
-
-func (b *benchRun) storedOf(size int) int {
-	if s, ok := b.stored[size]; ok {
-		return s[1]
-	}
-	return bench.Compressed(testbody.JSON("evt_interp", size))
-}
-
-// withLatency sets p's handler durations from the latency section (AWS
-// latency injected), else from the accounting's emulator timings.
-func (b *benchRun) withLatency(policy string, p bench.Profile) bench.Profile {
-	if l, ok := b.latencyMS["new "+policy]; ok {
-		p.ReceiverMS, p.ProcessorMS = l, b.latencyMS["processor"]
-		return p
-	}
-	if nw, ok := b.newProfile[testbody.Sizes[0]]; ok {
-		p.ReceiverMS, p.ProcessorMS = nw.ReceiverMS, nw.ProcessorMS
-	}
-	return p
 }
 
 // latency times the receiver with per-request AWS latency injected
@@ -363,7 +295,6 @@ func (b *benchRun) latency(ctx context.Context) error {
 
 	t := &bench.MD{Title: fmt.Sprintf("Ack latency with AWS latency injected (per request: DynamoDB 5–10 ms, SQS 10–20 ms, S3 100–200 ms; %d events each, 3 KB unless said)", n),
 		Header: []string{"path", "sequential round trips", "p50 ms", "p99 ms", "mean ms"}}
-	b.latencyMS = map[string]float64{}
 	for _, s := range rows {
 		mean := 0.0
 		for _, v := range s.ms {
@@ -371,14 +302,6 @@ func (b *benchRun) latency(ctx context.Context) error {
 		}
 		mean /= math.Max(1, float64(len(s.ms)))
 		t.Add(s.name, s.rts, bench.Percentile(s.ms, 50), bench.Percentile(s.ms, 99), mean)
-		switch {
-		case strings.HasPrefix(s.name, "receiver: new event, payload "):
-			b.latencyMS["new "+strings.TrimPrefix(s.name, "receiver: new event, payload ")] = bench.Percentile(s.ms, 50)
-		case strings.HasPrefix(s.name, "processor"):
-			b.latencyMS["processor"] = bench.Percentile(s.ms, 50)
-		case strings.HasPrefix(s.name, "receiver: duplicate"):
-			b.latencyMS["duplicate"] = bench.Percentile(s.ms, 50)
-		}
 	}
 	t.Notes = append([]string{
 		"The handlers run against the local emulator with lab/latency adding a uniform wait per request (per attempt, before it is sent) from these published figures:"},
@@ -402,82 +325,6 @@ func drain(ctx context.Context, sq *sqs.Client, url string) error {
 		for _, m := range out.Messages {
 			sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
 		}
-	}
-	return nil
-}
-
-// costSideBySide prices the shipped defaults next to on-trouble with a
-// function URL, at 3 KB and the duplicate share, with processor batches of
-// one (low traffic) and of ten (sustained traffic).
-func (b *benchRun) costSideBySide() error {
-	if b.policies == nil {
-		return errors.New("no payload-policy accounting to price")
-	}
-	_, dp, ok := b.profileFor(3 << 10)
-	if !ok {
-		return errors.New("no duplicate profile to price")
-	}
-	if d, ok := b.latencyMS["duplicate"]; ok {
-		dp.ReceiverMS = d
-	}
-	base := b.assumptions()
-	t := &bench.MD{Title: fmt.Sprintf("Side by side: dollars per million deliveries, 3 KB, %.0f%% duplicates (arm64, %d MB, 7-day ledger retention, 30-day logs)", b.dupRate*100, base.MemoryMB),
-		Header: []string{"configuration", "front door", "payload", "processor batch", "WCU per new event", "API GW", "Lambda", "DynamoDB", "SQS", "Logs", "total", "target", "verdict"}}
-	type cfgRow struct {
-		name, door, policy string
-		batch              float64
-		target             float64
-	}
-	rows := []cfgRow{
-		{"shipped defaults", "HTTP API", config.PayloadOnTrouble, 1, 5},
-		{"shipped defaults, sustained traffic", "HTTP API", config.PayloadOnTrouble, 10, 5},
-		{"always (every body kept)", "HTTP API", config.PayloadAlways, 1, 0},
-		{"always, sustained traffic", "HTTP API", config.PayloadAlways, 10, 0},
-		{"on-trouble + function URL", "function URL", config.PayloadOnTrouble, 1, 4},
-		{"on-trouble + function URL, sustained traffic", "function URL", config.PayloadOnTrouble, 10, 4},
-	}
-	var verdicts []string
-	for _, r := range rows {
-		nw, ok := b.policyProfile(r.policy, 3<<10)
-		if !ok {
-			return fmt.Errorf("no %s profile", r.policy)
-		}
-		a := base
-		a.ProcessorBatch = r.batch
-		a.FunctionURL = r.door == "function URL"
-		if r.batch > 1 {
-			nw.SQS = nw.SQS - 2 + 2/r.batch // the event source's receive and delete, amortised over the batch
-		}
-		c := bench.Cost(nw, dp, b.dupRate, a)
-		target, verdict := "", ""
-		if r.target > 0 {
-			target = fmt.Sprintf("< $%.0f", r.target)
-			verdict = "met"
-			if c.Total() >= r.target {
-				verdict = "NOT met"
-			}
-			verdicts = append(verdicts, fmt.Sprintf("- %s (%s, payload %s, batch %s): $%.2f per million deliveries, target under $%.0f: %s",
-				r.name, r.door, r.policy, bench.Num(r.batch), c.Total(), r.target, verdict))
-		}
-		t.Add(r.name, r.door, r.policy, bench.Num(r.batch), bench.Num(nw.WCU), usd(c.APIGateway), usd(c.Lambda), usd(c.DynamoDB), usd(c.SQS), usd(c.Logs), usd(c.Total()), target, verdict)
-	}
-	t.Notes = []string{
-		"Processor batch 1 is what a low-traffic stream gets (a million deliveries a month is 0.4 a second: the event source finds one message per poll); " +
-			"10 is what sustained traffic of tens of events a second or more fills (the template's BatchSize), amortising the event source's receive and delete and the invocation. " +
-			"Lambda duration: the handlers' median time with AWS latency injected (the latency section), not the emulator's. A function URL has no request charge of its own and no API access log line. " +
-			"WCU per new event: record 1 + due-index entry 1 + payload (always: 2 at 3 KB) + claim 1 + complete 1 + due-index exit 1.",
-	}
-	t.Print(b.out)
-	fmt.Fprintln(b.out, "\nTargets:")
-	for _, v := range verdicts {
-		fmt.Fprintln(b.out, v)
-	}
-	if b.policies.largeN > 0 {
-		lg := b.policies.large
-		a := base
-		c := bench.Cost(lg, bench.Profile{}, 0, a)
-		fmt.Fprintf(b.out, "\nA %.1f MB body through the S3 payload store (always, HTTP API, batch 1), per million such events: API GW %s (%d × 512 KB increments), Lambda %s, DynamoDB %s, SQS %s, S3 %s (PUT, GET, %d days of storage), logs %s: total %s.\n",
-			float64(b.policies.largeN)/1e6, usd(c.APIGateway), int(math.Ceil(lg.BodyBytes/bench.APIGatewayIncrement)), usd(c.Lambda), usd(c.DynamoDB), usd(c.SQS), usd(c.S3), int(a.RetentionDays), usd(c.Logs), usd(c.Total()))
 	}
 	return nil
 }
