@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/source"
@@ -40,7 +39,7 @@ const settingReadTimeout = 10 * time.Second
 // reference must lie within the secrets the role is granted
 // (HOOKLEDGER_SECRET_GRANTS), as the receiver's are.
 func EffectSettings(c config.Config, cfg aws.Config, getenv func(string) string, local bool) (*hookledger.Settings, error) {
-	secrets := &source.Secrets{SSM: ssm.NewFromConfig(cfg), SecretsManager: secretsmanager.NewFromConfig(cfg), Getenv: getenv}
+	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	var grants *source.Grants
 	if c.SecretGrants != "" {
 		g, err := source.ParseGrants(c.SecretGrants)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/smithy-go"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/webhook"
@@ -17,11 +16,11 @@ import (
 // scriptedSM answers GetSecretValue from a map of id to value.
 type scriptedSM map[string]string
 
-func (s scriptedSM) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	if v, ok := s[*in.SecretId]; ok {
-		return &secretsmanager.GetSecretValueOutput{SecretString: &v}, nil
+func (s scriptedSM) GetSecretValue(_ context.Context, id string) (string, error) {
+	if v, ok := s[id]; ok {
+		return v, nil
 	}
-	return nil, &smithy.GenericAPIError{Code: "ResourceNotFoundException", Message: "not found"}
+	return "", &smithy.GenericAPIError{Code: "ResourceNotFoundException", Message: "not found"}
 }
 
 // Every request the SecretUnavailable alarm counts leaves a log line that

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/smithy-go"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/source"
@@ -17,14 +15,14 @@ import (
 // scriptedSSM answers GetParameter from a map of name to value or error.
 type scriptedSSM map[string]any
 
-func (s scriptedSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	switch v := s[*in.Name].(type) {
+func (s scriptedSSM) GetParameter(_ context.Context, name string) (string, error) {
+	switch v := s[name].(type) {
 	case string:
-		return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: &v}}, nil
+		return v, nil
 	case error:
-		return nil, v
+		return "", v
 	}
-	return nil, &smithy.GenericAPIError{Code: "ParameterNotFound", Message: "not found"}
+	return "", &smithy.GenericAPIError{Code: "ParameterNotFound", Message: "not found"}
 }
 
 // A server-side cause (a secret that cannot be read or used) is answered

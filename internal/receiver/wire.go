@@ -10,9 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -29,7 +28,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	if err := c.ValidateReceiver(); err != nil {
 		return nil, err
 	}
-	secrets := &source.Secrets{SSM: ssm.NewFromConfig(cfg), SecretsManager: secretsmanager.NewFromConfig(cfg), Getenv: getenv}
+	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	var grants *source.Grants
 	if c.SecretGrants != "" {
 		g, err := source.ParseGrants(c.SecretGrants)

@@ -8,9 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -42,15 +41,18 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 	// config.Off (a variable set to 0) is the handler's negative: never
 	// pause, no continuations.
 	if c.ReclaimChain != config.Off && c.FunctionName != "" {
-		h.Continue = &Invoker{API: lambda.NewFromConfig(cfg), Function: c.FunctionName}
+		h.Continue = &Invoker{API: awsjson.NewLambda(cfg), Function: c.FunctionName}
 	}
 	return h, nil
 }
 
-// InvokeAPI is the slice of the Lambda client the invoker calls.
+// InvokeAPI invokes a function asynchronously (awsjson.Lambda: one signed
+// request, without the Lambda client's 0.7 MB).
 type InvokeAPI interface {
-	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	InvokeAsync(ctx context.Context, function string, payload []byte) error
 }
+
+var _ InvokeAPI = awsjson.Lambda{}
 
 // Invoker continues a run by invoking the reclaimer's own function
 // asynchronously (InvocationType Event) with the next Input. The function's
@@ -68,9 +70,7 @@ func (i *Invoker) Continue(ctx context.Context, in Input) error {
 	if err != nil {
 		return err
 	}
-	if _, err := i.API.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName: aws.String(i.Function), InvocationType: lambdatypes.InvocationTypeEvent, Payload: payload,
-	}); err != nil {
+	if err := i.API.InvokeAsync(ctx, i.Function, payload); err != nil {
 		return fmt.Errorf("invoke %s: %w", i.Function, err)
 	}
 	return nil

@@ -14,8 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/source"
@@ -56,7 +55,7 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 	if err := c.ValidateReconciler(); err != nil {
 		return nil, nil, err
 	}
-	secrets := &source.Secrets{SSM: ssm.NewFromConfig(cfg), SecretsManager: secretsmanager.NewFromConfig(cfg), Getenv: getenv}
+	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	var grants *source.Grants
 	if c.SecretGrants != "" {
 		g, err := source.ParseGrants(c.SecretGrants)

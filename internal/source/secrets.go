@@ -12,24 +12,26 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/smithy-go"
+	"github.com/hookledger/hookledger/internal/awsjson"
 )
 
-// SSMAPI is the slice of the SSM client the secret cache calls.
+// SSMAPI reads one SSM parameter, decrypted ("" when it has no value).
+// Errors are smithy.APIError values (awsjson.SSM).
 type SSMAPI interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+	GetParameter(ctx context.Context, name string) (string, error)
 }
 
-// SecretsManagerAPI is the slice of the Secrets Manager client it calls.
+// SecretsManagerAPI reads a secret's current string value ("" when it has
+// none: a binary secret). Errors are smithy.APIError values
+// (awsjson.SecretsManager).
 type SecretsManagerAPI interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	GetSecretValue(ctx context.Context, id string) (string, error)
 }
 
 var (
-	_ SSMAPI            = (*ssm.Client)(nil)
-	_ SecretsManagerAPI = (*secretsmanager.Client)(nil)
+	_ SSMAPI            = awsjson.SSM{}
+	_ SecretsManagerAPI = awsjson.SecretsManager{}
 )
 
 // Defaults for Secrets' zero fields.
@@ -263,26 +265,26 @@ func (s *Secrets) fetch(ctx context.Context, ref Ref) (string, error) {
 		if s.SSM == nil {
 			return "", fmt.Errorf("%w: %w: %s (no SSM client configured)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ref.Name), WithDecryption: aws.Bool(true)})
+		v, err := s.SSM.GetParameter(ctx, ref.Name)
 		if err != nil {
 			return "", classify(ref, err)
 		}
-		if out.Parameter == nil || out.Parameter.Value == nil || *out.Parameter.Value == "" {
+		if v == "" {
 			return "", fmt.Errorf("%w: %w: %s is empty", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		return *out.Parameter.Value, nil
+		return v, nil
 	default:
 		if s.SecretsManager == nil {
 			return "", fmt.Errorf("%w: %w: %s (no Secrets Manager client configured)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		out, err := s.SecretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Name)})
+		v, err := s.SecretsManager.GetSecretValue(ctx, ref.Name)
 		if err != nil {
 			return "", classify(ref, err)
 		}
-		if out.SecretString == nil || *out.SecretString == "" {
+		if v == "" {
 			return "", fmt.Errorf("%w: %w: %s has no string value (binary secrets are not signing secrets; store the secret as plaintext)", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
-		return *out.SecretString, nil
+		return v, nil
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -115,13 +113,12 @@ type fakeSSM struct {
 	err   error
 }
 
-func (f *fakeSSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+func (f *fakeSSM) GetParameter(ctx context.Context, name string) (string, error) {
 	f.calls++
 	if f.err != nil {
-		return nil, f.err
+		return "", f.err
 	}
-	v := "secret-of-" + *in.Name
-	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: &v}}, nil
+	return "secret-of-" + name, nil
 }
 
 func apiErr(code string) error { return &smithy.GenericAPIError{Code: code, Message: code} }

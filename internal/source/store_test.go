@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/awstest"
 )
 
@@ -34,7 +35,9 @@ func TestSecretStoresInTheEmulator(t *testing.T) {
 		Type: ssmtypes.ParameterTypeSecureString}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Secrets{SSM: ps, SecretsManager: sm}
+	// The functions' own readers (awsjson: signed requests, no SDK
+	// clients) against the emulator's stores.
+	s := &Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg)}
 	refs := []Ref{{SchemeSecretsManager, base + "/new"}, {SchemeSecretsManager, base + "/old"}, {SchemeSSM, "/" + base + "/ssm"}}
 	if res := s.Resolve(t.Context(), refs); len(res.Values) != 3 || res.Err() != nil {
 		t.Fatalf("before deletion: %v %v", res.Values, res.Err())
@@ -45,7 +48,7 @@ func TestSecretStoresInTheEmulator(t *testing.T) {
 	if _, err := sm.DeleteSecret(t.Context(), &secretsmanager.DeleteSecretInput{SecretId: aws.String(base + "/scheduled"), RecoveryWindowInDays: aws.Int64(7)}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := &Secrets{SSM: ps, SecretsManager: sm}
+	fresh := &Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg)}
 	res := fresh.Resolve(t.Context(), refs)
 	if len(res.Values) != 2 || res.Values[0] != "whsec_new" || res.Values[1] != "whsec_ssm" || !res.Only(ErrSecretGone) || len(res.Errors) != 1 {
 		t.Fatalf("[new, deleted-old, ssm]: %v %v, want new and ssm resolved, old gone", res.Values, res.Errors)

@@ -1,0 +1,265 @@
+// Package awsjson makes the three AWS calls the functions need beside
+// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue and
+// an asynchronous Lambda Invoke) as plain HTTPS requests signed with
+// Signature Version 4, with the SDK's core (credentials, signer, standard
+// retryer) and not its service clients: those three clients weigh 2.2 MB of
+// every binary that links them (docs/deploy.md, "Binary sizes"), and one
+// operation each needs none of their generality.
+//
+// Errors are smithy.APIError values carrying the service's error code and
+// the HTTP status, as the clients' are, so callers classify them the same
+// way (internal/source); throttling, 5xx answers and broken connections are
+// retried with the SDK's standard retryer.
+package awsjson
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+)
+
+// maxAnswer bounds an answer's body: an SSM parameter is at most 8 KB, a
+// secret 64 KB; Invoke's asynchronous answer is empty.
+const maxAnswer = 1 << 20
+
+// Client signs and sends the calls. Its zero value is not usable: New.
+type Client struct {
+	cfg    aws.Config
+	http   aws.HTTPClient
+	signer *v4.Signer
+	retry  aws.Retryer
+	now    func() time.Time
+}
+
+// New returns a client for cfg's region, credentials and base endpoint
+// (AWS_ENDPOINT_URL, for an emulator).
+func New(cfg aws.Config) *Client {
+	c := &Client{cfg: cfg, http: cfg.HTTPClient, signer: v4.NewSigner(), now: time.Now}
+	if c.http == nil {
+		c.http = awshttp.NewBuildableClient()
+	}
+	if cfg.Retryer != nil {
+		c.retry = cfg.Retryer()
+	} else {
+		c.retry = retry.NewStandard()
+	}
+	return c
+}
+
+// APIError is an error answer: the service's code and message, and the HTTP
+// status (which the SDK's retry rules read).
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("api error %s: %s (HTTP %d)", e.Code, e.Message, e.Status)
+}
+
+// ErrorCode is the service's error code, e.g. ParameterNotFound.
+func (e *APIError) ErrorCode() string { return e.Code }
+
+// ErrorMessage is the service's message.
+func (e *APIError) ErrorMessage() string { return e.Message }
+
+// ErrorFault says whose fault it was: the server's for 5xx.
+func (e *APIError) ErrorFault() smithy.ErrorFault {
+	if e.Status >= 500 {
+		return smithy.FaultServer
+	}
+	return smithy.FaultClient
+}
+
+// HTTPStatusCode is the answer's status.
+func (e *APIError) HTTPStatusCode() int { return e.Status }
+
+var _ smithy.APIError = (*APIError)(nil)
+
+// endpoint is the service's base URL: cfg's base endpoint, else the
+// Region's public one.
+func (c *Client) endpoint(service string) string {
+	if c.cfg.BaseEndpoint != nil && *c.cfg.BaseEndpoint != "" {
+		return strings.TrimRight(*c.cfg.BaseEndpoint, "/")
+	}
+	suffix := "amazonaws.com"
+	if strings.HasPrefix(c.cfg.Region, "cn-") {
+		suffix = "amazonaws.com.cn"
+	}
+	return "https://" + service + "." + c.cfg.Region + "." + suffix
+}
+
+// do sends one request (retried as the standard retryer decides) and
+// returns the answer's body, or an APIError built by errorOf.
+func (c *Client) do(ctx context.Context, service, path string, header http.Header, body []byte, errorOf func(int, http.Header, []byte) *APIError) ([]byte, error) {
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	var last error
+	for attempt := 1; ; attempt++ {
+		out, err := c.once(ctx, service, path, header, body, hash, errorOf)
+		if err == nil {
+			return out, nil
+		}
+		last = err
+		if ctx.Err() != nil || attempt >= c.retry.MaxAttempts() || !c.retry.IsErrorRetryable(err) {
+			return nil, last
+		}
+		delay, derr := c.retry.RetryDelay(attempt, err)
+		if derr != nil {
+			return nil, last
+		}
+		select {
+		case <-ctx.Done():
+			return nil, last
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, service, path string, header http.Header, body []byte, hash string, errorOf func(int, http.Header, []byte) *APIError) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(service)+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.ContentLength = int64(len(body))
+	creds, err := c.cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s credentials: %w", service, err)
+	}
+	if err := c.signer.SignHTTP(ctx, creds, req, hash, service, c.cfg.Region, c.now().UTC()); err != nil {
+		return nil, fmt.Errorf("sign %s request: %w", service, err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err // the retryer knows connection errors
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, errorOf(resp.StatusCode, resp.Header, out)
+	}
+	return out, nil
+}
+
+// jsonError reads the JSON protocols' error answer: {"__type": "...#Code",
+// "message": "..."}, the code also in X-Amzn-ErrorType.
+func jsonError(status int, h http.Header, body []byte) *APIError {
+	var doc struct {
+		Type     string `json:"__type"`
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+	}
+	json.Unmarshal(body, &doc)
+	code := doc.Type
+	if code == "" {
+		code = h.Get("X-Amzn-ErrorType")
+	}
+	if i := strings.LastIndex(code, "#"); i >= 0 {
+		code = code[i+1:]
+	}
+	if i := strings.Index(code, ":"); i >= 0 {
+		code = code[:i]
+	}
+	if code == "" {
+		code = http.StatusText(status)
+	}
+	msg := doc.Message
+	if msg == "" {
+		msg = doc.MessageU
+	}
+	return &APIError{Status: status, Code: code, Message: msg}
+}
+
+// call is one JSON 1.1 protocol operation (SSM, Secrets Manager).
+func (c *Client) call(ctx context.Context, service, target string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	h := http.Header{"Content-Type": {"application/x-amz-json-1.1"}, "X-Amz-Target": {target}}
+	answer, err := c.do(ctx, service, "/", h, body, jsonError)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("%s: unreadable answer: %w", target, err)
+	}
+	return nil
+}
+
+// SSM reads SSM parameters.
+type SSM struct{ c *Client }
+
+// NewSSM returns an SSM reader on cfg.
+func NewSSM(cfg aws.Config) SSM { return SSM{New(cfg)} }
+
+// GetParameter returns the decrypted value of the parameter name ("" when it
+// has none).
+func (s SSM) GetParameter(ctx context.Context, name string) (string, error) {
+	var out struct {
+		Parameter *struct{ Value *string }
+	}
+	if err := s.c.call(ctx, "ssm", "AmazonSSM.GetParameter", map[string]any{"Name": name, "WithDecryption": true}, &out); err != nil {
+		return "", err
+	}
+	if out.Parameter == nil || out.Parameter.Value == nil {
+		return "", nil
+	}
+	return *out.Parameter.Value, nil
+}
+
+// SecretsManager reads Secrets Manager secrets.
+type SecretsManager struct{ c *Client }
+
+// NewSecretsManager returns a Secrets Manager reader on cfg.
+func NewSecretsManager(cfg aws.Config) SecretsManager { return SecretsManager{New(cfg)} }
+
+// GetSecretValue returns the current string value of the secret id (""
+// when it holds only a binary value).
+func (s SecretsManager) GetSecretValue(ctx context.Context, id string) (string, error) {
+	var out struct{ SecretString *string }
+	if err := s.c.call(ctx, "secretsmanager", "secretsmanager.GetSecretValue", map[string]any{"SecretId": id}, &out); err != nil {
+		return "", err
+	}
+	if out.SecretString == nil {
+		return "", nil
+	}
+	return *out.SecretString, nil
+}
+
+// Lambda invokes Lambda functions.
+type Lambda struct{ c *Client }
+
+// NewLambda returns a Lambda invoker on cfg.
+func NewLambda(cfg aws.Config) Lambda { return Lambda{New(cfg)} }
+
+// InvokeAsync invokes function (a name or ARN) with payload asynchronously
+// (InvocationType Event): Lambda queues the event and answers 202.
+func (l Lambda) InvokeAsync(ctx context.Context, function string, payload []byte) error {
+	h := http.Header{"Content-Type": {"application/json"}, "X-Amz-Invocation-Type": {"Event"}}
+	if function == "" || strings.ContainsAny(function, "/?#% ") {
+		return fmt.Errorf("invoke: %q is not a function name", function)
+	}
+	_, err := l.c.do(ctx, "lambda", "/2015-03-31/functions/"+function+"/invocations", h, payload, jsonError)
+	return err
+}
