@@ -991,8 +991,9 @@ func (b *benchRun) coldstart(ctx context.Context) error {
 			"HOOKLEDGER_TABLE=" + env.table, "HOOKLEDGER_QUEUE_URL=" + env.queueURL,
 			"HOOKLEDGER_SOURCES=" + env.conf.SourcesJSON, "LOG_LEVEL=info",
 			// The shipped effect's settings: the processor refuses to start
-			// without them (nothing calls them during a cold start).
-			"PAYMENTS_URL=http://127.0.0.1:9", "NOTIFY_URL=http://127.0.0.1:9",
+			// without them (nothing calls them during a cold start). In
+			// Lambda they come from the EffectSettings document.
+			processor.EffectSettingsEnv + `={"PAYMENTS_URL":"http://127.0.0.1:9","NOTIFY_URL":"http://127.0.0.1:9"}`,
 		}
 	}
 	t := &bench.MD{Title: fmt.Sprintf("Cold start (init = process start → first GET /2018-06-01/runtime/invocation/next on a fake Runtime API; median of %d, this machine's amd64)", b.runs),
