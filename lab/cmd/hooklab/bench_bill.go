@@ -577,7 +577,7 @@ func (b *benchRun) fixedBill(st bench.Stack, bm *billMeasures, door string) []be
 	polls := float64(bench.ESMPollers) * bench.Month.Seconds() / bench.ESMLongPoll.Seconds()
 	items := []bench.BillItem{
 		billItem("alarms", fmt.Sprintf("%d alarm metrics", alarms), float64(alarms)*bench.PriceAlarm.USD, "template.yaml's alarms whose conditions hold; PriceAlarm"),
-		billItem("custom metrics on an idle stack", fmt.Sprintf("%d (%s)", len(idle.metrics), strings.Join(idle.metrics, ", ")), float64(len(idle.metrics))*bench.PriceCustomMetric.USD, "metric names in the idle reclaimer run's output (measured)"),
+		billItem("custom metrics on an idle stack", countNames(idle.metrics), float64(len(idle.metrics))*bench.PriceCustomMetric.USD, "metric names in the idle reclaimer run's output (measured)"),
 		billItem("reclaimer: invocations and duration", fmt.Sprintf("%.0f runs, %.0f ms each at %d MB", runs, idle.ms, st.MemoryMB), runs*lambda, "ReclaimSchedule; an idle run's time with AWS latencies (measured)"),
 		billItem("reclaimer: DynamoDB", fmt.Sprintf("%.1f WCU + %.1f RCU a run", idle.u.WCU, idle.u.RCU), runs*dynamo, "an idle run: "+strings.Join(ops, ", ")+" (measured)"),
 		billItem("reclaimer: SQS", fmt.Sprintf("%.0f requests a run", sqsReq), runs*sqsReq*bench.PriceSQS.USD/1e6, "its queue-depth read and dead-letter receive (measured)"),
@@ -651,7 +651,7 @@ func (b *benchRun) printBill(st bench.Stack, bm *billMeasures) {
 	stack.Add("logs", fmt.Sprintf("%d-day retention; the HTTP API's access log line %d B (its format with typical values)", st.LogRetentionDays, len(st.AccessLogLine())))
 	stack.Add("alarms", fmt.Sprintf("%d with the HTTP API, %d with the function URL, %d with both", st.AlarmsWith("HasHttpApi"), st.AlarmsWith("HasFunctionUrl"), st.AlarmsWith("HasHttpApi", "HasFunctionUrl", "HasBothFrontDoors")))
 	stack.Add("dashboard", map[bool]string{true: "always", false: "only when " + st.DashboardCondition + " (the prod stage)"}[st.DashboardCondition == ""])
-	stack.Add("happy-path custom metrics", fmt.Sprintf("%d (%s) — measured in the handlers' output", len(bm.happyMetrics), strings.Join(bm.happyMetrics, ", ")))
+	stack.Add("happy-path custom metrics", countNames(bm.happyMetrics)+" — measured in the handlers' output")
 	stack.Add("batch sizes", batchSrc)
 	stack.Print(b.out)
 
@@ -748,7 +748,11 @@ func (b *benchRun) printAllIn(st bench.Stack, bm *billMeasures) {
 			t.Add(fmt.Sprintf("%.0fk", n/1e3), door, fmt.Sprintf("%.3g", queueRate(n, b.dupRate)), batch, usd(v), usd(f), usd(total), usd(total/n*1e6))
 		}
 	}
-	t.Notes = []string{"Fixed: the idle bill's items, with the event source's idle long polls reduced by the receives the events make themselves (none are left above about 650,000 receives a month), KMS for three functions' connections (an upper bound), and the happy-path custom metrics (none). Batch: the batching section's measurements, interpolated in log rate; below 1 event/s in proportion to the rate, toward one."}
+	batchSrc := "the batching section's measurements"
+	if _, _, measured := b.batchAt(targetRate, st); !measured {
+		batchSrc = "the batching model's (the batching section did not run)"
+	}
+	t.Notes = []string{"Fixed: the idle bill's items, with the event source's idle long polls reduced by the receives the events make themselves (none are left above about 650,000 receives a month), KMS for three functions' connections (an upper bound), and the happy-path custom metrics (" + countNames(bm.happyMetrics) + "). Batch: " + batchSrc + " at 1, 10 and 100 events/s, interpolated in log rate; below 1 event/s in proportion to the rate, toward one."}
 	t.Print(b.out)
 }
 
@@ -851,3 +855,11 @@ func doorName(url bool) string {
 }
 
 func logf(x float64) float64 { return math.Log(x) }
+
+// countNames is "0" or "2 (A, B)".
+func countNames(names []string) string {
+	if len(names) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", len(names), strings.Join(names, ", "))
+}
