@@ -17,6 +17,9 @@ type Grants struct {
 	// SSMPath: parameters under it may be read ("/hookledger/prod", from
 	// SecretsPrefix hookledger/prod).
 	SSMPath string
+	// SSMName: the one parameter of that name may be read (the bus door's
+	// grant: the sources JSON at /PREFIX/sources, nothing else).
+	SSMName string
 	// SecretsManagerPrefix: secret names starting with it, in the stack's
 	// own account and region ("hookledger/prod/").
 	SecretsManagerPrefix string
@@ -88,6 +91,8 @@ func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
 		switch strings.TrimSpace(k) {
 		case "ssm":
 			g.SSMPath = strings.TrimSuffix(v, "/")
+		case "ssm_name":
+			g.SSMName = v
 		case "secretsmanager":
 			g.SecretsManagerARN = v
 		case "secretsmanager_prefix":
@@ -98,7 +103,7 @@ func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
 			}
 			g.Except = v
 		default:
-			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix, except)", names.Variable, k)
+			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, ssm_name, secretsmanager, secretsmanager_prefix, except)", names.Variable, k)
 		}
 	}
 	return g, nil
@@ -126,6 +131,14 @@ func (g Grants) checkSSM(ref Ref) error {
 		name = after
 	}
 	n := g.names()
+	if g.SSMName != "" {
+		if name == g.SSMName {
+			return nil
+		}
+		if g.SSMPath == "" {
+			return fmt.Errorf("%w: %s: this function may read only the parameter %s; store the document there", ErrNotGranted, ref, g.SSMName)
+		}
+	}
 	if g.SSMPath == "" {
 		return fmt.Errorf("%w: %s: the stack grants no secrets; deploy with %s=%s (samconfig.toml parameter_overrides)",
 			ErrNotGranted, ref, n.Parameter, n.suggest(path.Dir(name)))
