@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
@@ -62,9 +63,25 @@ type Tester struct {
 	// (days).
 	MaxAttempts int
 
-	mu     sync.Mutex
-	events map[[3]string]*state
-	runs   map[string]int
+	mu        sync.Mutex
+	events    map[[3]string]*state
+	runs      map[string]int
+	forwarded []Forwarded
+}
+
+// Forwarded is an event a handler forwarded (Event.Forward), as the
+// forward bus would receive it.
+type Forwarded struct {
+	// EventSource and DetailType are the EventBridge event's source
+	// ("hookledger.SOURCE") and detail-type (the event's type).
+	EventSource, DetailType string
+	// Detail is the EventBridge detail consumers receive: the ledger's
+	// identity of the event ("hookledger": source, tenant, event_id, type,
+	// key, attempt, received_at) and the event itself ("event").
+	Detail []byte
+	// Key is the forward step's downstream idempotency key, which the
+	// detail carries for consumers to deduplicate on.
+	Key string
 }
 
 type state struct {
@@ -185,6 +202,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 			}
 			return nil
 		},
+		Forward: t.forward,
 	})
 	in := ev
 	in.Attempt = attempt
@@ -251,6 +269,28 @@ func (t *Tester) call(ctx context.Context, ev *hookledger.Event) (err error, cra
 		}
 	}()
 	return t.h.HandleEvent(ctx, ev), false
+}
+
+// forward records a forwarded event as the bus would receive it; each one
+// counts, so a test sees the repeat a crash after the put makes.
+func (t *Tester) forward(_ context.Context, f steps.Forwarded) (string, error) {
+	src, dt, detail, err := forward.Build(f)
+	if err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forwarded = append(t.forwarded, Forwarded{EventSource: src, DetailType: dt, Detail: detail, Key: f.Key})
+	return fmt.Sprintf("forwarded-%d", len(t.forwarded)), nil
+}
+
+// Forwarded returns every event the handler forwarded, in order, over every
+// run: a crash after the put and before the step's record shows as the
+// same key twice, which the bus's consumers drop.
+func (t *Tester) Forwarded() []Forwarded {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Forwarded(nil), t.forwarded...)
 }
 
 // Runs reports how often the named step's function ran, over every run of

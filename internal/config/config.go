@@ -73,6 +73,7 @@ type Config struct {
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
 	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
 	BusDLQURL    string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
+	ForwardBus   string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
 	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
 	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
@@ -300,6 +301,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
 	str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
 	str("HOOKLEDGER_BUS_DLQ_URL", &c.BusDLQURL)
+	str("HOOKLEDGER_FORWARD_BUS", &c.ForwardBus)
 	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
 	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
 	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -43,9 +44,15 @@ type objects interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// publisher puts forwarded events on the forward bus (Event.Forward).
+type publisher interface {
+	Publish(ctx context.Context, f steps.Forwarded) (string, error)
+}
+
 var (
-	_ leases  = (*ledger.Ledger)(nil)
-	_ objects = (*blob.Store)(nil)
+	_ leases    = (*ledger.Ledger)(nil)
+	_ objects   = (*blob.Store)(nil)
+	_ publisher = (*forward.Publisher)(nil)
 )
 
 // Defaults for Handler's zero fields.
@@ -80,7 +87,11 @@ type Handler struct {
 	Unrouted string
 	// Store reads the bodies kept in the S3 payload store (nil: none
 	// configured; a message that references one then fails).
-	Store   objects
+	Store objects
+	// Forward publishes what handlers forward (Event.Forward) to the bus
+	// the template's ForwardEventBus names (nil: none; Forward then fails
+	// permanently, saying so).
+	Forward publisher
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
@@ -383,7 +394,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	run := steps.New(steps.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
 		Key: func(name string) string { return hookledger.IdempotencyKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
-		Extend: w.extend,
+		Extend: w.extend, Forward: h.forwarder(),
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
@@ -435,6 +446,14 @@ func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Mess
 		return h.completeFailed(err)
 	}
 	return Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, typ)
+}
+
+// forwarder is the steps' Forward hook: nil without a forward bus.
+func (h *Handler) forwarder() func(ctx context.Context, f steps.Forwarded) (string, error) {
+	if h.Forward == nil {
+		return nil
+	}
+	return h.Forward.Publish
 }
 
 func (h *Handler) point(p string) {
