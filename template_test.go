@@ -93,8 +93,10 @@ func TestEnvironmentsFitLambdas4KB(t *testing.T) {
 		"HOOKLEDGER_RECEIVER_FUNCTION":  64, // a function name has at most 64 characters
 		"HOOKLEDGER_RECONCILE_GRANTS":   len("ssm=//;secretsmanager_prefix=//") + 2*len(source.ReconcileCredentialsPath) + 2*prefix,
 		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // an edited schedule expression
+		"HOOKLEDGER_FORWARD_BUS":        tp.maxLen(t, "ForwardEventBus"),
+		"HOOKLEDGER_BUS_DLQ_URL":        160,
 	}
-	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction"} {
+	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction", "BusFunction"} {
 		total := 0
 		for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
 			get(tp.resource(fn), "Properties", "Environment", "Variables")} {

@@ -153,6 +153,7 @@ var setByParameter = map[string]string{
 	"HOOKLEDGER_SECRET_GRANTS":      "SecretsPrefix",
 	"HOOKLEDGER_EFFECT_SETTINGS":    "EffectSettings",
 	"HOOKLEDGER_RECONCILE":          "ReconcileConfig",
+	"HOOKLEDGER_FORWARD_BUS":        "ForwardEventBus",
 }
 
 // SettingNames returns the variables HOOKLEDGER_SETTINGS may set.

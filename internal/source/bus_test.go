@@ -134,3 +134,31 @@ func TestBusRetention(t *testing.T) {
 		t.Errorf("a retention below the bus's horizon: %v", err)
 	}
 }
+
+// The bus door's grant is the sources document and nothing else: its check
+// passes that one name in either store and refuses the signing secrets
+// beside it.
+func TestBusGrantsTheSourcesDocumentOnly(t *testing.T) {
+	t.Parallel()
+	g, err := ParseGrants("ssm_name=/hookledger/prod/sources;secretsmanager_name=hookledger/prod/sources")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, ok := range map[string]bool{
+		"ssm:/hookledger/prod/sources":           true,
+		"secretsmanager:hookledger/prod/sources": true,
+		"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/sources-AbC123": true,
+		"ssm:/hookledger/prod/stripe/acme":               false,
+		"ssm:/hookledger/prod/sources/more":              false,
+		"secretsmanager:hookledger/prod/stripe/globex":   false,
+		"secretsmanager:hookledger/prod/sources-extra-1": false,
+	} {
+		r, err := ParseRef(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Check(r); (err == nil) != ok {
+			t.Errorf("%s: %v, want allowed=%v", ref, err, ok)
+		}
+	}
+}
