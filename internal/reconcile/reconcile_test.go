@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -195,7 +196,7 @@ func TestWindowsAndAges(t *testing.T) {
 		GUID string
 	}
 	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
-	p.api.get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
+	p.api.Get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
 	for _, it := range items {
 		if it.GUID == old {
 			p.Redeliver(ctx, Event{ID: old, ref: fmt.Sprint(it.ID)})
@@ -366,12 +367,12 @@ func TestAPIErrorsAndThrottling(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &apiClient{provider: "github", base: srv.URL, http: srv.Client(), backoff: time.Millisecond}
+	c := &providerapi.Client{Provider: "github", Base: srv.URL, HTTP: srv.Client(), Backoff: time.Millisecond, Hints: githubHints}
 	var out []any
-	if _, err := c.get(t.Context(), "/throttled", &out); err != nil || calls != 3 {
+	if _, err := c.Get(t.Context(), "/throttled", &out); err != nil || calls != 3 {
 		t.Fatalf("throttled: %v after %d calls", err, calls)
 	}
-	_, err := c.get(t.Context(), "/denied", &out)
+	_, err := c.Get(t.Context(), "/denied", &out)
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != 401 || !strings.Contains(err.Error(), "Bad credentials") || !strings.Contains(err.Error(), "credential reference") {
 		t.Fatalf("denied: %v", err)

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -35,7 +35,7 @@ const stripeRetention = 30 * 24 * time.Hour
 // which differs from the webhook's when the endpoint pins another version,
 // and pending_webhooks is a live counter.
 type Stripe struct {
-	api *apiClient
+	api *providerapi.Client
 	// All lists every event in the window, not only undelivered ones.
 	All bool
 	// Types keeps only these event types (the endpoint's enabled_events);
@@ -85,7 +85,7 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 	if c == nil {
 		c = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Stripe{api: &apiClient{provider: "stripe", base: base, http: c, header: h}, All: o.All, Types: o.Types}, nil
+	return &Stripe{api: &providerapi.Client{Provider: "stripe", Base: base, HTTP: c, Header: h, UserAgent: userAgent, Hints: stripeHints}, All: o.All, Types: o.Types}, nil
 }
 
 // Name implements Provider.
@@ -162,7 +162,7 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 	for {
 		prev := after
 		var page stripeList
-		if _, err := s.api.get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
+		if _, err := s.api.Get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
 			return err
 		}
 		if page.Object != "list" {
@@ -235,10 +235,24 @@ func baseURL(v, def string, trusted bool) (string, error) {
 }
 
 // loopback reports whether host is localhost or a loopback address.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+func loopback(host string) bool { return providerapi.Loopback(host) }
+
+// userAgent is the reconciler's User-Agent.
+const userAgent = "hookledger-reconcile"
+
+// APIError is a provider API's refusal.
+type APIError = providerapi.APIError
+
+// What to fix when an API refuses the reconciler.
+var (
+	stripeHints = providerapi.Hints{
+		Unauthorized: "the API refused the credential; check the credential reference in the reconcile configuration",
+		Forbidden:    "the credential lacks a permission (a restricted key needs Events read)",
+		NotFound:     "not found; check the API URL, and that the credential can see it",
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
+	githubHints = providerapi.Hints{
+		Unauthorized: stripeHints.Unauthorized,
+		Forbidden:    "the credential lacks a permission (the token needs the Webhooks repository or organization permission)",
+		NotFound:     "not found; check the hook path (or API URL), and that the credential can see it",
+	}
+)
