@@ -113,7 +113,9 @@ func TestBusRoleReadsNoSecret(t *testing.T) {
 	const prefix = "hookledger/prod"
 	docs := tp.secretStatements(t, "BusRole", prefix)
 	ssmARN := func(name string) string { return "arn:aws:ssm:us-east-1:123456789012:parameter" + name }
-	smARN := func(name string) string { return "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + name + "-AbC123" }
+	smARN := func(name string) string {
+		return "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + name + "-AbC123"
+	}
 	g, err := source.ParseGrants(tp.grantsEnv(t, "BusFunction", "HOOKLEDGER_SECRET_GRANTS", prefix))
 	if err != nil {
 		t.Fatal(err)

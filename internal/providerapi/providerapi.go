@@ -104,6 +104,18 @@ func (e *APIError) Error() string {
 // maxPage bounds one API answer.
 const maxPage = 16 << 20
 
+// Stripe's API v2, as hookledger calls it (the thin events' fetcher, the
+// reconciler's listing of thin events).
+const (
+	// StripeAPIVersion is the Stripe-Version sent unless told otherwise:
+	// the version of Stripe's Go library this was written against. It
+	// decides the shape of what the API returns.
+	StripeAPIVersion = "2026-07-29.dahlia"
+	// StripeThinObject is the "object" of a thin event (a snapshot
+	// event's is "event").
+	StripeThinObject = "v2.core.event"
+)
+
 // DefaultRetries is how many times a request is retried after a 429, a 5xx
 // or a transport error, unless Client.Retries says otherwise.
 const DefaultRetries = 4
@@ -187,7 +199,14 @@ func (c *Client) waitMutation(ctx context.Context) error {
 	return c.pause(ctx, last.Add(c.MutationGap).Sub(c.clock()))
 }
 
+// Call makes one request (method, path as for Get) and decodes a JSON
+// answer into out when out is not nil.
 func (c *Client) Call(ctx context.Context, method, path string, out any) (http.Header, error) {
+	return c.Request(ctx, method, path, nil, out)
+}
+
+// Request is Call with headers of this request only (beside Header).
+func (c *Client) Request(ctx context.Context, method, path string, extra http.Header, out any) (http.Header, error) {
 	u := path
 	if !strings.HasPrefix(path, "http://") && !strings.HasPrefix(path, "https://") {
 		u = c.Base + path
@@ -224,6 +243,9 @@ func (c *Client) Call(ctx context.Context, method, path string, out any) (http.H
 			return nil, fmt.Errorf("%s API: %w", c.Provider, err)
 		}
 		for k, vs := range c.Header {
+			req.Header[k] = vs
+		}
+		for k, vs := range extra {
 			req.Header[k] = vs
 		}
 		if c.UserAgent != "" {

@@ -231,7 +231,7 @@ func TestWindowsAndAges(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	t.Parallel()
-	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}},
+	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","bus_sources":["stripe.test"],"tenants":{"acme":{"secrets":["literal:whsec_1"]},"platform":{"accounts":["*"]}}},
 		"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh"]}}},
 		"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:sh"]}}}}`))
 	if err != nil {
@@ -278,6 +278,12 @@ func TestConfigCheck(t *testing.T) {
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: "https://ghe.example.com/api/v3", TrustAPIURL: true}, ""},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", Thin: true}, "Stripe settings"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true, Account: "acct_1"}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true, All: true}, "lists every thin event anyway"},
+		// A tenant without secrets has no HTTP door to feed through.
+		{Spec{Source: "stripe", Tenant: "platform", Credential: "literal:x"}, "takes events from the bus only"},
 	} {
 		err := c.Check(tc.spec)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -296,7 +302,7 @@ func TestConfigCheck(t *testing.T) {
 	}
 	// A source's own retention caps its window, not the global one: a
 	// window past it would feed events whose records expired.
-	srcs["stripe"] = source.Source{Config: srcs["stripe"].Config, Retention: "96h", Tenants: srcs["stripe"].Tenants}
+	srcs["stripe"] = source.Source{Config: srcs["stripe"].Config, Retention: "96h", BusSources: srcs["stripe"].BusSources, Tenants: srcs["stripe"].Tenants}
 	reg, err := source.NewRegistry(srcs, &source.Secrets{})
 	if err != nil {
 		t.Fatal(err)
