@@ -14,7 +14,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/bus"
 	"github.com/hookledger/hookledger/internal/fakeclock"
@@ -419,5 +422,54 @@ func TestBothDoorsClaimAnEventOnce(t *testing.T) {
 	}
 	if f.record(t, "stripe", "acme", "evt_http_first").BodySHA256 == "" {
 		t.Error("no digest")
+	}
+}
+
+// An event put on a bus reaches the bus door as the bus's rule delivers
+// it to the intake queue (the emulator's EventBridge, envelope and all),
+// and is claimed.
+func TestBusTakesWhatARuleDelivers(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	cfg := awstest.Config(t)
+	eb := eventbridge.NewFromConfig(cfg)
+	name := awstest.Name("hl-in")
+	if _, err := eb.CreateEventBus(t.Context(), &eventbridge.CreateEventBusInput{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eb.DeleteEventBus(context.Background(), &eventbridge.DeleteEventBusInput{Name: &name}) })
+	intake, _ := awstest.Queues(t, cfg, queue.QueueSpec{})
+	attrs, err := f.sqs.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: &intake, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "bus-door"
+	if _, err := eb.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: &rule, EventBusName: &name, EventPattern: aws.String(`{"source":[{"prefix":""}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eb.PutTargets(t.Context(), &eventbridge.PutTargetsInput{Rule: &rule, EventBusName: &name,
+		Targets: []ebtypes.Target{{Id: aws.String("intake"), Arn: aws.String(attrs.Attributes["QueueArn"])}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eb.PutEvents(t.Context(), &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+		EventBusName: &name, Source: aws.String("stripe.test"), DetailType: aws.String("invoice.paid"), Detail: aws.String(snapshot("evt_via_rule", "acct_1ACME"))}}}); err != nil {
+		t.Fatal(err)
+	}
+	var batch events.SQSEvent
+	for _, b := range awstest.Drain(t, f.sqs, intake) {
+		batch.Records = append(batch.Records, events.SQSMessage{MessageId: "m", Body: b})
+	}
+	if len(batch.Records) != 1 {
+		t.Fatalf("%d events on the intake queue, want 1", len(batch.Records))
+	}
+	resp, err := f.h.Handle(t.Context(), batch)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if rec := f.record(t, "stripe", "acme", "evt_via_rule"); rec.EventType != "invoice.paid" {
+		t.Errorf("record %+v", rec)
+	}
+	if p := f.parkedMessages(t); len(p) != 0 {
+		t.Errorf("parked %+v", p)
 	}
 }
