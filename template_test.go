@@ -721,7 +721,7 @@ func TestDocumentedSourcesAreValidAndWithinTheGrants(t *testing.T) {
 		t.Fatalf("samconfig.toml [prod] grants %+v; the docs' examples need SecretsPrefix", prod)
 	}
 	total := 0
-	for _, doc := range []string{"README.md", "docs/deploy.md", "docs/providers.md"} {
+	for _, doc := range []string{"README.md", "docs/deploy.md", "docs/providers.md", "docs/eventbridge.md"} {
 		for _, ex := range sourcesExamples(t, doc) {
 			total++
 			var probe map[string]json.RawMessage
