@@ -62,13 +62,14 @@ func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 			return order.Place{Resource: k.Resource, Position: k.Position, Known: true, Newest: oe.Order.Position,
 				NewestEvent: oe.Order.Holder, Stale: true}, nil
 		case errors.As(err, &oe) && errors.Is(err, ledger.ErrBusy):
-			if time.Now().Add(pause).After(until) {
+			left := time.Until(until)
+			if left <= 0 {
 				return order.Place{}, &order.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: err}
 			}
 			select {
 			case <-ctx.Done():
 				return order.Place{}, &order.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: ctx.Err()}
-			case <-time.After(pause):
+			case <-time.After(min(pause, left)):
 			}
 			pause = min(2*pause, orderPollMax)
 		case errors.Is(err, ledger.ErrInvalid):
