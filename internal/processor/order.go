@@ -23,7 +23,8 @@ var _ order.Guard = (*work)(nil)
 // Take is the guard of an InOrder route (order.Guard): it takes the
 // event's resource in the ledger for this run (ledger.TakeOrder) or says
 // the event is stale. A resource another event's run holds is looked at
-// again for up to OrderWait, then reported busy.
+// again for up to OrderWait, then reported busy; a take that had to wait
+// counts ResourceWaited.
 func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 	if !k.OK {
 		w.log.WarnContext(ctx, "InOrder route found no position in the event (its OrderFunc returned ok=false): applied unordered")
@@ -43,11 +44,15 @@ func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 		until = dl.Add(-wait) // leave the run time to give the event back
 	}
 	pause := orderPollFirst
+	waited := false
 	for {
 		took, err := w.h.Ledger.TakeOrder(ctx, lease, k.Resource, k.Position, forced)
 		var oe *ledger.OrderError
 		switch {
 		case err == nil:
+			if waited {
+				w.h.Metrics.Count("ResourceWaited")
+			}
 			p := order.Place{Resource: k.Resource, Position: k.Position, Tie: took.Tie}
 			if b := took.Before; b != nil {
 				p.Known, p.Newest, p.NewestEvent = true, b.Position, b.Holder
@@ -71,7 +76,7 @@ func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 				return order.Place{}, &order.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: ctx.Err()}
 			case <-time.After(min(pause, left)):
 			}
-			pause = min(2*pause, orderPollMax)
+			pause, waited = min(2*pause, orderPollMax), true
 		case errors.Is(err, ledger.ErrInvalid):
 			return order.Place{}, hookledger.Permanent(fmt.Errorf("InOrder: %w", err))
 		default:
