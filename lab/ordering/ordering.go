@@ -48,17 +48,47 @@ func Updates(subs, perSub int) []Update {
 	return out
 }
 
-// Deliveries is the order the sender posts them in: every update once, in
-// a random order, and dupShare of them once more, at another random place
-// (some right next to their first copy, so they meet it in flight).
-func Deliveries(us []Update, dupShare float64, rng *rand.Rand) []Update {
-	out := append([]Update(nil), us...)
+// Deliveries is the order the sender posts them in: every update once,
+// and dupShare of them once more. The updates of the subscriptions in
+// nearly come almost in order, as senders mostly deliver (sorted by seq,
+// then each moved up to window places at random), so that many of them
+// are newer than what was applied and meet each other in flight; the rest
+// come in a random order, so that most are stale. The two streams
+// interleave at random.
+func Deliveries(us []Update, nearly map[string]bool, window int, dupShare float64, rng *rand.Rand) []Update {
+	var random, ordered []Update
 	for _, u := range us {
+		copies := 1
 		if rng.Float64() < dupShare {
-			out = append(out, u)
+			copies = 2
+		}
+		for range copies {
+			if nearly[u.Sub] {
+				ordered = append(ordered, u)
+			} else {
+				random = append(random, u)
+			}
 		}
 	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	rng.Shuffle(len(random), func(i, j int) { random[i], random[j] = random[j], random[i] })
+	sort.SliceStable(ordered, func(i, j int) bool {
+		if ordered[i].Seq != ordered[j].Seq {
+			return ordered[i].Seq < ordered[j].Seq
+		}
+		return ordered[i].Sub < ordered[j].Sub
+	})
+	for i := range ordered {
+		j := i + rng.IntN(min(window, len(ordered)-i))
+		ordered[i], ordered[j] = ordered[j], ordered[i]
+	}
+	out := make([]Update, 0, len(random)+len(ordered))
+	for len(random)+len(ordered) > 0 {
+		if rng.IntN(len(random)+len(ordered)) < len(random) {
+			out, random = append(out, random[0]), random[1:]
+		} else {
+			out, ordered = append(out, ordered[0]), ordered[1:]
+		}
+	}
 	return out
 }
 

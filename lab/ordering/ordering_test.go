@@ -32,17 +32,20 @@ import (
 // The proof's size (HOOKLEDGER_ORDERING_SUBS and _UPDATES change it for a
 // longer run).
 const (
-	subs      = 100
-	perSub    = 100               // updates per subscription: 10,000 in all
-	dupShare  = 0.15              // updates delivered a second time
-	failShare = 0.03              // first attempts that fail before applying
-	senders   = 16                // concurrent HTTP deliveries
-	pollers   = 8                 // concurrent SQS pollers, 10 messages a batch
-	deadline  = 240 * time.Second // about 2 minutes on a 2-core machine
+	subs          = 100
+	perSub        = 100               // updates per subscription: 10,000 in all
+	dupShare      = 0.15              // updates delivered a second time
+	nearlyPercent = 20                // of the subscriptions, whose updates come nearly in order
+	window        = 12                // how far such an update may be from its turn
+	failShare     = 0.03              // first attempts that fail before applying
+	senders       = 16                // concurrent HTTP deliveries
+	pollers       = 8                 // concurrent SQS pollers, 10 messages a batch
+	deadline      = 240 * time.Second // about 2 minutes on a 2-core machine
 )
 
 // TestUpdatesApplyInOrder sends 10,000 updates of 100 subscriptions through
-// the real receiver, in random order and with duplicates, and processes
+// the real receiver, in random order (a fifth of the subscriptions nearly in
+// order, so that their updates meet in flight) and with duplicates, and processes
 // them with concurrent pollers through the real processor, against the
 // emulator. The route keeps its events in order per subscription
 // (InOrder(StripeObject), SkipStale). It proves, from an oracle the
@@ -95,8 +98,13 @@ func TestUpdatesApplyInOrder(t *testing.T) {
 	defer func() { cancel(); <-stopped }()
 
 	updates := Updates(nSubs, nPer)
-	rng := rand.New(rand.NewPCG(21, uint64(time.Now().UnixNano())))
-	deliveries := Deliveries(updates, dupShare, rng)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(21, seed))
+	nearly := map[string]bool{}
+	for s := range max(1, nSubs*nearlyPercent/100) {
+		nearly[fmt.Sprintf("sub_%03d", s)] = true
+	}
+	deliveries := Deliveries(updates, nearly, window, dupShare, rng)
 	start := time.Now()
 	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
 	url := "http://" + ln.Addr().String() + "/webhooks/stripe/acme"
@@ -197,8 +205,8 @@ func TestUpdatesApplyInOrder(t *testing.T) {
 	emfMu.Lock()
 	emf := logs.String()
 	emfMu.Unlock()
-	t.Logf("%d updates of %d subscriptions, %d deliveries (%d duplicates), %d senders, %d pollers: sent in %.1fs, all done in %.1fs",
-		len(updates), nSubs, len(deliveries), len(deliveries)-len(updates), senders, pollers, sent.Seconds(), took.Seconds())
+	t.Logf("%d updates of %d subscriptions (%d of them nearly in order), %d deliveries (%d duplicates; seed %d), %d senders, %d pollers: sent in %.1fs, all done in %.1fs",
+		len(updates), nSubs, len(nearly), len(deliveries), len(deliveries)-len(updates), seed, senders, pollers, sent.Seconds(), took.Seconds())
 	t.Logf("applied %d updates (%d applications), skipped %d as stale; processor: %d stale, %d takes waited for another update's run, %d given back busy, %d failed runs (first attempts failing, redeliveries meeting a live run)",
 		len(appliedIDs), applications, skipped, strings.Count(emf, `"Stale":1`), strings.Count(emf, `"ResourceWaited":1`), strings.Count(emf, `"ResourceBusy":1`), strings.Count(emf, `"Failed":1`))
 }
