@@ -273,8 +273,11 @@ func TestTakeOrderCosts(t *testing.T) {
 		if u.WCU != wantWCU || calls["DynamoDB.GetItem"] != wantReads || calls["DynamoDB.UpdateItem"] != int(wantWCU) {
 			t.Errorf("%s: %v WCU, calls %v; want %v WCU, %d reads", what, u.WCU, calls, wantWCU, wantReads)
 		}
-		if n := len(u.Written); n > 0 && u.Written[n-1] >= 1024 {
-			t.Errorf("%s: order item is %d bytes", what, u.Written[n-1])
+		if n := len(u.Written); n > 0 {
+			if u.Written[n-1] >= 1024 {
+				t.Errorf("%s: order item is %d bytes", what, u.Written[n-1])
+			}
+			t.Logf("%s: order item %d bytes", what, u.Written[n-1])
 		}
 	}
 	a := running(t, f, "evt_"+strings.Repeat("a", 24))

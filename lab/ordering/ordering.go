@@ -54,7 +54,7 @@ func Updates(subs, perSub int) []Update {
 // then each moved up to window places at random), so that many of them
 // are newer than what was applied and meet each other in flight; the rest
 // come in a random order, so that most are stale. The two streams
-// interleave at random.
+// interleave at random, in runs of a few dozen deliveries.
 func Deliveries(us []Update, nearly map[string]bool, window int, dupShare float64, rng *rand.Rand) []Update {
 	var random, ordered []Update
 	for _, u := range us {
@@ -81,13 +81,17 @@ func Deliveries(us []Update, nearly map[string]bool, window int, dupShare float6
 		j := i + rng.IntN(min(window, len(ordered)-i))
 		ordered[i], ordered[j] = ordered[j], ordered[i]
 	}
+	// Interleave in runs of burst deliveries, so that a run of the nearly
+	// ordered stream holds several updates of each of its subscriptions.
+	const burst = 40
 	out := make([]Update, 0, len(random)+len(ordered))
 	for len(random)+len(ordered) > 0 {
-		if rng.IntN(len(random)+len(ordered)) < len(random) {
-			out, random = append(out, random[0]), random[1:]
-		} else {
-			out, ordered = append(out, ordered[0]), ordered[1:]
+		from := &random
+		if rng.IntN(len(random)+len(ordered)) >= len(random) {
+			from = &ordered
 		}
+		n := min(burst, len(*from))
+		out, *from = append(out, (*from)[:n]...), (*from)[n:]
 	}
 	return out
 }
