@@ -7,8 +7,10 @@ package hookledger_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,46 +57,177 @@ func get(n *yaml.Node, path ...string) *yaml.Node {
 
 func (tp tmpl) resource(name string) *yaml.Node { return get(tp.root, "Resources", name) }
 
-// The receiver's environment must stay within Lambda's 4 KB (names and
-// values together) with every parameter at its longest; AWS refuses the
-// deploy otherwise, with a message that does not say what to do.
-func TestReceiverEnvironmentFitsLambdas4KB(t *testing.T) {
-	t.Parallel()
-	tp := loadTemplate(t)
-	ml := get(tp.root, "Parameters", "SourcesConfig", "MaxLength")
+// maxLen is a parameter's MaxLength.
+func (tp tmpl) maxLen(t *testing.T, param string) int {
+	t.Helper()
+	ml := get(tp.root, "Parameters", param, "MaxLength")
 	if ml == nil {
-		t.Fatal("SourcesConfig has no MaxLength: its JSON can push the environment past 4 KB")
+		t.Fatalf("%s has no MaxLength: its value can push a function's environment past 4 KB", param)
 	}
-	maxLen, err := strconv.Atoi(ml.Value)
+	n, err := strconv.Atoi(ml.Value)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// Every function's environment must stay within Lambda's 4 KB (names and
+// values together) with every parameter at its longest; AWS refuses the
+// deploy otherwise, with a message that does not say what to do.
+func TestEnvironmentsFitLambdas4KB(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
 	if d := get(tp.root, "Parameters", "SourcesConfig", "ConstraintDescription"); d == nil || !strings.Contains(d.Value, "ssm:") {
 		t.Error("SourcesConfig's ConstraintDescription must name the fix (keep the JSON in SSM or Secrets Manager)")
 	}
-	// Longest values: a generated table name and queue URL, the grants with
-	// a 200-character ARN and prefix, an emulator endpoint.
+	prefix := tp.maxLen(t, "SecretsPrefix")
+	// Longest values: a generated table name and queue URLs, the grants
+	// with the longest prefix, an emulator endpoint, a function name.
 	longest := map[string]int{
-		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": 8, "HOOKLEDGER_SHARDS": 4, "HOOKLEDGER_RECLAIM_AFTER": 8,
-		"LOG_LEVEL": 5, "HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64, "HOOKLEDGER_QUEUE_URL": 160,
-		"HOOKLEDGER_SOURCES": maxLen, "HOOKLEDGER_MAX_BODY": 7, "HOOKLEDGER_MISMATCH": 6,
-		"HOOKLEDGER_PAYLOAD": 10, "HOOKLEDGER_PAYLOAD_BUCKET": 63, "HOOKLEDGER_PAYLOAD_STORE_ABOVE": 7, "HOOKLEDGER_PAYLOAD_STORE_DAYS": 5,
-		"HOOKLEDGER_SECRET_GRANTS": len("ssm=;secretsmanager=;secretsmanager_prefix=") + 128 + 200 + 100,
+		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": len("99999d"), "HOOKLEDGER_SETTINGS": tp.maxLen(t, "PipelineSettings"),
+		"HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64, "HOOKLEDGER_QUEUE_URL": 160, "HOOKLEDGER_DLQ_URL": 160,
+		"HOOKLEDGER_SOURCES": tp.maxLen(t, "SourcesConfig"), "HOOKLEDGER_PAYLOAD_BUCKET": 63, "HOOKLEDGER_PAYLOAD_STORE_DAYS": 5,
+		"HOOKLEDGER_SECRET_GRANTS":      len("ssm=/;secretsmanager_prefix=/;except="+source.ReconcileCredentialsPath) + 2*prefix,
+		"HOOKLEDGER_EFFECT_SETTINGS":    tp.maxLen(t, "EffectSettings"),
+		"HOOKLEDGER_RECONCILE":          tp.maxLen(t, "ReconcileConfig"),
+		"HOOKLEDGER_RECEIVER_FUNCTION":  64, // a function name has at most 64 characters
+		"HOOKLEDGER_RECONCILE_GRANTS":   len("ssm=//;secretsmanager_prefix=//") + 2*len(source.ReconcileCredentialsPath) + 2*prefix,
+		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // an edited schedule expression
 	}
-	total := 0
-	for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
-		get(tp.resource("ReceiverFunction"), "Properties", "Environment", "Variables")} {
-		for i := 0; i+1 < len(vars.Content); i += 2 {
-			name := vars.Content[i].Value
-			n, ok := longest[name]
-			if !ok {
-				t.Errorf("receiver variable %s has no longest value in this test; add one", name)
+	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction"} {
+		total := 0
+		for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
+			get(tp.resource(fn), "Properties", "Environment", "Variables")} {
+			if vars == nil {
+				t.Fatalf("%s: no environment", fn)
 			}
-			total += len(name) + n
+			for i := 0; i+1 < len(vars.Content); i += 2 {
+				name := vars.Content[i].Value
+				n, ok := longest[name]
+				if !ok {
+					t.Errorf("%s variable %s has no longest value in this test; add one", fn, name)
+				}
+				total += len(name) + n
+			}
+		}
+		if total > 4096 {
+			t.Errorf("%s's environment can reach %d bytes, over Lambda's 4096: lower a MaxLength", fn, total)
+		}
+		t.Logf("%s: environment at most %d bytes", fn, total)
+	}
+}
+
+// PipelineSettings can hold every setting it takes at once.
+func TestPipelineSettingsHoldsEverySetting(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	long := map[string]string{ // a long but sensible value of each
+		"LOG_LEVEL": "debug", "HOOKLEDGER_MAX_BODY": "6291456", "HOOKLEDGER_MISMATCH": "reject", "HOOKLEDGER_PAYLOAD": "on-trouble",
+		"HOOKLEDGER_PAYLOAD_STORE_ABOVE": "1048576", "HOOKLEDGER_MAX_ATTEMPTS": "100", "HOOKLEDGER_UNROUTED": "fail",
+		"HOOKLEDGER_SHARDS": "1000", "HOOKLEDGER_RECLAIM_AFTER": "15m", "HOOKLEDGER_RECLAIM_BATCH": "1000",
+		"HOOKLEDGER_RECLAIM_MAX_QUEUE": "100000", "HOOKLEDGER_RECLAIM_CHAIN": "15",
+	}
+	doc := map[string]string{}
+	for _, name := range config.SettingNames() {
+		v, ok := long[name]
+		if !ok {
+			t.Errorf("setting %s has no long value in this test; add one", name)
+		}
+		doc[name] = v
+	}
+	raw, _ := json.Marshal(doc)
+	if max := tp.maxLen(t, "PipelineSettings"); len(raw) > max {
+		t.Errorf("every setting takes %d characters, over PipelineSettings' MaxLength %d", len(raw), max)
+	}
+	if _, err := config.Load(func(k string) string { return map[string]string{config.SettingsVar: string(raw)}[k] }); err != nil {
+		t.Errorf("the document with every setting: %v", err)
+	}
+	if d := get(tp.root, "Parameters", "PipelineSettings", "Default"); d == nil || d.Value != "{}" {
+		t.Errorf("PipelineSettings default %v, want {} (every default in code)", d)
+	}
+}
+
+// The template stays readable: at most 20 parameters, each described and
+// shown in exactly one parameter group.
+func TestParametersAreFewAndDescribed(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	params := get(tp.root, "Parameters")
+	var names []string
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		name := params.Content[i].Value
+		names = append(names, name)
+		if d := get(params.Content[i+1], "Description"); d == nil || len(strings.Fields(d.Value)) < 5 {
+			t.Errorf("parameter %s has no description worth the name", name)
 		}
 	}
-	if total > 4096 {
-		t.Errorf("receiver environment can reach %d bytes, over Lambda's 4096: lower SourcesConfig's MaxLength", total)
+	if len(names) > 20 {
+		t.Errorf("%d parameters, more than 20: a setting with a default in code belongs in PipelineSettings, a fixed value in Mappings: Defaults", len(names))
+	}
+	t.Logf("%d parameters: %s", len(names), strings.Join(names, ", "))
+	grouped := map[string]int{}
+	for _, g := range get(tp.root, "Metadata", "AWS::CloudFormation::Interface", "ParameterGroups").Content {
+		for _, p := range get(g, "Parameters").Content {
+			grouped[p.Value]++
+			if get(params, p.Value) == nil {
+				t.Errorf("parameter group %q lists %s, which is not a parameter", get(g, "Label", "default").Value, p.Value)
+			}
+		}
+	}
+	for _, name := range names {
+		if grouped[name] != 1 {
+			t.Errorf("parameter %s is in %d parameter groups, want exactly one", name, grouped[name])
+		}
+	}
+}
+
+// The stack's fixed values live in one place, Mappings: Defaults, each
+// used and documented.
+func TestFixedValuesLiveInDefaults(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	raw, err := os.ReadFile("template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := get(tp.root, "Mappings", "Defaults", "Stack")
+	if stack == nil || len(stack.Content) == 0 {
+		t.Fatal("no Mappings: Defaults: Stack in template.yaml")
+	}
+	for i := 0; i+1 < len(stack.Content); i += 2 {
+		key := stack.Content[i].Value
+		if !strings.Contains(string(raw), "!FindInMap [Defaults, Stack, "+key+"]") {
+			t.Errorf("Defaults %s is never used", key)
+		}
+		if !strings.Contains(string(doc), "`"+key+"`") {
+			t.Errorf("docs/configuration.md does not document the fixed value %s", key)
+		}
+	}
+}
+
+// docs/configuration.md documents every parameter and every setting
+// PipelineSettings takes.
+func TestEverySettingIsDocumented(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	doc, err := os.ReadFile("docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range config.SettingNames() {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/configuration.md does not document %s", name)
+		}
+	}
+	params := get(tp.root, "Parameters")
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		if name := params.Content[i].Value; !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/configuration.md does not document the parameter %s", name)
+		}
 	}
 }
 
@@ -104,30 +237,52 @@ func TestReceiverEnvironmentFitsLambdas4KB(t *testing.T) {
 func TestReclaimerReservesNoConcurrencyByDefault(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	rce := get(tp.resource("ReclaimerFunction"), "Properties", "ReservedConcurrentExecutions")
-	if rce == nil {
-		return
-	}
-	if rce.Kind == yaml.ScalarNode {
-		t.Fatalf("ReservedConcurrentExecutions is fixed at %s; make it a parameter whose default reserves none", rce.Value)
-	}
-	if p := get(tp.root, "Parameters", "ReclaimerReservedConcurrency", "Default"); p == nil || p.Value != "0" {
-		t.Errorf("ReclaimerReservedConcurrency default %v, want 0", p)
-	}
-	if rce.Tag != "!If" || len(rce.Content) != 3 || rce.Content[2].Value != "AWS::NoValue" {
-		t.Errorf("ReservedConcurrentExecutions must be !If [reserved?, value, AWS::NoValue]")
+	if rce := get(tp.resource("ReclaimerFunction"), "Properties", "ReservedConcurrentExecutions"); rce != nil {
+		t.Fatalf("the reclaimer reserves concurrency (%s %s); reserve nothing by default", rce.Tag, rce.Value)
 	}
 }
 
-// The body limit cannot exceed what Lambda can receive (the receiver's own
-// check agrees, and refuses more than the ledger can hold when there is no
-// payload store).
-func TestMaxBodyParameterIsCapped(t *testing.T) {
+// LargeBodyStoreDays is the payload store's switch and its objects' life:
+// 0 creates no bucket; N creates one whose objects expire after N days,
+// which the receiver learns so that it can refuse a store shorter than a
+// source's retention. The body cap stays in code (config.MaxBodyLimit,
+// config.MaxBodyWithStore), and the parameter says what it is.
+func TestLargeBodyStoreDays(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if v := get(tp.root, "Parameters", "MaxBodyBytes", "MaxValue"); v == nil || v.Value != strconv.Itoa(config.MaxBodyWithStore) {
-		t.Errorf("MaxBodyBytes MaxValue %v, want %d (config.MaxBodyWithStore)", v, config.MaxBodyWithStore)
+	p := get(tp.root, "Parameters", "LargeBodyStoreDays")
+	if p == nil || get(p, "Default").Value != "0" || get(p, "MinValue").Value != "0" {
+		t.Fatal("LargeBodyStoreDays must default to 0 (no store) and allow 0")
 	}
+	if d := get(p, "Description").Value; !strings.Contains(d, strconv.Itoa(config.MaxBodyWithStore>>20)+" MiB") || !strings.Contains(d, "HOOKLEDGER_MAX_BODY") {
+		t.Errorf("LargeBodyStoreDays' description must say that HOOKLEDGER_MAX_BODY may then go up to %d MiB: %q", config.MaxBodyWithStore>>20, d)
+	}
+	if c := get(tp.root, "Conditions", "HasPayloadStore"); c == nil || !strings.Contains(fmt.Sprint(flatten(c)), "LargeBodyStoreDays") {
+		t.Error("HasPayloadStore must come from LargeBodyStoreDays")
+	}
+	rules := get(tp.resource("PayloadBucket"), "Properties", "LifecycleConfiguration", "Rules")
+	if e := get(rules.Content[0], "ExpirationInDays"); e == nil || e.Tag != "!Ref" || e.Value != "LargeBodyStoreDays" {
+		t.Errorf("the bucket's objects must expire after LargeBodyStoreDays: %v", e)
+	}
+	days := get(tp.resource("ReceiverFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_PAYLOAD_STORE_DAYS")
+	if days == nil || !strings.Contains(fmt.Sprint(flatten(days)), "LargeBodyStoreDays") {
+		t.Error("the receiver must get HOOKLEDGER_PAYLOAD_STORE_DAYS from LargeBodyStoreDays (it checks the store against the retention)")
+	}
+}
+
+// flatten lists a node's scalar values, depth first.
+func flatten(n *yaml.Node) []string {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		return []string{n.Value}
+	}
+	var out []string
+	for _, c := range n.Content {
+		out = append(out, flatten(c)...)
+	}
+	return out
 }
 
 // The queue takes the 1 MiB messages internal/queue sends.
@@ -217,26 +372,193 @@ func TestServerSideFailuresAreAlarmed(t *testing.T) {
 	}
 }
 
-// The Secrets Manager grant matches an exact ARN given without the random
-// suffix: the policy lists both the ARN and ARN-??????.
-func TestSecretsManagerGrantCoversTheSuffix(t *testing.T) {
-	t.Parallel()
-	tp := loadTemplate(t)
-	policies := get(tp.resource("ReceiverRole"), "Properties", "Policies")
-	found := false
-	for _, p := range policies.Content {
-		if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasSecretsManagerSecret" {
+// grantsEnv is a function's grants variable as the template sets it for
+// SecretsPrefix=prefix.
+func (tp tmpl) grantsEnv(t *testing.T, fn, variable, prefix string) string {
+	t.Helper()
+	v := get(tp.resource(fn), "Properties", "Environment", "Variables", variable)
+	if v == nil || v.Tag != "!If" || len(v.Content) != 3 || v.Content[0].Value != "HasSecretsPrefix" || v.Content[1].Tag != "!Sub" {
+		t.Fatalf("%s %s must be !If [HasSecretsPrefix, !Sub ..., nothing granted]", fn, variable)
+	}
+	if prefix == "" {
+		return v.Content[2].Value
+	}
+	return strings.ReplaceAll(v.Content[1].Value, "${SecretsPrefix}", prefix)
+}
+
+// statement is one IAM statement of a role's secret policies, with the
+// template's substitutions made.
+type statement struct {
+	effect    string
+	actions   []string
+	resources []string
+}
+
+// secretStatements returns the statements of a role's HasSecretsPrefix
+// policy for SecretsPrefix=prefix, in account 123456789012, us-east-1.
+func (tp tmpl) secretStatements(t *testing.T, role, prefix string) []statement {
+	t.Helper()
+	r := strings.NewReplacer("${AWS::Partition}", "aws", "${AWS::Region}", "us-east-1", "${AWS::AccountId}", "123456789012", "${SecretsPrefix}", prefix)
+	var out []statement
+	for _, p := range get(tp.resource(role), "Properties", "Policies").Content {
+		if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasSecretsPrefix" {
 			continue
 		}
-		res := get(p.Content[1], "PolicyDocument", "Statement").Content[0]
-		list := get(res, "Resource")
-		if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) != 2 || !strings.HasSuffix(list.Content[1].Value, "-??????") {
-			t.Errorf("SecretsManagerSecretArn grant must list the ARN and ARN-??????")
+		for _, st := range get(p.Content[1], "PolicyDocument", "Statement").Content {
+			s := statement{effect: get(st, "Effect").Value}
+			s.actions = flatten(get(st, "Action"))
+			for _, res := range flatten(get(st, "Resource")) {
+				s.resources = append(s.resources, r.Replace(res))
+			}
+			out = append(out, s)
 		}
-		found = true
 	}
-	if !found {
-		t.Error("no SecretsManagerSecretArn grant in ReceiverRole")
+	if len(out) == 0 {
+		t.Fatalf("%s has no HasSecretsPrefix policy", role)
+	}
+	return out
+}
+
+// allows evaluates the statements as IAM does: an explicit deny wins, then
+// an allow.
+func allows(sts []statement, action, arn string) bool {
+	allowed := false
+	for _, s := range sts {
+		if !slices.Contains(s.actions, action) || !slices.ContainsFunc(s.resources, func(p string) bool { return iamMatch(p, arn) }) {
+			continue
+		}
+		if s.effect == "Deny" {
+			return false
+		}
+		allowed = true
+	}
+	return allowed
+}
+
+// iamMatch matches an IAM resource pattern: * any run, ? one character.
+func iamMatch(pat, s string) bool {
+	if pat == "" {
+		return s == ""
+	}
+	switch pat[0] {
+	case '*':
+		for i := 0; i <= len(s); i++ {
+			if iamMatch(pat[1:], s[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return s != "" && iamMatch(pat[1:], s[1:])
+	}
+	return s != "" && s[0] == pat[0] && iamMatch(pat[1:], s[1:])
+}
+
+// SecretsPrefix grants the receiver, the processor and the reconciler what
+// lies under it in both stores, and the code's cold-start check agrees with
+// the roles: every reference the check passes, the role may read, and
+// every one the role may not read, the check refuses. The reconciler's
+// credentials path is denied to the receiver and the processor and is
+// where the reconciler's own check looks.
+func TestSecretsPrefixGrantsAgreeWithTheRoles(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	const prefix = "hookledger/prod"
+	ssmARN := func(name string) string { return "arn:aws:ssm:us-east-1:123456789012:parameter" + name }
+	// A secret's real ARN carries the random suffix, whatever the reference gives.
+	smARN := func(name string) string {
+		return "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + name + "-AbC123"
+	}
+	refs := []string{
+		"ssm:/hookledger/prod/stripe/acme", "ssm:/hookledger/prod/reconcile/stripe-api", "ssm:/hookledger/production/x",
+		"ssm:/hookledger/prod", "ssm:/hookledger/other/x", "ssm:/hookledger/prod/reconciled",
+		"secretsmanager:hookledger/prod/stripe/globex", "secretsmanager:hookledger/prod/reconcile/stripe-api",
+		"secretsmanager:hookledger/prod-x/y", "secretsmanager:hookledger/production/x", "secretsmanager:hookledger/prod",
+		"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/github/acme",
+	}
+	arnOf := func(ref source.Ref) (action, arn string) {
+		if ref.Scheme == source.SchemeSSM {
+			return "ssm:GetParameter", ssmARN(ref.Name)
+		}
+		name := ref.Name
+		if _, after, ok := strings.Cut(name, ":secret:"); ok {
+			name = after
+		}
+		return "secretsmanager:GetSecretValue", smARN(name)
+	}
+	check := func(fn, role, variable string, names source.GrantNames, want map[string]bool) {
+		g, err := source.ParseGrantsFor(tp.grantsEnv(t, fn, variable, prefix), names)
+		if err != nil {
+			t.Fatalf("%s %s: %v", fn, variable, err)
+		}
+		sts := tp.secretStatements(t, role, prefix)
+		for _, raw := range refs {
+			ref, err := source.ParseRef(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			action, arn := arnOf(ref)
+			passes, readable := g.Check(ref) == nil, allows(sts, action, arn)
+			if passes && !readable {
+				t.Errorf("%s: the cold-start check passes %s, which %s may not read: every delivery would get AccessDenied", fn, raw, role)
+			}
+			if w, ok := want[raw]; ok && passes != w {
+				t.Errorf("%s: %s passes the check: %v, want %v", fn, raw, passes, w)
+			}
+		}
+		for _, st := range sts {
+			for _, r := range st.resources {
+				if strings.Count(r, "*") != 1 || !strings.HasSuffix(r, "/*") || strings.Contains(r, "?") {
+					t.Errorf("%s: resource %s: the only wildcard is the one after the prefix", role, r)
+				}
+			}
+		}
+	}
+	signing := map[string]bool{
+		"ssm:/hookledger/prod/stripe/acme": true, "ssm:/hookledger/prod/reconcile/stripe-api": false,
+		"ssm:/hookledger/production/x": false, "ssm:/hookledger/prod/reconciled": true,
+		"secretsmanager:hookledger/prod/stripe/globex": true, "secretsmanager:hookledger/prod/reconcile/stripe-api": false,
+		"secretsmanager:hookledger/prod-x/y": false,
+		"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/github/acme": true,
+	}
+	check("ReceiverFunction", "ReceiverRole", "HOOKLEDGER_SECRET_GRANTS", source.ReceiverGrants, signing)
+	check("ProcessorFunction", "ProcessorRole", "HOOKLEDGER_SECRET_GRANTS", source.ReceiverGrants, signing)
+	// Neither role may read the reconciler's credentials, whatever the check says.
+	for _, role := range []string{"ReceiverRole", "ProcessorRole"} {
+		sts := tp.secretStatements(t, role, prefix)
+		for _, name := range []string{"/hookledger/prod/" + source.ReconcileCredentialsPath + "stripe-api"} {
+			if allows(sts, "ssm:GetParameter", ssmARN(name)) || allows(sts, "secretsmanager:GetSecretValue", smARN(strings.TrimPrefix(name, "/"))) {
+				t.Errorf("%s may read the reconciler's credential %s", role, name)
+			}
+		}
+		if !allows(sts, "ssm:GetParameter", ssmARN("/hookledger/prod/stripe/acme")) || !allows(sts, "secretsmanager:GetSecretValue", smARN("hookledger/prod/stripe/acme")) {
+			t.Errorf("%s may not read the secrets under the prefix", role)
+		}
+	}
+	check("ReconcilerFunction", "ReconcilerRole", "HOOKLEDGER_RECONCILE_GRANTS", source.ReconcileCredentialGrants, map[string]bool{
+		"ssm:/hookledger/prod/reconcile/stripe-api": true, "secretsmanager:hookledger/prod/reconcile/stripe-api": true,
+		"ssm:/hookledger/prod/stripe/acme": false,
+	})
+	// The reconciler signs with the receiver's grants (it reads them from
+	// the receiver's configuration): its role must read all of those.
+	g, _ := source.ParseGrants(tp.grantsEnv(t, "ReceiverFunction", "HOOKLEDGER_SECRET_GRANTS", prefix))
+	sts := tp.secretStatements(t, "ReconcilerRole", prefix)
+	for _, raw := range refs {
+		ref, _ := source.ParseRef(raw)
+		if action, arn := arnOf(ref); g.Check(ref) == nil && !allows(sts, action, arn) {
+			t.Errorf("the reconciler's role may not read the signing secret %s", raw)
+		}
+	}
+	if a, b := tp.grantsEnv(t, "ReceiverFunction", "HOOKLEDGER_SECRET_GRANTS", prefix), tp.grantsEnv(t, "ProcessorFunction", "HOOKLEDGER_SECRET_GRANTS", prefix); a != b {
+		t.Errorf("the receiver's grants %q and the processor's %q differ; their roles are the same", a, b)
+	}
+	// Without SecretsPrefix nothing is granted, and references are still
+	// checked (and refused) at cold start.
+	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction"} {
+		g, err := source.ParseGrants(tp.grantsEnv(t, fn, "HOOKLEDGER_SECRET_GRANTS", ""))
+		if err != nil || g.Check(source.Ref{Scheme: source.SchemeSSM, Name: "/hookledger/prod/x"}) == nil {
+			t.Errorf("%s without SecretsPrefix: %+v %v; want every reference refused", fn, g, err)
+		}
 	}
 }
 
@@ -306,63 +628,23 @@ func TestFrontDoorResources(t *testing.T) {
 	}
 	rce := get(tp.resource("ReceiverFunction"), "Properties", "ReservedConcurrentExecutions")
 	if rce == nil || rce.Tag != "!If" || len(rce.Content) != 3 || rce.Content[0].Value != "HasReceiverReservation" || rce.Content[2].Value != "AWS::NoValue" {
-		t.Error("the receiver's ReservedConcurrentExecutions must be !If [HasReceiverReservation, ReceiverReservedConcurrency, AWS::NoValue]")
+		t.Error("the receiver's ReservedConcurrentExecutions must be !If [HasReceiverReservation, ReceiverConcurrency, AWS::NoValue]")
 	}
-	if d := get(tp.root, "Parameters", "ReceiverReservedConcurrency", "Default"); d == nil || d.Value != "0" {
-		t.Errorf("ReceiverReservedConcurrency default %v, want 0 (accounts with a quota of 10 cannot reserve)", d)
+	if d := get(tp.root, "Parameters", "ReceiverConcurrency", "Default"); d == nil || d.Value != "0" {
+		t.Errorf("ReceiverConcurrency default %v, want 0 (accounts with a quota of 10 cannot reserve)", d)
 	}
 }
 
-// The reconciler's environment must stay within Lambda's 4 KB with every
-// parameter at its longest. It does not carry the sources (it reads them
-// from the receiver's configuration), so ReconcileConfig's MaxLength is what
-// bounds it.
-func TestReconcilerEnvironmentFitsLambdas4KB(t *testing.T) {
-	t.Parallel()
-	tp := loadTemplate(t)
-	fn := tp.resource("ReconcilerFunction")
-	if fn == nil {
-		t.Fatal("no ReconcilerFunction in template.yaml")
-	}
-	ml := get(tp.root, "Parameters", "ReconcileConfig", "MaxLength")
-	if ml == nil {
-		t.Fatal("ReconcileConfig has no MaxLength: its JSON can push the environment past 4 KB")
-	}
-	maxLen, err := strconv.Atoi(ml.Value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	longest := map[string]int{
-		"HOOKLEDGER_TABLE": 255, "HOOKLEDGER_RETENTION": 8, "HOOKLEDGER_SHARDS": 4, "HOOKLEDGER_RECLAIM_AFTER": 8,
-		"LOG_LEVEL": 5, "HOOKLEDGER_STAGE": 16, "AWS_ENDPOINT_URL": 64,
-		"HOOKLEDGER_RECONCILE": maxLen, "HOOKLEDGER_RECEIVER_FUNCTION": 64, // a function name has at most 64 characters
-		"HOOKLEDGER_RECONCILE_GRANTS":   len("ssm=;secretsmanager=") + 128 + 200,
-		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // ReconcileSchedule's MaxLength
-	}
-	total := 0
-	for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
-		get(fn, "Properties", "Environment", "Variables")} {
-		for i := 0; i+1 < len(vars.Content); i += 2 {
-			name := vars.Content[i].Value
-			n, ok := longest[name]
-			if !ok {
-				t.Errorf("reconciler variable %s has no longest value in this test; add one", name)
-			}
-			total += len(name) + n
-		}
-	}
-	if total > 4096 {
-		t.Errorf("reconciler environment can reach %d bytes, over Lambda's 4096: lower ReconcileConfig's MaxLength", total)
-	}
-	t.Logf("reconciler environment at most %d bytes", total)
-}
-
-// The reconciler is off unless asked for, and an alarm watches what it finds.
+// The reconciler is off unless ReconcileConfig lists a source, and an
+// alarm watches what it finds.
 func TestReconcilerIsOptionalAndAlarmed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if d := get(tp.root, "Parameters", "ReconcileEnabled", "Default"); d == nil || d.Value != "false" {
-		t.Errorf("ReconcileEnabled default %v, want false", d)
+	if d := get(tp.root, "Parameters", "ReconcileConfig", "Default"); d == nil || d.Value != "[]" {
+		t.Errorf("ReconcileConfig default %v, want [] (no reconciler)", d)
+	}
+	if c := fmt.Sprint(flatten(get(tp.root, "Conditions", "ReconcileOn"))); !strings.Contains(c, "ReconcileConfig") {
+		t.Errorf("ReconcileOn must come from ReconcileConfig: %s", c)
 	}
 	for _, name := range []string{"ReconcilerRole", "ReconcilerLogGroup", "ReconcilerFunction", "ReconcileMissingAlarm", "ReconcilerErrorsAlarm"} {
 		if c := get(tp.resource(name), "Condition"); c == nil || c.Value != "ReconcileOn" {
@@ -376,8 +658,8 @@ func TestReconcilerIsOptionalAndAlarmed(t *testing.T) {
 	}
 }
 
-// grantsOf reads a samconfig.toml section's secret grants.
-func grantsOf(t *testing.T, section string) source.Grants {
+// overrides reads a samconfig.toml section's parameter_overrides.
+func overrides(t *testing.T, section string) map[string]string {
 	t.Helper()
 	raw, err := os.ReadFile("samconfig.toml")
 	if err != nil {
@@ -390,16 +672,22 @@ func grantsOf(t *testing.T, section string) source.Grants {
 	if i := strings.Index(after, "\n["); i >= 0 {
 		after = after[:i]
 	}
-	var g source.Grants
-	for _, m := range regexp.MustCompile(`"(SecretsParameterPath|SecretsManagerPrefix|SecretsManagerSecretArn)=([^"]*)"`).FindAllStringSubmatch(after, -1) {
-		switch m[1] {
-		case "SecretsParameterPath":
-			g.SSMPath = m[2]
-		case "SecretsManagerPrefix":
-			g.SecretsManagerPrefix = m[2]
-		case "SecretsManagerSecretArn":
-			g.SecretsManagerARN = m[2]
-		}
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*["']([A-Za-z]+)=(.*?)["'],?\s*$`).FindAllStringSubmatch(after, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// grantsOf is what the template grants the receiver with a samconfig.toml
+// section's SecretsPrefix.
+func grantsOf(t *testing.T, section string) source.Grants {
+	t.Helper()
+	tp := loadTemplate(t)
+	prefix := overrides(t, section)["SecretsPrefix"]
+	g, err := source.ParseGrants(tp.grantsEnv(t, "ReceiverFunction", "HOOKLEDGER_SECRET_GRANTS", prefix))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return g
 }
@@ -428,7 +716,7 @@ func TestDocumentedSourcesAreValidAndWithinTheGrants(t *testing.T) {
 	t.Parallel()
 	prod := grantsOf(t, "prod")
 	if prod.SSMPath == "" || prod.SecretsManagerPrefix == "" {
-		t.Fatalf("samconfig.toml [prod] grants %+v; the docs' examples need an SSM path and a Secrets Manager prefix", prod)
+		t.Fatalf("samconfig.toml [prod] grants %+v; the docs' examples need SecretsPrefix", prod)
 	}
 	total := 0
 	for _, doc := range []string{"README.md", "docs/deploy.md", "docs/providers.md"} {
@@ -459,14 +747,24 @@ func TestDocumentedSourcesAreValidAndWithinTheGrants(t *testing.T) {
 	}
 }
 
-// make e2e deploys with the dev section's grants and stores its secrets under
-// them; the dev and default sections must grant both stores.
-func TestSamconfigSectionsGrantBothStores(t *testing.T) {
+// make e2e deploys with the dev section's SecretsPrefix and stores its
+// secrets under it; every section sets one, and names only parameters the
+// template has.
+func TestSamconfigSections(t *testing.T) {
 	t.Parallel()
+	tp := loadTemplate(t)
 	for _, section := range []string{"default", "dev", "prod"} {
-		g := grantsOf(t, section)
-		if g.SSMPath == "" || g.SecretsManagerPrefix == "" || !strings.Contains(g.SSMPath, section) && section != "default" {
-			t.Errorf("[%s] grants %+v; want SecretsParameterPath=/hookledger/%s and SecretsManagerPrefix=hookledger/%s/", section, g, section, section)
+		o := overrides(t, section)
+		if want := "hookledger/" + section; o["SecretsPrefix"] == "" || section != "default" && o["SecretsPrefix"] != want {
+			t.Errorf("[%s] SecretsPrefix=%q, want %s", section, o["SecretsPrefix"], want)
+		}
+		if len(o) < 3 {
+			t.Fatalf("[%s]: read only %v; the extraction broke", section, o)
+		}
+		for name := range o {
+			if get(tp.root, "Parameters", name) == nil {
+				t.Errorf("[%s] sets %s, which is not a template parameter", section, name)
+			}
 		}
 	}
 }

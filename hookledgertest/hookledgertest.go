@@ -58,18 +58,20 @@ const (
 	Stale Status = "stale"
 )
 
-// DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS):
-// the handler's fifth retryable failure makes the event dead.
-const DefaultMaxAttempts = 5
+// DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS),
+// the processor's own: the retryable failure that is the handler's
+// DefaultMaxAttempts-th makes the event dead, here as in the pipeline.
+const DefaultMaxAttempts = steps.DefaultMaxAttempts
 
 // Tester runs one handler. Safe for concurrent use across events.
 type Tester struct {
 	h hookledger.Handler
 	// MaxAttempts is how many times the handler may fail an event: its
 	// MaxAttempts-th retryable failure makes the event dead, as
-	// HOOKLEDGER_MAX_ATTEMPTS does (default 5). Runs that crashed or lost
-	// their lease are not failures and do not count, as in the pipeline,
-	// where such interruptions are bounded by time instead (days).
+	// HOOKLEDGER_MAX_ATTEMPTS does (0: DefaultMaxAttempts). Runs that
+	// crashed or lost their lease are not failures and do not count, as in
+	// the pipeline, where such interruptions are bounded by time instead
+	// (days).
 	MaxAttempts int
 
 	mu     sync.Mutex

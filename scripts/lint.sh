@@ -38,19 +38,20 @@ skips=CKV_AWS_119,CKV_AWS_158,CKV_AWS_173,CKV_AWS_26,CKV_AWS_27,CKV_AWS_116,CKV_
 checkov_on() { (cd "$(dirname "$1")" && "$checkov" --quiet --compact --skip-download --framework cloudformation -f "$(basename "$1")" --skip-check "$skips"); }
 checkov_on "$template"
 # checkov evaluates conditions with the parameters' defaults, so the optional resources (the
-# function URL front door, the S3 payload store, the reconciler) are only seen in a copy whose
+# function URL front door, the S3 payload store, the secret grants, the reconciler) are only seen in a copy whose
 # defaults turn them all on (templates without those parameters: nothing to add).
 if grep -q '^  FrontDoor:$' "$template"; then
   bothdir="$(mktemp -d)"
   trap 'rm -rf "$bothdir"' EXIT
   both="$bothdir/template.yaml"
   sed -e '/^  FrontDoor:$/,/^  [A-Za-z]*:$/ s/^    Default: HttpApi$/    Default: Both/' \
-    -e '/^  PayloadStore:$/,/^  [A-Za-z]*:$/ s/^    Default: none$/    Default: s3/' \
-    -e '/^  ReconcileEnabled:$/,/^  [A-Za-z]*:$/ s/^    Default: "false"$/    Default: "true"/' "$template" >"$both"
-  for want in '^    Default: Both$' '^    Default: s3$' '^    Default: "true"$'; do
+    -e '/^  LargeBodyStoreDays:$/,/^  [A-Za-z]*:$/ s/^    Default: 0$/    Default: 14/' \
+    -e '/^  SecretsPrefix:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: hookledger\/lint/' \
+    -e '/^  ReconcileConfig:$/,/^  [A-Za-z]*:$/ s/^    Default: "\[\]"$/    Default: '"'"'[{"source":"stripe","tenant":"acme","credential":"ssm:\/x\/reconcile\/k"}]'"'"'/' "$template" >"$both"
+  for want in '^    Default: Both$' '^    Default: 14$' '^    Default: hookledger/lint$' '^    Default: .\[{"source"'; do
     grep -q "$want" "$both" || { echo "lint: could not make the every-option copy ($want)" >&2; exit 1; }
   done
-  echo "lint: checkov with every option on (FrontDoor=Both, PayloadStore=s3, ReconcileEnabled=true)"
+  echo "lint: checkov with every option on (FrontDoor=Both, LargeBodyStoreDays=14, SecretsPrefix, ReconcileConfig listing a source)"
   checkov_on "$both"
 fi
 echo "lint: ok"

@@ -164,7 +164,7 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	table := fs.String("table", "hookledger", "ledger table name (3 to 255 letters, digits, '_', '-' or '.')")
 	name := fs.String("queue", "hookledger", fmt.Sprintf("queue name (its DLQ is NAME-dlq; 1 to %d letters, digits, '-' or '_')", queue.MaxQueueNameLen))
 	vis := fs.Int("visibility", 180, fmt.Sprintf("queue visibility timeout in seconds, 1 to %d (at least 6x the processor timeout: dev's --function-timeout 30s needs 180)", queue.MaxVisibilityTimeout))
-	receives := fs.Int("max-receives", 5, fmt.Sprintf("deliveries before a message moves to the DLQ, 1 to %d", queue.MaxMaxReceiveCount))
+	receives := fs.Int("max-receives", queue.DefaultMaxReceiveCount, fmt.Sprintf("deliveries before a message moves to the DLQ, 1 to %d", queue.MaxMaxReceiveCount))
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
@@ -212,7 +212,7 @@ func setupFlags(table string, spec queue.QueueSpec) error {
 	case spec.VisibilityTimeout < 1 || spec.VisibilityTimeout > queue.MaxVisibilityTimeout:
 		return fmt.Errorf("--visibility %d: want 1 to %d seconds (SQS's maximum), at least 6x the processor timeout (180 for dev's default --function-timeout 30s)", spec.VisibilityTimeout, queue.MaxVisibilityTimeout)
 	case spec.MaxReceiveCount < 1 || spec.MaxReceiveCount > queue.MaxMaxReceiveCount:
-		return fmt.Errorf("--max-receives %d: want 1 to %d deliveries before a message moves to the DLQ (default 5)", spec.MaxReceiveCount, queue.MaxMaxReceiveCount)
+		return fmt.Errorf("--max-receives %d: want 1 to %d deliveries before a message moves to the DLQ (default %d)", spec.MaxReceiveCount, queue.MaxMaxReceiveCount, queue.DefaultMaxReceiveCount)
 	}
 	return nil
 }

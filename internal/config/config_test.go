@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookledger/hookledger/ledger"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -14,7 +16,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Table != "hookledger" || c.Shards != 16 || c.Retention != 168*time.Hour || c.Mismatch != "flag" || c.MaxBody != 262144 {
+	if c.Table != DefaultTable || c.Shards != ledger.DefaultShards || c.Retention != ledger.DefaultRetention || c.LogLevel != DefaultLogLevel ||
+		c.Payload != DefaultPayload || c.Stage != DefaultStage {
 		t.Fatalf("%+v", c)
 	}
 	if err := c.ValidateProcessor(); err != nil {
@@ -46,14 +49,18 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-func TestDefaultsMatchTheReceiversOwn(t *testing.T) {
+// Settings whose default belongs to the code that uses them stay zero
+// when unset, so that the default is written once, there (the handlers'
+// wire tests pin what they turn a zero into).
+func TestUnsetSettingsStayZeroForTheirCodesDefault(t *testing.T) {
 	t.Parallel()
-	// The receiver's zero-value defaults (receiver.DefaultMaxBody, "flag")
-	// are repeated here as literals so that package config does not import
-	// the receiver; receiver's own test pins the same values.
-	c, _ := Load(env(nil))
-	if c.MaxBody != 256*1024 || c.Mismatch != "flag" {
-		t.Fatalf("%d %q", c.MaxBody, c.Mismatch)
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxBody != 0 || c.Mismatch != "" || c.MaxAttempts != 0 || c.ReclaimBatch != 0 || c.ReclaimMaxQueue != 0 ||
+		c.ReclaimChain != 0 || c.Lease != 0 || c.Unrouted != "" || c.PayloadStoreAbove != 0 {
+		t.Fatalf("unset settings were given values here: %+v", c)
 	}
 }
 
@@ -73,7 +80,7 @@ func TestMaxBodyIsCappedToWhatTheLedgerCanHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = c.ValidateReceiver()
-		if (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "MaxBodyBytes")) {
+		if (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "LargeBodyStoreDays")) {
 			t.Errorf("HOOKLEDGER_MAX_BODY=%s: %v, want ok=%v", tt.v, err, tt.ok)
 		}
 	}
@@ -82,7 +89,7 @@ func TestMaxBodyIsCappedToWhatTheLedgerCanHold(t *testing.T) {
 func TestReclaimerSettings(t *testing.T) {
 	t.Parallel()
 	c, err := Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q"}))
-	if err != nil || c.ReclaimMaxQueue != 1000 || c.ReclaimChain != 10 || c.ReclaimBatch != 25 || c.FunctionName != "" {
+	if err != nil || c.ReclaimMaxQueue != 0 || c.ReclaimChain != 0 || c.ReclaimBatch != 0 || c.FunctionName != "" {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	if err := c.ValidateReclaimer(); err != nil {
@@ -90,7 +97,7 @@ func TestReclaimerSettings(t *testing.T) {
 	}
 	c, err = Load(env(map[string]string{"HOOKLEDGER_QUEUE_URL": "q", "HOOKLEDGER_RECLAIM_MAX_QUEUE": "0", "HOOKLEDGER_RECLAIM_CHAIN": "0",
 		"AWS_LAMBDA_FUNCTION_NAME": "stack-reclaimer"}))
-	if err != nil || c.ReclaimMaxQueue != 0 || c.ReclaimChain != 0 || c.FunctionName != "stack-reclaimer" {
+	if err != nil || c.ReclaimMaxQueue != Off || c.ReclaimChain != Off || c.FunctionName != "stack-reclaimer" {
 		t.Fatalf("zeros turn pacing and continuations off: %+v %v", c, err)
 	}
 	for k, v := range map[string]string{"HOOKLEDGER_RECLAIM_MAX_QUEUE": "-1", "HOOKLEDGER_RECLAIM_CHAIN": "many"} {
@@ -142,7 +149,7 @@ func TestPayloadSettings(t *testing.T) {
 		{"defaults", with(), ""},
 		{"on-trouble", with("HOOKLEDGER_PAYLOAD", "on-trouble"), ""},
 		{"unknown policy", with("HOOKLEDGER_PAYLOAD", "sometimes"), "HOOKLEDGER_PAYLOAD"},
-		{"2 MB body without a store", with("HOOKLEDGER_MAX_BODY", "2097152"), "PayloadStore=s3"},
+		{"2 MB body without a store", with("HOOKLEDGER_MAX_BODY", "2097152"), "LargeBodyStoreDays"},
 		{"2 MB body with a store", with("HOOKLEDGER_MAX_BODY", "2097152", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), ""},
 		{"6 MiB with a store", with("HOOKLEDGER_MAX_BODY", "6291456", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), ""},
 		{"past Lambda's 6 MB", with("HOOKLEDGER_MAX_BODY", "6291457", "HOOKLEDGER_PAYLOAD_BUCKET", "b"), "6 MiB"},
@@ -210,5 +217,76 @@ func TestSettingsThatWouldBeIgnoredAreErrors(t *testing.T) {
 	}
 	if err := c.ValidateReceiver(); err != nil {
 		t.Errorf("200,000 days: %v", err)
+	}
+}
+
+// HOOKLEDGER_SETTINGS (the template's PipelineSettings) sets the pipeline's
+// settings in one JSON object; each member reads as its variable would.
+func TestSettingsObjectSetsTheVariables(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{SettingsVar: `{"HOOKLEDGER_MAX_ATTEMPTS":"8","LOG_LEVEL":"warn","HOOKLEDGER_RECLAIM_CHAIN":0,` +
+		`"HOOKLEDGER_MAX_BODY":524288,"HOOKLEDGER_RECLAIM_AFTER":"5s","HOOKLEDGER_MISMATCH":"reject"}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxAttempts != 8 || c.LogLevel != "warn" || c.ReclaimChain != Off || c.MaxBody != 512*1024 || c.ReclaimAfter != 5*time.Second || c.Mismatch != "reject" {
+		t.Fatalf("%+v", c)
+	}
+	// Its values are checked as the variables are.
+	if _, err := Load(env(map[string]string{SettingsVar: `{"HOOKLEDGER_MAX_ATTEMPTS":"often"}`})); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_MAX_ATTEMPTS") {
+		t.Errorf("a bad value: %v", err)
+	}
+	// What the deployment says replaces what the function inherited (an
+	// emulator hands its own LOG_LEVEL to the functions it runs).
+	if c, err := Load(env(map[string]string{SettingsVar: `{"LOG_LEVEL":"debug"}`, "LOG_LEVEL": "INFO", "HOOKLEDGER_MAX_ATTEMPTS": "3"})); err != nil ||
+		c.LogLevel != "debug" || c.MaxAttempts != 3 {
+		t.Errorf("over an inherited environment: %v %q %d", err, c.LogLevel, c.MaxAttempts)
+	}
+	for _, empty := range []string{"", "{}", "  "} {
+		if c, err := Load(env(map[string]string{SettingsVar: empty})); err != nil || c.MaxAttempts != 0 {
+			t.Errorf("%s=%q: %v %+v", SettingsVar, empty, err, c)
+		}
+	}
+}
+
+// A member it does not take, or a document that is not an object of
+// strings, stops the cold start with what to do; nothing is dropped.
+func TestSettingsObjectRefusesWhatItCannotApply(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{SettingsVar: `{"HOOKLEDGER_MAX_ATTEMPT":"8"}`}, []string{`unknown setting "HOOKLEDGER_MAX_ATTEMPT"`, "HOOKLEDGER_MAX_ATTEMPTS", "LOG_LEVEL", "PipelineSettings"}},
+		{map[string]string{SettingsVar: `{"HOOKLEDGER_RETENTION":"30d"}`}, []string{`unknown setting "HOOKLEDGER_RETENTION"`, "RetentionDays"}},
+		{map[string]string{SettingsVar: `{"HOOKLEDGER_TABLE":"other"}`}, []string{`unknown setting "HOOKLEDGER_TABLE"`}},
+		{map[string]string{SettingsVar: `{"LOG_LEVEL":"warn","LOG_LEVEL":"debug"}`}, []string{SettingsVar, "LOG_LEVEL"}},
+		{map[string]string{SettingsVar: `{"LOG_LEVEL":true}`}, []string{"LOG_LEVEL is true", "want a string"}},
+		{map[string]string{SettingsVar: `["LOG_LEVEL"]`}, []string{SettingsVar, "JSON object"}},
+		{map[string]string{SettingsVar: `LOG_LEVEL=warn`}, []string{SettingsVar, "JSON object"}},
+	} {
+		_, err := Load(env(tc.env))
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v, want it to say %q", tc.env, err, w)
+			}
+		}
+	}
+}
+
+// HOOKLEDGER_RETENTION takes the template's whole days (RetentionDays) as
+// well as a Go duration.
+func TestRetentionInDays(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour, "168h": 168 * time.Hour, "48h": 48 * time.Hour} {
+		c, err := Load(env(map[string]string{"HOOKLEDGER_RETENTION": v}))
+		if err != nil || c.Retention != want {
+			t.Errorf("HOOKLEDGER_RETENTION=%s: %v %v, want %v", v, c.Retention, err, want)
+		}
+	}
+	for _, v := range []string{"0d", "-1d", "1.5d", "d", "106752d", "forever"} {
+		if _, err := Load(env(map[string]string{"HOOKLEDGER_RETENTION": v})); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_RETENTION") {
+			t.Errorf("HOOKLEDGER_RETENTION=%s: %v", v, err)
+		}
 	}
 }

@@ -55,7 +55,7 @@ var (
 const (
 	DefaultLease       = 60 * time.Second
 	DefaultLeaseMargin = 5 * time.Second
-	DefaultMaxAttempts = 5
+	DefaultMaxAttempts = steps.DefaultMaxAttempts
 	// DefaultOrderWait is how long a run of an InOrder route waits, in
 	// process, for another event's run that holds the same resource,
 	// before it hands its event back to be retried later: runs are short,

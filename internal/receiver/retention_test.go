@@ -170,7 +170,7 @@ func TestFromConfigRefusesARetentionThePayloadStoreForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), `source "github"`) || !strings.Contains(err.Error(), "PayloadStoreDays to at least 10") ||
+	if err == nil || !strings.Contains(err.Error(), `source "github"`) || !strings.Contains(err.Error(), "LargeBodyStoreDays to at least 10") ||
 		strings.Contains(err.Error(), `source "stripe"`) {
 		t.Fatalf("FromConfig: %v; want github (240h > 7 days) refused with the fix, stripe (96h) not", err)
 	}

@@ -98,7 +98,7 @@ func sourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (m
 		// In days: a Duration of PayloadStoreDays overflows past 106,751.
 		if need := int((d + 24*time.Hour - 1) / (24 * time.Hour)); c.PayloadBucket != "" && c.PayloadStoreDays > 0 && c.PayloadStoreDays < need {
 			errs = append(errs, fmt.Errorf("source %q: its records live %v (%s), longer than the S3 payload store keeps bodies "+
-				"(HOOKLEDGER_PAYLOAD_STORE_DAYS=%d): raise PayloadStoreDays to at least %d, or lower the source's \"retention\"",
+				"(HOOKLEDGER_PAYLOAD_STORE_DAYS=%d): raise LargeBodyStoreDays to at least %d, or lower the source's \"retention\"",
 				name, d, rs[name].Reason, c.PayloadStoreDays, need))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
@@ -25,13 +26,28 @@ func TestFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// config's defaults are the receiver's own.
-	if c.MaxBody != receiver.DefaultMaxBody || c.Mismatch != receiver.MismatchFlag {
-		t.Fatalf("config defaults %d %q drifted from the receiver's", c.MaxBody, c.Mismatch)
-	}
+	// Unset settings reach the handler as its zero values, which are its
+	// own defaults (DefaultMaxBody, MismatchFlag): written once, here.
 	h, err := receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, nil)
-	if err != nil || h.MaxBody != receiver.DefaultMaxBody || h.Sources == nil || h.Ledger == nil || h.Queue == nil {
+	if err != nil || h.MaxBody != 0 || h.Mismatch != "" || h.Sources == nil || h.Ledger == nil || h.Queue == nil {
 		t.Fatalf("%+v %v", h, err)
+	}
+	post := func(h *receiver.Handler, n int) int {
+		resp, _ := h.Handle(t.Context(), events.APIGatewayV2HTTPRequest{RawPath: "/webhooks/stripe/acme", Body: strings.Repeat("x", n),
+			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/webhooks/stripe/acme"}}})
+		return resp.StatusCode
+	}
+	if code := post(h, receiver.DefaultMaxBody+1); code != 413 {
+		t.Errorf("a body of DefaultMaxBody+1 bytes: %d, want 413", code)
+	}
+	if code := post(h, receiver.DefaultMaxBody); code == 413 {
+		t.Errorf("a body of DefaultMaxBody bytes: 413")
+	}
+	c2 := c
+	c2.MaxBody, c2.Mismatch = 2*receiver.DefaultMaxBody, receiver.MismatchReject
+	if h, err := receiver.FromConfig(c2, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, nil); err != nil ||
+		h.MaxBody != 2*receiver.DefaultMaxBody || h.Mismatch != receiver.MismatchReject {
+		t.Fatalf("set values: %+v %v", h, err)
 	}
 	c.SourcesJSON = `{"stripe":{"provider":"nope","tenants":{"acme":{"secrets":["literal:x"]}}}}`
 	if _, err := receiver.FromConfig(c, aws.Config{}, nil, nil); err == nil || !strings.Contains(err.Error(), "stripe") {
@@ -48,14 +64,14 @@ func TestFromConfigRefusesReferencesOutsideTheGrants(t *testing.T) {
 		return map[string]string{
 			"HOOKLEDGER_QUEUE_URL":     "http://localhost:4566/000000000000/q",
 			"HOOKLEDGER_SOURCES":       `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:/hookledger/acme/stripe"]},"globex":{"secrets":["secretsmanager:hookledger/prod/stripe/globex"]}}}}`,
-			"HOOKLEDGER_SECRET_GRANTS": "ssm=/hookledger/prod;secretsmanager=;secretsmanager_prefix=hookledger/prod/",
+			"HOOKLEDGER_SECRET_GRANTS": "ssm=/hookledger/prod;secretsmanager_prefix=hookledger/prod/;except=reconcile/",
 		}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = receiver.FromConfig(c, aws.Config{Region: "us-east-1"}, func(string) string { return "" }, nil)
-	if err == nil || !strings.Contains(err.Error(), "ssm:/hookledger/acme/stripe") || !strings.Contains(err.Error(), "SecretsParameterPath=/hookledger/acme") ||
+	if err == nil || !strings.Contains(err.Error(), "ssm:/hookledger/acme/stripe") || !strings.Contains(err.Error(), "SecretsPrefix=hookledger/acme") ||
 		strings.Contains(err.Error(), "globex") {
 		t.Fatalf("FromConfig: %v; want the acme reference named with the fix, and globex (granted) not", err)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // FromConfig builds the reclaimer from the core configuration. In Lambda
-// (AWS_LAMBDA_FUNCTION_NAME set) and with HOOKLEDGER_RECLAIM_CHAIN above 0,
+// (AWS_LAMBDA_FUNCTION_NAME set) and unless HOOKLEDGER_RECLAIM_CHAIN is 0,
 // a run that leaves a backlog continues by invoking its own function.
 func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateReclaimer(); err != nil {
@@ -39,12 +39,9 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 	if c.PayloadBucket != "" {
 		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 	}
-	if c.ReclaimMaxQueue == 0 {
-		h.MaxQueue = -1 // HOOKLEDGER_RECLAIM_MAX_QUEUE=0: never pause
-	}
-	if c.ReclaimChain == 0 {
-		h.MaxChain = -1
-	} else if c.FunctionName != "" {
+	// config.Off (a variable set to 0) is the handler's negative: never
+	// pause, no continuations.
+	if c.ReclaimChain != config.Off && c.FunctionName != "" {
 		h.Continue = &Invoker{API: lambda.NewFromConfig(cfg), Function: c.FunctionName}
 	}
 	return h, nil

@@ -162,7 +162,7 @@ func (c *Config) Check(s Spec) error {
 	// one interval later, from then on. A span shorter than the interval
 	// leaves a gap no run ever judges.
 	if c.Interval > 0 && window-age < c.Interval {
-		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
+		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule in template.yaml's Defaults): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
 			name, window, age, window-age, c.Interval, c.Interval+age)
 	}
 	return nil

@@ -63,7 +63,7 @@ func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
 	}
 	stored := onAWS
 	stored.SourcesJSON = `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_h"]}}}}`
-	if _, err := FromConfig(stored, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/hookledger-reconcile/prod/stripe"}]`, ReceiverFunction: "r"},
+	if _, err := FromConfig(stored, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/hookledger/prod/reconcile/stripe"}]`, ReceiverFunction: "r"},
 		aws.Config{Region: "us-east-1"}, func(string) string { return "" }, quiet()); err == nil || !strings.Contains(err.Error(), "signing secrets must come from a secret store") {
 		t.Errorf("literal signing secret on AWS: %v", err)
 	}
@@ -74,13 +74,13 @@ func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
 	// References outside what the template grants the reconciler's role
 	// stop it at cold start, as they stop the receiver.
 	_, err := FromConfig(c, Settings{Specs: `[{"source":"stripe","tenant":"acme","credential":"ssm:/elsewhere/stripe-api"}]`,
-		ReceiverFunction: "r", CredentialGrants: "ssm=/hookledger-reconcile/prod;secretsmanager="}, aws.Config{Region: "us-east-1"}, nil, quiet())
-	if err == nil || !strings.Contains(err.Error(), "ReconcileCredentialsParameterPath") {
+		ReceiverFunction: "r", CredentialGrants: "ssm=/hookledger/prod/reconcile;secretsmanager_prefix=hookledger/prod/reconcile/"}, aws.Config{Region: "us-east-1"}, nil, quiet())
+	if err == nil || !strings.Contains(err.Error(), "ssm:/hookledger/prod/reconcile/stripe-api") || !strings.Contains(err.Error(), "SecretsPrefix=elsewhere") {
 		t.Errorf("credential outside the grant: %v", err)
 	}
 	granted := c
 	granted.SourcesJSON = `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["ssm:/other/stripe"]}}}}`
-	granted.SecretGrants = "ssm=/hookledger/prod;secretsmanager=;secretsmanager_prefix="
+	granted.SecretGrants = "ssm=/hookledger/prod;secretsmanager_prefix=hookledger/prod/;except=reconcile/"
 	if _, err := FromConfig(granted, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, nil, quiet()); err == nil || !strings.Contains(err.Error(), "could not read these signing secrets") {
 		t.Errorf("signing secret outside the grant: %v", err)
 	}
@@ -211,6 +211,12 @@ func TestRetentionIsTheReceivers(t *testing.T) {
 	}
 	if err := ReceiverSources(t.Context(), &c, deployed, "r", "5760m"); err != nil {
 		t.Fatalf("same retention: %v", err)
+	}
+	// The template writes it in days (RetentionDays) for every function,
+	// the reconciler included.
+	days := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": sources, "HOOKLEDGER_RETENTION": "4d"}}
+	if err := ReceiverSources(t.Context(), &c, days, "r", "4d"); err != nil || c.Retention != 96*time.Hour {
+		t.Fatalf("retention in days: %v %v", c.Retention, err)
 	}
 }
 

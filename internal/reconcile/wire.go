@@ -27,12 +27,14 @@ type Settings struct {
 	Specs            string // HOOKLEDGER_RECONCILE: the JSON array of Spec
 	ReceiverFunction string // HOOKLEDGER_RECEIVER_FUNCTION: feed by invoking the receiver function
 	WebhookURL       string // HOOKLEDGER_WEBHOOK_URL: or feed by posting to the webhook URL
-	// CredentialGrants is HOOKLEDGER_RECONCILE_GRANTS ("ssm=PATH;secretsmanager=ARN"):
+	// CredentialGrants is HOOKLEDGER_RECONCILE_GRANTS
+	// ("ssm=/PREFIX/reconcile;secretsmanager_prefix=PREFIX/reconcile/"):
 	// what the reconciler's role may read for credentials (template.yaml
 	// sets it; unset: not checked).
 	CredentialGrants string
 	// Schedule is HOOKLEDGER_RECONCILE_SCHEDULE, the schedule expression
-	// the function runs on (template.yaml sets it from ReconcileSchedule):
+	// the function runs on (template.yaml sets it from ReconcileSchedule in
+	// its Defaults):
 	// a spec whose window minus min_age is shorter than its interval is
 	// refused, as events would fall between two runs.
 	Schedule string
@@ -119,7 +121,7 @@ func ReceiverSources(ctx context.Context, c *config.Config, api configReader, fu
 		return fmt.Errorf("the receiver function %s: %w", function, err)
 	}
 	if own = strings.TrimSpace(own); own != "" {
-		d, err := time.ParseDuration(own)
+		d, err := receiverRetention(own)
 		if err != nil || d != deployed {
 			return fmt.Errorf("HOOKLEDGER_RETENTION=%s here, but the receiver function %s keeps ledger records %v: a window judged against the wrong retention could feed events whose records expired, running their effects twice; unset HOOKLEDGER_RETENTION (the receiver's is used) or set it to %v",
 				own, function, deployed, deployed)
@@ -151,7 +153,7 @@ func receiverRetention(v string) (time.Duration, error) {
 }
 
 // ParseSchedule returns the interval of an EventBridge schedule expression
-// (HOOKLEDGER_RECONCILE_SCHEDULE, the template's ReconcileSchedule):
+// (HOOKLEDGER_RECONCILE_SCHEDULE, ReconcileSchedule in the template's Defaults):
 // rate(N unit) exactly; a cron() expression gives 0 (not checked: its
 // longest gap is not computed here).
 func ParseSchedule(v string) (time.Duration, error) {
@@ -208,7 +210,7 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 	}
 	rc.Interval = interval
 	if s.Specs == "" {
-		return nil, errors.New("HOOKLEDGER_RECONCILE is empty: set it (template parameter ReconcileConfig) to a JSON array such as [{\"source\":\"stripe\",\"tenant\":\"acme\",\"credential\":\"ssm:/hookledger/acme/stripe-api\"}]")
+		return nil, errors.New("HOOKLEDGER_RECONCILE is empty: set it (template parameter ReconcileConfig) to a JSON array such as [{\"source\":\"stripe\",\"tenant\":\"acme\",\"credential\":\"ssm:/hookledger/prod/reconcile/acme/stripe-api\"}]")
 	}
 	specs, err := ParseSpecs([]byte(s.Specs))
 	if err != nil {
@@ -225,7 +227,7 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 			continue
 		}
 		if ref, err := source.ParseRef(sp.Credential); err == nil && onAWS && (ref.Scheme == source.SchemeLiteral || ref.Scheme == source.SchemeEnv) {
-			errs = append(errs, fmt.Errorf("reconcile %s/%s: a %s: credential is plain text in the stack's parameters and the function's configuration; store it in SSM (ssm:/...) or Secrets Manager (secretsmanager:...) under ReconcileCredentialsParameterPath or ReconcileCredentialsSecretArn",
+			errs = append(errs, fmt.Errorf("reconcile %s/%s: a %s: credential is plain text in the stack's parameters and the function's configuration; store it in SSM (ssm:/...) or Secrets Manager (secretsmanager:...) under the reconcile/ path of SecretsPrefix (docs/reconcile.md)",
 				sp.Source, sp.Tenant, ref.Scheme))
 		}
 	}

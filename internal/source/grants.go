@@ -7,42 +7,56 @@ import (
 	"strings"
 )
 
-// Grants is what the deployed receiver's role may read, as template.yaml
-// grants it from its parameters. The receiver checks every reference against
-// it at cold start, so a reference outside the grant fails the deploy's
-// first request with a message naming the fix, instead of answering every
-// delivery 503 with AccessDenied.
+// Grants is what a deployed function's role may read, as template.yaml
+// grants it from its SecretsPrefix parameter. The receiver (and the
+// processor, for effect settings, and the reconciler) checks every
+// reference against it at cold start, so a reference outside the grant
+// fails the deploy's first request with a message naming the fix, instead
+// of answering every delivery 503 with AccessDenied.
 type Grants struct {
-	// SSMPath is SecretsParameterPath: parameters under it may be read.
+	// SSMPath: parameters under it may be read ("/hookledger/prod", from
+	// SecretsPrefix hookledger/prod).
 	SSMPath string
-	// SecretsManagerARN is SecretsManagerSecretArn: an ARN, or one ending
-	// in /* (the template allows no other wildcard); the template grants it
-	// and, for an exact ARN without Secrets Manager's random suffix,
-	// ARN-?????? too.
-	SecretsManagerARN string
-	// SecretsManagerPrefix is SecretsManagerPrefix: secret names starting
-	// with it, in the stack's own account and region.
+	// SecretsManagerPrefix: secret names starting with it, in the stack's
+	// own account and region ("hookledger/prod/").
 	SecretsManagerPrefix string
-	// Names are the variable and template parameters these grants come
-	// from, for the messages (zero: the receiver's, ReceiverGrants).
+	// SecretsManagerARN: one secret's ARN, or one ending in /* (no other
+	// wildcard), for a secret outside the prefix or in another account. The
+	// template does not grant one; a template whose role was edited to
+	// grant such a secret says so here. For an exact ARN without Secrets
+	// Manager's random suffix the role must also grant ARN-??????.
+	SecretsManagerARN string
+	// Except is a path under both prefixes the role is denied ("reconcile/",
+	// ReconcileCredentialsPath): a reference under it is refused.
+	Except string
+	// Names says where these grants come from, for the messages (zero: the
+	// receiver's, ReceiverGrants).
 	Names GrantNames
 }
 
 // GrantNames names where a role's secret grants are set, so that a refusal
-// names the parameter to deploy with.
+// names what to change.
 type GrantNames struct {
-	Variable     string // the environment variable holding the grants
-	SSMPath      string // the template parameter granting an SSM path
-	SecretARN    string // the template parameter granting a secret's ARN
-	SecretPrefix string // the template parameter granting a name prefix ("": none)
+	Variable  string // the environment variable holding the grants
+	Parameter string // the template parameter they come from
+	// Under is the path under the prefix these references belong in (""
+	// anywhere): "reconcile/" for the reconciler's API credentials.
+	Under string
 }
 
-// ReceiverGrants are the receiver's (and the reconciler's signing secrets').
-var ReceiverGrants = GrantNames{Variable: "HOOKLEDGER_SECRET_GRANTS", SSMPath: "SecretsParameterPath", SecretARN: "SecretsManagerSecretArn", SecretPrefix: "SecretsManagerPrefix"}
+// ReconcileCredentialsPath is where, under SecretsPrefix, the reconciler's
+// provider API credentials live: only the reconciler's role may read it
+// (template.yaml denies it to the receiver's and the processor's), and the
+// reconciler reads its credentials nowhere else.
+const ReconcileCredentialsPath = "reconcile/"
+
+// ReceiverGrants are the receiver's, the processor's (effect settings) and
+// the reconciler's for signing secrets.
+var ReceiverGrants = GrantNames{Variable: "HOOKLEDGER_SECRET_GRANTS", Parameter: "SecretsPrefix"}
 
 // ReconcileCredentialGrants are the reconciler's, for its provider API
 // credentials.
-var ReconcileCredentialGrants = GrantNames{Variable: "HOOKLEDGER_RECONCILE_GRANTS", SSMPath: "ReconcileCredentialsParameterPath", SecretARN: "ReconcileCredentialsSecretArn"}
+var ReconcileCredentialGrants = GrantNames{Variable: "HOOKLEDGER_RECONCILE_GRANTS", Parameter: "SecretsPrefix", Under: ReconcileCredentialsPath}
 
 func (g Grants) names() GrantNames {
 	if g.Names == (GrantNames{}) {
@@ -52,8 +66,9 @@ func (g Grants) names() GrantNames {
 }
 
 // ParseGrants reads HOOKLEDGER_SECRET_GRANTS, which template.yaml sets to
-// "ssm=PATH;secretsmanager=ARN;secretsmanager_prefix=PREFIX" (each may be
-// empty: nothing granted).
+// "ssm=/PREFIX;secretsmanager_prefix=PREFIX/;except=reconcile/" (each may be
+// empty: nothing granted), and which may also carry
+// "secretsmanager=ARN".
 func ParseGrants(s string) (Grants, error) {
 	return ParseGrantsFor(s, ReceiverGrants)
 }
@@ -69,15 +84,21 @@ func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
 		if !ok {
 			return Grants{}, fmt.Errorf("%s: %q: want key=value", names.Variable, part)
 		}
+		v = strings.TrimSpace(v)
 		switch strings.TrimSpace(k) {
 		case "ssm":
-			g.SSMPath = strings.TrimSuffix(strings.TrimSpace(v), "/")
+			g.SSMPath = strings.TrimSuffix(v, "/")
 		case "secretsmanager":
-			g.SecretsManagerARN = strings.TrimSpace(v)
+			g.SecretsManagerARN = v
 		case "secretsmanager_prefix":
-			g.SecretsManagerPrefix = strings.TrimSpace(v)
+			g.SecretsManagerPrefix = v
+		case "except":
+			if v != "" && !strings.HasSuffix(v, "/") {
+				v += "/"
+			}
+			g.Except = v
 		default:
-			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix)", names.Variable, k)
+			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix, except)", names.Variable, k)
 		}
 	}
 	return g, nil
@@ -86,8 +107,8 @@ func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
 // ErrNotGranted marks a reference the deployed role may not read.
 var ErrNotGranted = errors.New("secret reference outside what the template grants")
 
-// Check reports whether the receiver's role may read ref. Literal and env
-// references need no grant.
+// Check reports whether the role may read ref. Literal and env references
+// need no grant.
 func (g Grants) Check(ref Ref) error {
 	switch ref.Scheme {
 	case SchemeSSM:
@@ -106,22 +127,31 @@ func (g Grants) checkSSM(ref Ref) error {
 	}
 	n := g.names()
 	if g.SSMPath == "" {
-		return fmt.Errorf("%w: %s: the stack grants no SSM parameters; deploy with %s=%s (samconfig.toml parameter_overrides)",
-			ErrNotGranted, ref, n.SSMPath, suggestPath(name))
+		return fmt.Errorf("%w: %s: the stack grants no secrets; deploy with %s=%s (samconfig.toml parameter_overrides)",
+			ErrNotGranted, ref, n.Parameter, n.suggest(path.Dir(name)))
 	}
 	if !strings.HasPrefix(name, g.SSMPath+"/") {
 		return fmt.Errorf("%w: %s: the stack grants ssm:GetParameter only under %s/; move the parameter there (e.g. ssm:%s/%s) or deploy with %s=%s",
-			ErrNotGranted, ref, g.SSMPath, g.SSMPath, path.Base(name), n.SSMPath, suggestPath(name))
+			ErrNotGranted, ref, g.SSMPath, g.SSMPath, path.Base(name), n.Parameter, n.suggest(path.Dir(name)))
+	}
+	if g.Except != "" && strings.HasPrefix(name, g.SSMPath+"/"+g.Except) {
+		return fmt.Errorf("%w: %s: %s/%s holds the reconciler's provider API credentials, which this function's role is denied; keep this parameter elsewhere under %s/",
+			ErrNotGranted, ref, g.SSMPath, g.Except, g.SSMPath)
 	}
 	return nil
 }
 
-// suggestPath is the parent path of an SSM parameter name.
-func suggestPath(name string) string {
-	if d := path.Dir(name); d != "/" && d != "." {
-		return d
+// suggest is the SecretsPrefix that would grant a reference whose parent
+// path (SSM) or name prefix (Secrets Manager) is dir.
+func (n GrantNames) suggest(dir string) string {
+	dir = strings.Trim(dir, "/")
+	if n.Under != "" {
+		dir = strings.TrimSuffix(dir, "/"+strings.TrimSuffix(n.Under, "/"))
 	}
-	return "/hookledger/<stage>"
+	if dir == "" || dir == "." {
+		return "hookledger/<stage>"
+	}
+	return dir
 }
 
 func (g Grants) checkSecretsManager(ref Ref) error {
@@ -133,12 +163,12 @@ func (g Grants) checkSecretsManager(ref Ref) error {
 	// The secret's real ARN ends in "-" and six random characters; the
 	// reference may give the name or ARN with or without them.
 	candidates := []string{name, name + "-AbCdEf"}
-	if g.SecretsManagerPrefix != "" {
-		for _, c := range candidates {
-			if strings.HasPrefix(c, g.SecretsManagerPrefix) {
-				return nil
-			}
+	if p := g.SecretsManagerPrefix; p != "" && strings.HasPrefix(name, p) {
+		if g.Except != "" && strings.HasPrefix(name, p+g.Except) {
+			return fmt.Errorf("%w: %s: secrets named %s%s... hold the reconciler's provider API credentials, which this function's role is denied; name this secret otherwise under %s",
+				ErrNotGranted, ref, p, g.Except, p)
 		}
+		return nil
 	}
 	if g.SecretsManagerARN != "" {
 		grant := g.SecretsManagerARN
@@ -158,27 +188,21 @@ func (g Grants) checkSecretsManager(ref Ref) error {
 		}
 	}
 	n := g.names()
-	switch {
-	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "" && n.SecretPrefix == "":
-		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=ARN (the secret's ARN, or one ending in /* for a path)",
-			ErrNotGranted, ref, n.SecretARN)
-	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "":
-		return fmt.Errorf("%w: %s: the stack grants no Secrets Manager secrets; deploy with %s=%s (or %s=ARN)",
-			ErrNotGranted, ref, n.SecretPrefix, suggestPrefix(name), n.SecretARN)
-	case n.SecretPrefix == "":
-		return fmt.Errorf("%w: %s: outside the granted secrets (%s=%q); rename the secret or widen the grant",
-			ErrNotGranted, ref, n.SecretARN, g.SecretsManagerARN)
-	default:
-		return fmt.Errorf("%w: %s: outside the granted secrets (%s=%q, %s=%q); rename the secret or widen the grant",
-			ErrNotGranted, ref, n.SecretPrefix, g.SecretsManagerPrefix, n.SecretARN, g.SecretsManagerARN)
-	}
-}
-
-func suggestPrefix(name string) string {
+	dir := ""
 	if i := strings.LastIndex(name, "/"); i > 0 {
-		return name[:i+1]
+		dir = name[:i]
 	}
-	return "hookledger/<stage>/"
+	switch {
+	case g.SecretsManagerARN == "" && g.SecretsManagerPrefix == "":
+		return fmt.Errorf("%w: %s: the stack grants no secrets; deploy with %s=%s (samconfig.toml parameter_overrides)",
+			ErrNotGranted, ref, n.Parameter, n.suggest(dir))
+	case g.SecretsManagerARN == "":
+		return fmt.Errorf("%w: %s: the stack grants secretsmanager:GetSecretValue only to the secrets named %s...; rename the secret (e.g. %s%s) or deploy with %s=%s",
+			ErrNotGranted, ref, g.SecretsManagerPrefix, g.SecretsManagerPrefix, path.Base(name), n.Parameter, n.suggest(dir))
+	default:
+		return fmt.Errorf("%w: %s: outside the granted secrets (the names %s..., and %s from the template's own grant); rename the secret or widen the grant",
+			ErrNotGranted, ref, g.SecretsManagerPrefix, g.SecretsManagerARN)
+	}
 }
 
 // wildcard matches s against an IAM resource pattern: * any run of

@@ -112,7 +112,7 @@ func Problem(err error) (problem, fix string) {
 	case errors.Is(err, ErrSecretGone):
 		return ProblemDeleted, "create the secret again, or remove the reference from the tenant's secrets if its rotation is over"
 	case errors.Is(err, ErrSecretDenied):
-		return ProblemDenied, "grant the receiver's role the reference (SecretsParameterPath, SecretsManagerPrefix, SecretsManagerSecretArn) and its KMS key (SecretsKmsKeyArn)"
+		return ProblemDenied, "keep the secret under SecretsPrefix (not under its reconcile/ path) and grant its KMS key (SecretsKmsKeyArn); a secret elsewhere needs its own grant in the receiver's role (docs/deploy.md)"
 	case errors.Is(err, ErrSecretTransient):
 		return ProblemThrottled, "the store throttled, failed or timed out with no cached value; if it lasts, raise the store's throughput or look for other callers sharing its quota"
 	case errors.Is(err, ErrSecretUnusable):

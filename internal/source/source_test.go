@@ -212,29 +212,42 @@ func TestResolveEachReferenceOnItsOwn(t *testing.T) {
 
 func TestGrants(t *testing.T) {
 	t.Parallel()
-	g, err := ParseGrants("ssm=/hookledger/prod;secretsmanager=arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact;secretsmanager_prefix=hookledger/prod/sm/")
+	// What template.yaml grants for SecretsPrefix=hookledger/prod, plus an
+	// exact ARN a user's edited template grants besides.
+	g, err := ParseGrants("ssm=/hookledger/prod;secretsmanager_prefix=hookledger/prod/;except=reconcile/;" +
+		"secretsmanager=arn:aws:secretsmanager:us-east-1:123456789012:secret:shared/exact")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		ref string
-		ok  bool
+		ref  string
+		ok   bool
+		want string // in the refusal
 	}{
-		{"ssm:/hookledger/prod/stripe/acme", true},
-		{"ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/stripe/acme", true},
-		{"ssm:/hookledger/acme/stripe", false},
-		{"ssm:/hookledger/production/x", false},
-		{"ssm:/hookledger/prod", false},
-		{"secretsmanager:hookledger/prod/sm/stripe/globex", true},
-		{"secretsmanager:hookledger/github/acme", false},
+		{"ssm:/hookledger/prod/stripe/acme", true, ""},
+		{"ssm:arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/stripe/acme", true, ""},
+		{"ssm:/hookledger/acme/stripe", false, "SecretsPrefix=hookledger/acme"},
+		{"ssm:/hookledger/production/x", false, "only under /hookledger/prod/"},
+		{"ssm:/hookledger/prod", false, "only under /hookledger/prod/"},
+		// The reconciler's credentials: denied to the functions these grants are for.
+		{"ssm:/hookledger/prod/reconcile/stripe-api", false, "reconciler's provider API credentials"},
+		{"ssm:/hookledger/prod/reconciled/x", true, ""},
+		{"secretsmanager:hookledger/prod/stripe/globex", true, ""},
+		// A name under the prefix, given as its ARN with or without the
+		// random suffix: the prefix grant covers both.
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/github/acme", true, ""},
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/github/acme-AbC123", true, ""},
+		{"secretsmanager:hookledger/prod/reconcile/stripe-api", false, "reconciler's provider API credentials"},
+		{"secretsmanager:hookledger/github/acme", false, "rename the secret"},
+		{"secretsmanager:hookledger/production/x", false, "hookledger/prod/..."},
 		// The exact ARN, given without the random suffix, and the secret's
 		// name or full ARN with it: all are what the grant covers.
-		{"secretsmanager:hookledger/prod/exact", true},
-		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact-AbC123", true},
-		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/exact", true},
-		{"secretsmanager:hookledger/prod/exactly", false},
-		{"literal:whsec_x", true},
-		{"env:X", true},
+		{"secretsmanager:shared/exact", true, ""},
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:shared/exact-AbC123", true, ""},
+		{"secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:shared/exact", true, ""},
+		{"secretsmanager:shared/exactly", false, "outside the granted secrets"},
+		{"literal:whsec_x", true, ""},
+		{"env:X", true, ""},
 	}
 	for _, tt := range tests {
 		ref, err := ParseRef(tt.ref)
@@ -242,18 +255,30 @@ func TestGrants(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = g.Check(ref)
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrNotGranted)) {
-			t.Errorf("Check(%s) = %v, want ok=%v", tt.ref, err, tt.ok)
+		if (err == nil) != tt.ok || (err != nil && (!errors.Is(err, ErrNotGranted) || !strings.Contains(err.Error(), tt.want))) {
+			t.Errorf("Check(%s) = %v, want ok=%v (%q)", tt.ref, err, tt.ok, tt.want)
 		}
 	}
-	none, _ := ParseGrants("ssm=;secretsmanager=;secretsmanager_prefix=")
+	// Without SecretsPrefix nothing is granted; the message names the
+	// parameter and a value that would grant the reference.
+	none, _ := ParseGrants("ssm=;secretsmanager_prefix=")
 	err = none.Check(Ref{SchemeSSM, "/hookledger/prod/stripe/acme"})
-	if err == nil || !strings.Contains(err.Error(), "SecretsParameterPath=/hookledger/prod/stripe") {
+	if err == nil || !strings.Contains(err.Error(), "SecretsPrefix=hookledger/prod/stripe") {
 		t.Errorf("no SSM grant: %v, want the parameter to set", err)
 	}
 	err = none.Check(Ref{SchemeSecretsManager, "hookledger/prod/stripe/globex"})
-	if err == nil || !strings.Contains(err.Error(), "SecretsManagerPrefix=hookledger/prod/stripe/") {
+	if err == nil || !strings.Contains(err.Error(), "SecretsPrefix=hookledger/prod/stripe") {
 		t.Errorf("no Secrets Manager grant: %v, want the parameter to set", err)
+	}
+	// The reconciler's credentials belong under reconcile/: the suggestion
+	// is the prefix above it.
+	creds, _ := ParseGrantsFor("ssm=;secretsmanager_prefix=", ReconcileCredentialGrants)
+	if err := creds.Check(Ref{SchemeSSM, "/hookledger/prod/reconcile/stripe-api"}); err == nil || !strings.Contains(err.Error(), "SecretsPrefix=hookledger/prod ") {
+		t.Errorf("no credential grant: %v, want SecretsPrefix=hookledger/prod", err)
+	}
+	creds, _ = ParseGrantsFor("ssm=/hookledger/prod/reconcile;secretsmanager_prefix=hookledger/prod/reconcile/", ReconcileCredentialGrants)
+	if err := creds.Check(Ref{SchemeSSM, "/hookledger/prod/stripe-api"}); err == nil || !strings.Contains(err.Error(), "ssm:/hookledger/prod/reconcile/stripe-api") {
+		t.Errorf("a credential outside reconcile/: %v, want where to move it", err)
 	}
 	if _, err := ParseGrants("ssm=/a;vault=x"); err == nil {
 		t.Error("an unknown grant key was accepted")

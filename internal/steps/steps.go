@@ -127,6 +127,13 @@ const (
 	MaxSteps       = 16
 )
 
+// DefaultMaxAttempts is how many times a handler may fail an event before
+// it is dead, unless the deployment says otherwise
+// (HOOKLEDGER_MAX_ATTEMPTS): the processor and hookledgertest both count
+// failures against it, so a test and the pipeline bury an event on the same
+// failure.
+const DefaultMaxAttempts = 5
+
 // IndeterminateError is the failure of an at-most-once step that was
 // started and whose outcome nobody can prove: the event goes dead with
 // cause "indeterminate step NAME".

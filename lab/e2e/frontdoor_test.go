@@ -208,7 +208,7 @@ func TestFrontDoors(t *testing.T) {
 	})
 
 	t.Run("each source's retention", func(t *testing.T) {
-		// Deployed with Retention=48h: stripe's default is raised to its
+		// Deployed with RetentionDays=2: stripe's default is raised to its
 		// retry horizon (3 days) plus a day; github keeps its own 240h.
 		gv, err := webhook.New(webhook.Config{Provider: "github"})
 		if err != nil {

@@ -94,7 +94,10 @@ func TestIAMIsEnforced(t *testing.T) {
 	}
 	ssmName := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SSM_REF"), "ssm:")
 	smName := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SM_REF"), "secretsmanager:")
-	smExact := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SM_EXACT_REF"), "secretsmanager:")
+	// A secret under the prefix referenced by its ARN without the random
+	// suffix: the prefix grant must cover the real, suffixed ARN.
+	smARN := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_SM_ARN_REF"), "secretsmanager:")
+	paymentsRef := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_PAYMENTS_REF"), "ssm:")
 	table, queueURL := e.table, e.queueURL
 	probeKey := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "iamprobe#" + e.runID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "probe"}}
 	// A secret and a parameter that exist but are outside every grant.
@@ -268,6 +271,12 @@ func TestIAMIsEnforced(t *testing.T) {
 		}
 	}
 	credential := strings.TrimPrefix(must(t, "HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF"), "ssm:")
+	// And one in Secrets Manager under the same reconcile/ path, to prove
+	// the deny (and the reconciler's grant) in both stores.
+	credentialSecret := strings.TrimPrefix(credential, "/") + "-sm-" + e.runID
+	if _, err := secretsmanager.NewFromConfig(root).CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{Name: &credentialSecret, SecretString: aws.String("sk_test_probe")}); err != nil {
+		t.Fatal(err)
+	}
 	probes := map[string][]probe{
 		"receiver": {
 			{"dynamodb:PutItem", true, putItem},
@@ -275,7 +284,7 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"sqs:SendMessage", true, sendMessage},
 			{"ssm:GetParameter", true, getParameter(ssmName)},
 			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
-			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smARN)},
 			{"logs:CreateLogStream", true, createStream("receiver")},
 			{"logs:PutLogEvents", true, putEvents("receiver")},
 			{"dynamodb:UpdateItem", false, updateItem},
@@ -285,6 +294,9 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"sqs:ReceiveMessage", false, receive},
 			{"ssm:GetParameter", false, getParameter("/" + outside)},
 			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
+			// The reconciler's credentials, under the prefix but denied.
+			{"ssm:GetParameter", false, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", false, getSecret(credentialSecret)},
 			{"logs:CreateLogStream", false, createStream("processor")},
 			{"s3:PutObject", true, putObject(probeObject)},
 			{"s3:PutObject", false, putObject("elsewhere/iam-probe-" + e.runID)},
@@ -304,8 +316,14 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"dynamodb:DeleteItem", false, deleteItem},
 			{"dynamodb:Query", false, queryDue},
 			{"sqs:SendMessage", false, sendMessage},
-			{"ssm:GetParameter", false, getParameter(ssmName)},
-			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+			// Effect settings written as secret references (the lab's
+			// PAYMENTS_URL is one), within the receiver's grants.
+			{"ssm:GetParameter", true, getParameter(paymentsRef)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
+			{"ssm:GetParameter", false, getParameter("/" + outside)},
+			{"secretsmanager:GetSecretValue", false, getSecret(outside)},
+			{"ssm:GetParameter", false, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", false, getSecret(credentialSecret)},
 			{"s3:GetObject", true, getObject(probeObject)},
 			{"s3:PutObject", false, putObject(probeObject)},
 			{"s3:DeleteObject", false, deleteObject},
@@ -340,8 +358,9 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"lambda:GetFunctionConfiguration", false, otherConfig},
 			{"ssm:GetParameter", true, getParameter(ssmName)},
 			{"ssm:GetParameter", true, getParameter(credential)},
+			{"secretsmanager:GetSecretValue", true, getSecret(credentialSecret)},
 			{"secretsmanager:GetSecretValue", true, getSecret(smName)},
-			{"secretsmanager:GetSecretValue", true, getSecret(smExact)},
+			{"secretsmanager:GetSecretValue", true, getSecret(smARN)},
 			{"logs:CreateLogStream", true, createStream("reconciler")},
 			{"logs:PutLogEvents", true, putEvents("reconciler")},
 			{"dynamodb:PutItem", false, putItem},
@@ -360,7 +379,7 @@ func TestIAMIsEnforced(t *testing.T) {
 	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
 		t.Run(fn, func(t *testing.T) {
 			if roles[fn] == "" {
-				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (lab/scripts/e2e.sh deploys the reconciler with ReconcileEnabled=true)", fn)
+				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (lab/scripts/e2e.sh deploys the reconciler with a ReconcileConfig)", fn)
 			}
 			c := roleClients(t, root, roles[fn])
 			probed := map[string]bool{}

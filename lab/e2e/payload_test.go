@@ -78,7 +78,7 @@ func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "hookledger")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/hookledger")
-	build.Dir = ".."
+	build.Dir = filepath.Join("..", "..") // the repository's root, two levels above lab/e2e
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/hookledger: %v\n%s", err, out)
 	}

@@ -248,13 +248,13 @@ func TestPipeline(t *testing.T) {
 		}
 	})
 
-	// The receiver's role reads these from the stores under enforced IAM:
-	// stripe/acme (above) from SSM Parameter Store, stripe/globex from
-	// Secrets Manager under the granted prefix, github/acme from Secrets
-	// Manager through SecretsManagerSecretArn given without its random suffix.
+	// The receiver's role reads these from the stores under enforced IAM,
+	// all under SecretsPrefix: stripe/acme (above) from SSM Parameter Store,
+	// stripe/globex from Secrets Manager by name, github/acme from Secrets
+	// Manager by its ARN given without the random suffix.
 	globexKey := "evt_e2e_globex_" + e.runID
 	ghDelivery := "gh-e2e-" + e.runID
-	t.Run("secrets from Secrets Manager, by prefix and by exact ARN", func(t *testing.T) {
+	t.Run("secrets from Secrets Manager, by name and by ARN without its suffix", func(t *testing.T) {
 		if got := e.post(t, "stripe", "globex", stripeEvent(globexKey, "invoice.paid"), must(t, "HOOKLEDGER_E2E_SECRET_GLOBEX")); got.code/100 != 2 || got.status != "accepted" {
 			t.Errorf("stripe/globex (secretsmanager: under the prefix): got %+v, want 2xx accepted", got)
 		}
@@ -264,7 +264,7 @@ func TestPipeline(t *testing.T) {
 		}
 		m := webhook.Message{ID: ghDelivery, Type: "push", Body: []byte(`{"ref":"refs/heads/main","after":"` + e.runID + `"}`)}
 		if got := e.postAs(t, gv, m, "github", "acme", must(t, "HOOKLEDGER_E2E_SECRET_GITHUB")); got.code/100 != 2 || got.status != "accepted" {
-			t.Errorf("github/acme (secretsmanager: granted by exact ARN without suffix): got %+v, want 2xx accepted", got)
+			t.Errorf("github/acme (secretsmanager: ARN without the suffix, under the prefix): got %+v, want 2xx accepted", got)
 		}
 		if got := e.postAs(t, gv, m, "github", "acme", "gh_not_the_secret"); got.code != http.StatusUnauthorized {
 			t.Errorf("github/acme with another secret: got %+v, want 401", got)

@@ -69,7 +69,8 @@ sources=$(printf '{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["
 params=$("$root/.venv/bin/python" -c 'import json,sys; print(json.dumps({
   "Stage": "demo", "SourcesConfig": sys.argv[1],
   "EffectSettings": json.dumps({"PAYMENTS_URL": "http://" + sys.argv[2], "NOTIFY_URL": "http://" + sys.argv[2]}),
-  "ProcessorTimeout": "10", "ReclaimAfter": "10s", "MaxReceiveCount": 10, "LogLevel": "info"}))' "$sources" "$payments")
+  "EffectTimeoutSeconds": "10",
+  "PipelineSettings": json.dumps({"HOOKLEDGER_RECLAIM_AFTER": "10s", "LOG_LEVEL": "info"})}))' "$sources" "$payments")
 
 run="./bin/proof/hooklab demo --target stack --payments-addr $payments --stripe-secret $stripe_secret --github-secret $github_secret --timeout 6m"
 for a in "$@"; do run+=" $(printf '%q' "$a")"; done

@@ -3,8 +3,8 @@
 #   1. sam build (x86_64: MiniStack runs provided.al2023 bootstraps as host processes)
 #   2. start MiniStack on 127.0.0.1:$HOOKLEDGER_E2E_PORT (4577) with IAM enforced (AUTH=true)
 #      unless one already answers there; a running one is used only if it enforces IAM too
-#   3. store the signing secrets in SSM Parameter Store and Secrets Manager, under the grants
-#      of samconfig.toml's dev section, and sam deploy the stack with those grants
+#   3. store the signing secrets in SSM Parameter Store and Secrets Manager, under the
+#      SecretsPrefix of samconfig.toml's dev section, and sam deploy the stack with it
 #      (CloudFormation with the SAM transform, S3 artifacts); the functions then run with
 #      their roles' credentials and every AWS call they make is checked against the template
 #   4. go test ./e2e: IAM enforcement probed role by role (every granted action allowed, the
@@ -181,15 +181,16 @@ fi
 
 # ---------------------------------------------------------------- secrets and deploy
 # The signing secrets live where docs/deploy.md tells users to keep them, referenced the way it
-# shows, under the grants of samconfig.toml's dev section (SecretsParameterPath,
-# SecretsManagerPrefix): stripe/acme in SSM Parameter Store (SecureString), stripe/globex in
-# Secrets Manager under the prefix, github/acme in Secrets Manager outside it, granted by its
-# exact ARN given without the random suffix (SecretsManagerSecretArn), square/acme in SSM (a
-# provider that signs the URL, driven through the function URL).
-# Retention is 48h so that the per-source rule shows: stripe's default is raised to its retry
+# shows, under samconfig.toml's dev section's SecretsPrefix: stripe/acme in SSM Parameter Store
+# (SecureString), stripe/globex in Secrets Manager by name, github/acme in Secrets Manager
+# referenced by its ARN without the random suffix (the prefix grant must still cover the real,
+# suffixed ARN), square/acme in SSM (a provider that signs the URL, driven through the function
+# URL). The effect's PAYMENTS_URL is an ssm: reference the processor reads at cold start, and the
+# reconciler's API credential lives under the prefix's reconcile/ path, which only its role reads.
+# RetentionDays is 2 so that the per-source rule shows: stripe's default is raised to its retry
 # horizon (3 days) plus a day, github keeps its own "retention" of 240h.
-# Parameters go through a file: the sources JSON has quotes and the schedule a space, which
-# the Key=Value form of --parameter-overrides would split.
+# Parameters go through a file: the JSON values have quotes, which the Key=Value form of
+# --parameter-overrides would strip.
 # The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
 providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
 eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
@@ -198,63 +199,59 @@ path, secret, extra, endpoint, payments_port, samconfig, stack = sys.argv[1], sy
 providers_port = sys.argv[8]
 with open(samconfig, "rb") as f:
     dev = dict(o.split("=", 1) for o in tomllib.load(f)["dev"]["deploy"]["parameters"]["parameter_overrides"])
-ssm_path, sm_prefix = dev["SecretsParameterPath"], dev["SecretsManagerPrefix"]
-acme_ref = f"ssm:{ssm_path}/stripe/acme"
-globex_ref = f"secretsmanager:{sm_prefix}stripe/globex"
-github_name = f"shared/{stack}-github-acme"
+prefix = dev["SecretsPrefix"]
+acme_ref = f"ssm:/{prefix}/stripe/acme"
+globex_ref = f"secretsmanager:{prefix}/stripe/globex"
+github_name = f"{prefix}/github/{stack}-acme"
 globex_secret, github_secret, square_secret = secret + "_globex", "gh_" + secret, "sq_" + secret
-square_ref = f"ssm:{ssm_path}/square/acme"
+square_ref = f"ssm:/{prefix}/square/acme"
 ssm, sm = boto3.client("ssm"), boto3.client("secretsmanager")
 ssm.put_parameter(Name=acme_ref[4:], Value=secret, Type="SecureString", Overwrite=True)
 ssm.put_parameter(Name=square_ref[4:], Value=square_secret, Type="SecureString", Overwrite=True)
-# The reconciler's API credential (for the Stripe stand-in), under its own path: only its role reads it.
-reconcile_path = f"/hookledger-reconcile/{stack}"
-ssm.put_parameter(Name=f"{reconcile_path}/stripe-api", Value="sk_test_stub", Type="SecureString", Overwrite=True)
+# An effect setting kept as a secret: the processor reads it at cold start, within the prefix.
+payments_ref = f"ssm:/{prefix}/{stack}/payments-url"
+ssm.put_parameter(Name=payments_ref[4:], Value=f"http://127.0.0.1:{payments_port}", Type="SecureString", Overwrite=True)
+# The reconciler's API credential (for the Stripe stand-in), under the prefix's reconcile/ path:
+# only its role reads it (the receiver's and the processor's are denied it).
+credential_ref = f"ssm:/{prefix}/reconcile/{stack}/stripe-api"
+ssm.put_parameter(Name=credential_ref[4:], Value="sk_test_stub", Type="SecureString", Overwrite=True)
 arns = {}
 for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secret)):
     try:
         arns[name] = sm.create_secret(Name=name, SecretString=value)["ARN"]
     except sm.exceptions.ResourceExistsException:
         arns[name] = sm.put_secret_value(SecretId=name, SecretString=value)["ARN"]
-exact = arns[github_name].rsplit("-", 1)[0]  # the ARN without the random suffix
+github_ref = "secretsmanager:" + arns[github_name].rsplit("-", 1)[0]  # its ARN without the random suffix
 sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]}}},
-           "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": ["secretsmanager:" + github_name]}}},
+           "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": [github_ref]}}},
            "square": {"provider": "square", "tenants": {"acme": {"secrets": [square_ref]}}}}
 params = {
     "Stage": "e2e",
     "Architecture": "x86_64",
     "SourcesConfig": json.dumps(sources, separators=(",", ":")),
-    "ReclaimAfter": "5s",
-    "Retention": "48h",
+    "PipelineSettings": json.dumps({"HOOKLEDGER_RECLAIM_AFTER": "5s", "LOG_LEVEL": "debug",
+                                    # with the payload store, the 2 MB body of the pipeline test is accepted
+                                    "HOOKLEDGER_MAX_BODY": "6291456"}, separators=(",", ":")),
+    "RetentionDays": "2",
     "FrontDoor": "Both",
-    "ReclaimSchedule": "rate(1 minute)",
-    "LogLevel": "debug",
-    "LogRetentionDays": 1,
     # The functions call the emulator even when it was started by someone else without
     # AWS_ENDPOINT_URL in its environment: never real AWS.
     "EndpointUrl": endpoint,
     # The lab's sample effect (the processor deployed here) calls the payments stub for both APIs.
-    "EffectSettings": json.dumps({"PAYMENTS_URL": f"http://127.0.0.1:{payments_port}", "NOTIFY_URL": f"http://127.0.0.1:{payments_port}"}),
-    "SecretsParameterPath": ssm_path,
-    "SecretsManagerPrefix": sm_prefix,
-    "SecretsManagerSecretArn": exact,
-    # The S3 payload store, so that the 2 MB body of the pipeline test is accepted.
-    "PayloadStore": "s3",
-    # Bodies there must outlive the longest source retention (github's 240h); the receiver
-    # refuses a shorter store at cold start.
-    "PayloadStoreDays": 10,
-    "MaxBodyBytes": 6291456,
-    "ReconcileEnabled": "true",
-    "ReconcileCredentialsParameterPath": reconcile_path,
-    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": f"ssm:{reconcile_path}/stripe-api",
+    "EffectSettings": json.dumps({"PAYMENTS_URL": payments_ref, "NOTIFY_URL": f"http://127.0.0.1:{payments_port}"}),
+    "SecretsPrefix": prefix,
+    # The S3 payload store, whose bodies must outlive the longest source retention (github's
+    # 240h); the receiver refuses a shorter store at cold start.
+    "LargeBodyStoreDays": 10,
+    "ReconcileConfig": json.dumps([{"source": "stripe", "tenant": "acme", "credential": credential_ref,
                                     "api_url": f"http://127.0.0.1:{providers_port}", "min_age": "0s"}], separators=(",", ":")),
 }
 params.update(extra)
 with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
 for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "secret_square": square_secret, "ssm_ref": acme_ref,
-             "sm_ref": globex_ref, "sm_exact_ref": "secretsmanager:" + github_name,
-             "reconcile_credential_ref": f"ssm:{reconcile_path}/stripe-api"}.items():
+             "sm_ref": globex_ref, "sm_arn_ref": github_ref, "payments_ref": payments_ref,
+             "reconcile_credential_ref": credential_ref}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
@@ -331,7 +328,7 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_PAYMENTS_URL="http://127.0.0.1:$payments_port" HOOKLEDGER_E2E_ENDPOINT="$endpoint" \
   HOOKLEDGER_E2E_SECRET_GLOBEX="$secret_globex" HOOKLEDGER_E2E_SECRET_GITHUB="$secret_github" \
   HOOKLEDGER_E2E_SECRET_SQUARE="$secret_square" HOOKLEDGER_E2E_FUNCTION_URL="$function_url" HOOKLEDGER_E2E_RECEIVER="$receiver" \
-  HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_EXACT_REF="$sm_exact_ref" \
+  HOOKLEDGER_E2E_SSM_REF="$ssm_ref" HOOKLEDGER_E2E_SM_REF="$sm_ref" HOOKLEDGER_E2E_SM_ARN_REF="$sm_arn_ref" HOOKLEDGER_E2E_PAYMENTS_REF="$payments_ref" \
   HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
   HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
   HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \

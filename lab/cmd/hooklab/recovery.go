@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -42,7 +43,7 @@ func addRecoveryFlags(fs *flag.FlagSet) *recoveryFlags {
 	fs.IntVar(&r.target, "recovery-target", 60000, "the backlog the recovery section extrapolates to")
 	fs.DurationVar(&r.timeout, "recovery-timeout", 60*time.Second, "time budget (Lambda timeout) of one reclaimer invocation; the template's is 60s")
 	fs.DurationVar(&r.every, "recovery-schedule", time.Minute, "the reclaimer's schedule; the template's is rate(1 minute)")
-	fs.IntVar(&r.consumers, "recovery-consumers", 10, "concurrent processor batches taking the re-driven messages off the queue (the template's ProcessorMaxConcurrency is 10)")
+	fs.IntVar(&r.consumers, "recovery-consumers", 10, "concurrent processor batches taking the re-driven messages off the queue (the template's ProcessorConcurrency is 10)")
 	fs.IntVar(&r.tenants, "recovery-tenants", 20, "tenants the overdue records are spread over")
 	return r
 }
@@ -348,7 +349,7 @@ func (b *benchRun) recovery(ctx context.Context) error {
 	t.Add("last message processed", fmt.Sprintf("%.1f s", processedAt.Seconds()))
 	t.Add("records done afterwards / still received", fmt.Sprintf("%d / %d", counts[ledger.Done], counts[ledger.Received]))
 	t.Add("messages: keys / more than one per key / processor failures", fmt.Sprintf("%d / %d / %d", unique, dups, procFailed))
-	t.Add("deepest queue seen (cap HOOKLEDGER_RECLAIM_MAX_QUEUE)", fmt.Sprintf("%d (%d)", maxDepth, conf.ReclaimMaxQueue))
+	t.Add("deepest queue seen (cap HOOKLEDGER_RECLAIM_MAX_QUEUE)", fmt.Sprintf("%d (%d)", maxDepth, cmp.Or(conf.ReclaimMaxQueue, reclaimer.DefaultMaxQueue)))
 	t.Add("time reclaimer workers waited for room on the queue (summed)", fmt.Sprintf("%.1f s", float64(tot.PacedMS)/1000))
 	t.Add("pages / conflicts / unsent / errors", fmt.Sprintf("%d / %d / %d / %d", tot.Pages, tot.Conflicts, tot.Unsent, tot.Errors))
 	for _, op := range recoveryOps {
@@ -574,7 +575,7 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 			"%.0f overdue records ≈ %.1f min of reclaimer time, %.1f min counting only 55 s of every minute (no continuations), plus up to 1 min for the first schedule tick.",
 			workers, page, float64(pageTime.Milliseconds()), awsPerMin, target, target/awsPerMin, target/(awsPerMin*busy)),
 		"AWS, with the processor: pacing holds the queue at HOOKLEDGER_RECLAIM_MAX_QUEUE (1,000), so the drain runs at the processor's pace when that is slower: " +
-			"the template's MaximumConcurrency 10 × BatchSize 10 with a 200 ms effect takes ~450 events/s (docs/performance.md, scale table), 60,000 in ~2.2 min; with 1 s effects ~100/s, 10 min — raise ProcessorMaxConcurrency. " +
+			"the template's MaximumConcurrency 10 × BatchSize 10 with a 200 ms effect takes ~450 events/s (docs/performance.md, scale table), 60,000 in ~2.2 min; with 1 s effects ~100/s, 10 min — raise ProcessorConcurrency. " +
 			"New events wait behind at most 1,000 re-driven messages: ~2 s at 450/s.",
 		fmt.Sprintf("Units per re-driven record (1 KB): %s table WCU (the conditional write) + %s due-index WCU (due_at moves: delete + put) + %s RCU (record and payload, consistent) + %s SQS billed requests; at list prices ≈ $%.2f per million re-driven records (the processor's own costs come on top, as for any event).",
 			bench.Num(units.WCU), bench.Num(units.IndexWCU), bench.Num(units.RCU), bench.Num(units.SQS),
