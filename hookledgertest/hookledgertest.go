@@ -539,7 +539,7 @@ func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string
 			sc.Ran[name] += n
 		}
 		sc.Status, sc.Cause = res.Status, res.Cause
-		if res.Status == Done || res.Status == Dead {
+		if res.Status == Done || res.Status == Dead || res.Status == Stale {
 			break
 		}
 	}

@@ -189,3 +189,21 @@ func TestHandBuiltEventOnAnOrderedRoute(t *testing.T) {
 		t.Fatalf("hand-built event: %v", err)
 	}
 }
+
+// EveryCrash on an InOrder route: every scenario's event has the same
+// position, so each is a tie after the first, applied in turn, and every
+// scenario ends done.
+func TestEveryCrashOnAnOrderedRoute(t *testing.T) {
+	t.Parallel()
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "customer.subscription.updated", func(ctx context.Context, ev *hookledger.Event) error {
+		_, err := ev.Step(ctx, "save", func(context.Context, string) (string, error) { return "ok", nil })
+		return err
+	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
+	for _, sc := range tr.EveryCrash(t.Context(), subscription("evt_1", "sub_1", 100, "active")) {
+		if sc.Status != hookledgertest.Done {
+			t.Error(sc)
+		}
+	}
+}
