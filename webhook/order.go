@@ -35,7 +35,7 @@ type Position struct {
 // created time (whole seconds in the classic snapshot event, RFC 3339 in a
 // thin one). Stripe does not deliver events in the order they were
 // generated and points at the event's created time and the object for
-// working out the order (https://docs.stripe.com/webhooks#event-ordering).
+// working out the order (https://stripe.com/docs/webhooks/best-practices#event-ordering).
 // created counts whole seconds: two updates of one object within a second
 // share a position.
 func StripePosition(body []byte) (Position, error) {
