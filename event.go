@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
@@ -25,14 +26,16 @@ type Event struct {
 	ReceivedAt time.Time // when the receiver accepted it
 
 	engine steps.Engine // nil unless handed over by NewEvent
+	order  order.Place  // set by an InOrder route before its handler runs
 }
 
 // NewEvent returns a copy of ev whose Step, StepResult and ExtendLease run
-// against engine. The processor and hookledgertest hand every event to a
-// handler this way; a handler never calls it (an Event built any other way
-// refuses steps, pointing at hookledgertest).
+// against engine (and whose InOrder route asks engine for its order). The
+// processor and hookledgertest hand every event to a handler this way; a
+// handler never calls it (an Event built any other way refuses steps,
+// pointing at hookledgertest).
 func NewEvent(ev Event, engine steps.Engine) *Event {
-	ev.engine = engine
+	ev.engine, ev.order = engine, order.Place{}
 	return &ev
 }
 
