@@ -8,7 +8,7 @@ all: build
 ## build: the CLI (bin/hookledger) and the Lambda binaries for linux/arm64
 build:
 	$(GO) build -trimpath -o bin/hookledger ./cmd/hookledger
-	for f in receiver processor reclaimer reconciler; do \
+	for f in receiver processor reclaimer reconciler bus; do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags="-s -w" -o bin/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
@@ -25,14 +26,16 @@ type Event struct {
 	ReceivedAt time.Time // when the receiver accepted it
 
 	engine steps.Engine // nil unless handed over by NewEvent
+	order  order.Place  // set by an InOrder route before its handler runs
 }
 
 // NewEvent returns a copy of ev whose Step, StepResult and ExtendLease run
-// against engine. The processor and hookledgertest hand every event to a
-// handler this way; a handler never calls it (an Event built any other way
-// refuses steps, pointing at hookledgertest).
+// against engine (and whose InOrder route asks engine for its order). The
+// processor and hookledgertest hand every event to a handler this way; a
+// handler never calls it (an Event built any other way refuses steps,
+// pointing at hookledgertest).
 func NewEvent(ev Event, engine steps.Engine) *Event {
-	ev.engine = engine
+	ev.engine, ev.order = engine, order.Place{}
 	return &ev
 }
 
@@ -128,3 +131,40 @@ func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
 	}
 	return e.engine.ExtendLease(ctx, d)
 }
+
+// ForwardStep is the name of the step Forward runs: one forward per event.
+const ForwardStep = "forward"
+
+// Forward publishes the event to the EventBridge bus the template's
+// ForwardEventBus parameter names, for other services: detail as the
+// event (nil: the event's body), wrapped with the ledger's identity of it
+// (source, tenant, event id, type, and the step's downstream idempotency
+// key, the same on every retry), under the EventBridge source
+// "hookledger.SOURCE" and the event's type as detail-type. It runs as the
+// at-least-once step ForwardStep: once the ledger records it done, a retry
+// does not publish again; a crash between the put and that record, or a
+// put the bus answered after the timeout, publishes the event twice with
+// the same key, which consumers use to drop the repeat. A refused entry is
+// a failed step (retried); no bus configured, or an entry over
+// EventBridge's 256 KB, is a permanent error (the event goes dead, alarmed,
+// replayable once fixed).
+func (e *Event) Forward(ctx context.Context, detail []byte) error {
+	if e.engine == nil {
+		return steps.ErrNoEngine
+	}
+	if detail == nil {
+		detail = e.Body
+	}
+	_, err := e.Step(ctx, ForwardStep, func(ctx context.Context, key string) (string, error) {
+		return e.engine.Forward(ctx, steps.Forwarded{Source: e.Source, Tenant: e.Tenant, ID: e.ID, Type: e.Type, Key: key,
+			Attempt: e.Attempt, ReceivedAt: e.ReceivedAt, Detail: detail})
+	})
+	return err
+}
+
+// ForwardEvents is a Handler that forwards every event routed to it as it
+// came (Event.Forward with the event's body), for a service that consumes
+// verified, deduplicated events from a bus:
+//
+//	r.Handle("stripe", hookledger.Any, hookledger.ForwardEvents)
+var ForwardEvents Handler = HandlerFunc(func(ctx context.Context, ev *Event) error { return ev.Forward(ctx, nil) })

@@ -2,6 +2,7 @@ package hookledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/hookledger/hookledger"
@@ -46,4 +47,39 @@ func Example() {
 	// crashed
 	// done done: ch_1 | done: found by reference
 	// charge ran 1 time(s), email ran 1 time(s)
+}
+
+// A route that keeps Stripe subscription updates in order: the handler
+// writes the subscription's state from the payload, and an older update
+// that arrives after a newer one is skipped instead of moving the
+// subscription back. The test helper keeps positions per resource as the
+// ledger does.
+func ExampleInOrder() {
+	state := map[string]string{}
+	r := hookledger.NewRouter()
+	r.HandleFunc("stripe", "customer.subscription.updated", func(ctx context.Context, ev *hookledger.Event) error {
+		var e struct {
+			Data struct {
+				Object struct{ ID, Status string }
+			}
+		}
+		if err := json.Unmarshal(ev.Body, &e); err != nil {
+			return hookledger.Permanent(err)
+		}
+		state[e.Data.Object.ID] = e.Data.Object.Status
+		return nil
+	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+
+	update := func(id string, created int64, status string) hookledger.Event {
+		body := fmt.Sprintf(`{"id":%q,"created":%d,"data":{"object":{"id":"sub_1","status":%q}}}`, id, created, status)
+		return hookledger.Event{Source: "stripe", Tenant: "acme", ID: id, Type: "customer.subscription.updated", Body: []byte(body)}
+	}
+	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
+	fmt.Println(tr.Run(context.Background(), update("evt_2", 1700000300, "active")).Status)
+	fmt.Println(tr.Run(context.Background(), update("evt_1", 1700000000, "incomplete")).Status) // delivered late
+	fmt.Println(state["sub_1"])
+	// Output:
+	// done
+	// stale
+	// active
 }

@@ -48,7 +48,10 @@ func NewRouter() *Router { return &Router{routes: map[[2]string]Handler{}} }
 // '.', '_' or '-', starting with a letter or digit. A type is Any or one
 // exact event type (at most 256 bytes); there are no patterns: register
 // each type, or use Any and switch on ev.Type in the handler.
-func (r *Router) Handle(source, eventType string, h Handler) {
+//
+// Options apply to this route only: InOrder keeps its events in order per
+// resource, SkipStale skips those that are stale.
+func (r *Router) Handle(source, eventType string, h Handler, opts ...RouteOption) {
 	if source == "" || eventType == "" {
 		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
 	}
@@ -67,6 +70,19 @@ func (r *Router) Handle(source, eventType string, h Handler) {
 	if _, dup := r.routes[k]; dup {
 		panic(fmt.Sprintf("hookledger: duplicate route %s/%s", source, eventType))
 	}
+	if len(opts) > 0 {
+		rt := &route{h: h}
+		for _, o := range opts {
+			if o.apply == nil {
+				panic(fmt.Sprintf("hookledger: route %s/%s: a zero RouteOption; use InOrder or SkipStale", source, eventType))
+			}
+			o.apply(rt)
+		}
+		if rt.skip && rt.order == nil {
+			panic(fmt.Sprintf("hookledger: route %s/%s: SkipStale needs InOrder, which says what makes an event stale", source, eventType))
+		}
+		h = rt
+	}
 	r.routes[k] = h
 }
 
@@ -82,8 +98,12 @@ func badType(t string) string {
 }
 
 // HandleFunc is Handle for a function.
-func (r *Router) HandleFunc(source, eventType string, f func(ctx context.Context, ev *Event) error) {
-	r.Handle(source, eventType, HandlerFunc(f))
+func (r *Router) HandleFunc(source, eventType string, f func(ctx context.Context, ev *Event) error, opts ...RouteOption) {
+	if f == nil {
+		r.Handle(source, eventType, nil, opts...)
+		return
+	}
+	r.Handle(source, eventType, HandlerFunc(f), opts...)
 }
 
 // Lookup returns the handler for an event, or nil when no route matches.

@@ -93,8 +93,10 @@ func TestEnvironmentsFitLambdas4KB(t *testing.T) {
 		"HOOKLEDGER_RECEIVER_FUNCTION":  64, // a function name has at most 64 characters
 		"HOOKLEDGER_RECONCILE_GRANTS":   len("ssm=//;secretsmanager_prefix=//") + 2*len(source.ReconcileCredentialsPath) + 2*prefix,
 		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // an edited schedule expression
+		"HOOKLEDGER_FORWARD_BUS":        tp.maxLen(t, "ForwardEventBus"),
+		"HOOKLEDGER_BUS_DLQ_URL":        160,
 	}
-	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction"} {
+	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction", "BusFunction"} {
 		total := 0
 		for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
 			get(tp.resource(fn), "Properties", "Environment", "Variables")} {
@@ -378,7 +380,7 @@ func TestServerSideFailuresAreAlarmed(t *testing.T) {
 // metric it watches.
 func (tp tmpl) defaultAlarms(t *testing.T) map[string]string {
 	t.Helper()
-	off := map[string]bool{"HasFunctionUrl": true, "ReconcileOn": true} // false at the defaults
+	off := map[string]bool{"HasFunctionUrl": true, "ReconcileOn": true, "HasInboundBus": true} // false at the defaults
 	out := map[string]string{}
 	res := get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
@@ -837,7 +839,7 @@ func TestDocumentedSourcesAreValidAndWithinTheGrants(t *testing.T) {
 		t.Fatalf("samconfig.toml [prod] grants %+v; the docs' examples need SecretsPrefix", prod)
 	}
 	total := 0
-	for _, doc := range []string{"README.md", "docs/deploy.md", "docs/providers.md"} {
+	for _, doc := range []string{"README.md", "docs/deploy.md", "docs/providers.md", "docs/eventbridge.md"} {
 		for _, ex := range sourcesExamples(t, doc) {
 			total++
 			var probe map[string]json.RawMessage

@@ -19,6 +19,13 @@
 // The step engine is the processor's: what passes here passes in the
 // pipeline, except for what the in-memory ledger cannot show (DynamoDB, SQS,
 // timing). The pipeline's own proof runs against the emulator.
+//
+// A route that keeps its events in order (hookledger.InOrder) keeps them in
+// order here too: the tester remembers the newest position taken per
+// source, tenant and resource, so running an older event after a newer one
+// finds it stale (Result.Order.Stale; status Stale when the route skips
+// stale events), and runs of two events of one resource at once take
+// turns, as in the pipeline.
 package hookledgertest
 
 import (
@@ -31,6 +38,8 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/forward"
+	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
@@ -44,6 +53,10 @@ const (
 	Dead      Status = "dead"       // a permanent error, MaxAttempts failures, or an indeterminate step
 	Crashed   Status = "crashed"    // the simulated crash happened; nothing after it was recorded
 	LeaseLost Status = "lease_lost" // the simulated takeover happened; this run wrote nothing more
+	// Stale: the route (InOrder with SkipStale) skipped the event without
+	// running its handler: a newer event of its resource ran before. Like
+	// done, it is final.
+	Stale Status = "stale"
 )
 
 // DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS),
@@ -62,9 +75,36 @@ type Tester struct {
 	// (days).
 	MaxAttempts int
 
-	mu     sync.Mutex
-	events map[[3]string]*state
-	runs   map[string]int
+	mu        sync.Mutex
+	events    map[[3]string]*state
+	runs      map[string]int
+	orders    map[[3]string]*resource
+	forwarded []Forwarded
+}
+
+// resource is the in-memory order of one (source, tenant, resource): the
+// newest position taken, by which event, and a lock the run that took it
+// holds until it returns.
+type resource struct {
+	taken  bool
+	pos    int64
+	holder string
+	lock   chan struct{}
+}
+
+// Forwarded is an event a handler forwarded (Event.Forward), as the
+// forward bus would receive it.
+type Forwarded struct {
+	// EventSource and DetailType are the EventBridge event's source
+	// ("hookledger.SOURCE") and detail-type (the event's type).
+	EventSource, DetailType string
+	// Detail is the EventBridge detail consumers receive: the ledger's
+	// identity of the event ("hookledger": source, tenant, event_id, type,
+	// key, attempt, received_at) and the event itself ("event").
+	Detail []byte
+	// Key is the forward step's downstream idempotency key, which the
+	// detail carries for consumers to deduplicate on.
+	Key string
 }
 
 type state struct {
@@ -83,7 +123,7 @@ func New(h hookledger.Handler) *Tester {
 	if h == nil {
 		panic("hookledgertest: New(nil): no handler to test; if it came from Router.Lookup(source, type), no route matches that source and type (check the names registered with Handle)")
 	}
-	return &Tester{h: h, events: map[[3]string]*state{}, runs: map[string]int{}}
+	return &Tester{h: h, events: map[[3]string]*state{}, runs: map[string]int{}, orders: map[[3]string]*resource{}}
 }
 
 // Result is what one run did.
@@ -103,6 +143,9 @@ type Result struct {
 	Interrupted int
 	Ran         map[string]int    // step functions run by this run
 	Steps       map[string]string // step name -> "started" or "done: RESULT", as recorded after the run
+	// Order is the event's place among the events of its resource, as its
+	// InOrder route judged it (the zero Order for other routes).
+	Order hookledger.Order
 }
 
 func (r Result) String() string {
@@ -157,7 +200,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		st = &state{steps: map[string]steps.State{}}
 		t.events[k] = st
 	}
-	if st.status == Done || st.status == Dead {
+	if st.status == Done || st.status == Dead || st.status == Stale {
 		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
 		t.mu.Unlock()
 		return res
@@ -185,14 +228,18 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 			}
 			return nil
 		},
+		Forward: t.forward,
 	})
 	in := ev
 	in.Attempt = attempt
-	e := hookledger.NewEvent(in, run)
+	guard := &memGuard{t: t, ev: ev}
+	e := hookledger.NewEvent(in, order.Engine{Engine: run, Guard: guard})
 
 	res.Attempt = attempt
 	herr, crashed := t.call(ctx, e)
+	guard.release()
 	res.Ran = run.Runs()
+	res.Order = e.Order()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for name, n := range res.Ran {
@@ -209,6 +256,12 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		// The takeover makes this run's writes fail, the final one too.
 		res.Status = LeaseLost
 		st.interrupted++
+		return res
+	}
+	var stale *order.StaleError
+	if errors.As(herr, &stale) && len(run.Pending()) == 0 {
+		st.status, st.cause = Stale, stale.Error()
+		res.Status, res.Cause, res.Err = Stale, st.cause, nil
 		return res
 	}
 	apply(st.steps, run.Pending())
@@ -253,6 +306,28 @@ func (t *Tester) call(ctx context.Context, ev *hookledger.Event) (err error, cra
 	return t.h.HandleEvent(ctx, ev), false
 }
 
+// forward records a forwarded event as the bus would receive it; each one
+// counts, so a test sees the repeat a crash after the put makes.
+func (t *Tester) forward(_ context.Context, f steps.Forwarded) (string, error) {
+	src, dt, detail, err := forward.Build(f)
+	if err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forwarded = append(t.forwarded, Forwarded{EventSource: src, DetailType: dt, Detail: detail, Key: f.Key})
+	return fmt.Sprintf("forwarded-%d", len(t.forwarded)), nil
+}
+
+// Forwarded returns every event the handler forwarded, in order, over every
+// run: a crash after the put and before the step's record shows as the
+// same key twice, which the bus's consumers drop.
+func (t *Tester) Forwarded() []Forwarded {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Forwarded(nil), t.forwarded...)
+}
+
 // Runs reports how often the named step's function ran, over every run of
 // every event this tester saw.
 func (t *Tester) Runs(step string) int {
@@ -291,6 +366,72 @@ func MarkDone(step, result string) StepChange {
 // Rerun clears the step so it runs again, as `hookledger replay --step NAME
 // --rerun` does.
 func Rerun(step string) StepChange { return StepChange{steps.Change{Name: step, Status: steps.Clear}} }
+
+// memGuard is the in-memory order of one run (order.Guard), with the rules
+// of the ledger's: an older position than the newest taken by another
+// event is stale; an equal one is a tie, taken in turn; the event that
+// took the resource may take it again. The run that took it holds it until
+// it returns.
+type memGuard struct {
+	t    *Tester
+	ev   hookledger.Event
+	held *resource
+}
+
+func (g *memGuard) Take(ctx context.Context, k order.Key) (order.Place, error) {
+	if !k.OK {
+		return order.Place{}, nil
+	}
+	t := g.t
+	key := [3]string{g.ev.Source, g.ev.Tenant, k.Resource}
+	t.mu.Lock()
+	r := t.orders[key]
+	if r == nil {
+		r = &resource{lock: make(chan struct{}, 1)}
+		t.orders[key] = r
+	}
+	p, stale := g.judge(r, k)
+	t.mu.Unlock()
+	if stale {
+		return p, nil // stale at once: no need to wait for the holder
+	}
+	select {
+	case r.lock <- struct{}{}:
+	case <-ctx.Done():
+		return order.Place{}, &order.BusyError{Resource: k.Resource, Err: ctx.Err()}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, stale = g.judge(r, k); stale { // a newer event took it while this run waited
+		<-r.lock
+		return p, nil
+	}
+	g.held = r
+	r.taken, r.pos, r.holder = true, k.Position, g.ev.ID
+	return p, nil
+}
+
+// judge places k against r (under t.mu).
+func (g *memGuard) judge(r *resource, k order.Key) (order.Place, bool) {
+	p := order.Place{Resource: k.Resource, Position: k.Position}
+	if !r.taken {
+		return p, false
+	}
+	p.Known, p.Newest, p.NewestEvent = true, r.pos, r.holder
+	if r.holder == g.ev.ID {
+		return p, false
+	}
+	p.Stale, p.Tie = r.pos > k.Position, r.pos == k.Position
+	return p, p.Stale
+}
+
+// release lets the next run of the resource in.
+func (g *memGuard) release() {
+	if g.held != nil {
+		<-g.held.lock
+		g.held = nil
+	}
+}
 
 // memStore is the in-memory ledger of one event's steps.
 type memStore struct {
@@ -438,7 +579,7 @@ func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string
 			sc.Ran[name] += n
 		}
 		sc.Status, sc.Cause = res.Status, res.Cause
-		if res.Status == Done || res.Status == Dead {
+		if res.Status == Done || res.Status == Dead || res.Status == Stale {
 			break
 		}
 	}

@@ -128,6 +128,22 @@
 // per source, tenant, event type and body digest ("rg#..." partition keys,
 // sort key "g"), with an expiry and no due-index attributes.
 //
+// # Order items
+//
+// A route that keeps its events in order per resource has one order item
+// per source, tenant and resource ("ord#..." partition keys, sort key "o",
+// no due-index attributes, expiring a retention after its last take): the
+// newest position an event took, that event's id and the lease token of its
+// run. TakeOrder judges a leased event against it before its handler runs,
+// with one read and at most one conditional write: an older position than
+// one another event took is stale (ErrStale, nothing written); a holder
+// whose run is not over, as its own record's lease tells, makes the
+// resource busy (ErrBusy, nothing written); otherwise the write takes it,
+// conditioned on the item as read. The holder never writes to release it.
+// Skip marks a stale event done with the reason (Record.Skipped), in the
+// write Complete would have made; ReplayApplyStale is the replay that lets
+// an older event take its resource anyway.
+//
 // # Guarantees
 //
 //   - Exactly one Create for a given identity reports created == true, however

@@ -36,6 +36,8 @@ const (
 	attrCreator    = "created_by"
 	attrWriter     = "written_by"
 	attrPayloadRef = "payload_ref"
+	attrSkipped    = "skipped"
+	attrApplyStale = "apply_stale"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -100,6 +102,8 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		writer:     getS(item, attrWriter),
 		Steps:      decodeSteps(item),
 		PayloadRef: getS(item, attrPayloadRef),
+		Skipped:    getS(item, attrSkipped),
+		ApplyStale: getMS(item, attrApplyStale),
 	}
 	// A run claimed before the counter existed and answered after takes
 	// back a count it never added: never show less than none.

@@ -476,6 +476,11 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 // record kept (see Fail) stays: the claim still waits for it, since a
 // request sent under that lease may yet take effect.
 func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Record, error) {
+	return l.replay(ctx, id, false, changes)
+}
+
+// replay is Replay, and ReplayApplyStale when applyStale is set.
+func (l *Ledger) replay(ctx context.Context, id ID, applyStale bool, changes []StepChange) (Record, error) {
 	if err := id.Validate(); err != nil {
 		return Record{}, err
 	}
@@ -489,6 +494,9 @@ func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Reco
 			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()), ":by": s(token),
 			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(l.opt.ReclaimAfter)),
 		})
+	if applyStale {
+		p.set = append(p.set, attrApplyStale+" = :now")
+	}
 	if err := p.addSteps(changes, now); err != nil {
 		return Record{}, err
 	}

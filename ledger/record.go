@@ -130,6 +130,14 @@ type Record struct {
 	// (an S3 bucket) that the receiver wrote before answering. Empty: the
 	// payload item holds it.
 	PayloadRef string `json:"payload_ref,omitempty"`
+	// Skipped says why the event was marked done without its handler
+	// running (Ledger.Skip): it was stale, older than a state of its
+	// resource that a newer event applied. Empty for every other record.
+	Skipped string `json:"skipped,omitempty"`
+	// ApplyStale is the ReplayedAt of the replay that asked for the event
+	// to be applied even if stale (Ledger.ReplayApplyStale); see
+	// AppliesStale.
+	ApplyStale time.Time `json:"apply_stale,omitzero"`
 
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay
@@ -166,6 +174,12 @@ func (r Record) Mismatch(ev Identity) string {
 		return "event type differs"
 	}
 	return ""
+}
+
+// AppliesStale reports whether the record's current replay asked for the
+// event to be applied even if stale: a later plain replay forgets it.
+func (r Record) AppliesStale() bool {
+	return !r.ApplyStale.IsZero() && r.ApplyStale.Equal(r.ReplayedAt)
 }
 
 // Expired reports whether the record is past its retention at now.

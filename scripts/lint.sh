@@ -38,7 +38,8 @@ skips=CKV_AWS_119,CKV_AWS_158,CKV_AWS_173,CKV_AWS_26,CKV_AWS_27,CKV_AWS_116,CKV_
 checkov_on() { (cd "$(dirname "$1")" && "$checkov" --quiet --compact --skip-download --framework cloudformation -f "$(basename "$1")" --skip-check "$skips"); }
 checkov_on "$template"
 # checkov evaluates conditions with the parameters' defaults, so the optional resources (the
-# function URL front door, the S3 payload store, the secret grants, the reconciler) are only seen in a copy whose
+# function URL front door, the S3 payload store, the secret grants, the reconciler, the bus door and
+# the forward bus) are only seen in a copy whose
 # defaults turn them all on (templates without those parameters: nothing to add).
 if grep -q '^  FrontDoor:$' "$template"; then
   bothdir="$(mktemp -d)"
@@ -47,11 +48,14 @@ if grep -q '^  FrontDoor:$' "$template"; then
   sed -e '/^  FrontDoor:$/,/^  [A-Za-z]*:$/ s/^    Default: HttpApi$/    Default: Both/' \
     -e '/^  LargeBodyStoreDays:$/,/^  [A-Za-z]*:$/ s/^    Default: 0$/    Default: 14/' \
     -e '/^  SecretsPrefix:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: hookledger\/lint/' \
-    -e '/^  ReconcileConfig:$/,/^  [A-Za-z]*:$/ s/^    Default: "\[\]"$/    Default: '"'"'[{"source":"stripe","tenant":"acme","credential":"ssm:\/x\/reconcile\/k"}]'"'"'/' "$template" >"$both"
-  for want in '^    Default: Both$' '^    Default: 14$' '^    Default: hookledger/lint$' '^    Default: .\[{"source"'; do
+    -e '/^  ReconcileConfig:$/,/^  [A-Za-z]*:$/ s/^    Default: "\[\]"$/    Default: '"'"'[{"source":"stripe","tenant":"acme","credential":"ssm:\/x\/reconcile\/k"}]'"'"'/' \
+    -e '/^  InboundEventBus:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: lint-inbound/' \
+    -e '/^  ForwardEventBus:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: lint-forward/' "$template" >"$both"
+  for want in '^    Default: Both$' '^    Default: 14$' '^    Default: hookledger/lint$' '^    Default: .\[{"source"' \
+    '^    Default: lint-inbound$' '^    Default: lint-forward$'; do
     grep -q "$want" "$both" || { echo "lint: could not make the every-option copy ($want)" >&2; exit 1; }
   done
-  echo "lint: checkov with every option on (FrontDoor=Both, LargeBodyStoreDays=14, SecretsPrefix, ReconcileConfig listing a source)"
+  echo "lint: checkov with every option on (FrontDoor=Both, LargeBodyStoreDays=14, SecretsPrefix, ReconcileConfig listing a source, InboundEventBus, ForwardEventBus)"
   checkov_on "$both"
 fi
 echo "lint: ok"

@@ -546,3 +546,56 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 	}
 	return ev, nil
 }
+
+// NewUnsigned returns a Verifier that only reads keys and types, for a
+// source whose deliveries carry no signature because the channel they come
+// through authenticated them (an EventBridge bus, whose IAM policy decides
+// who may put events on it). cfg.Provider is a provider whose key and type
+// rules apply (Stripe: the body's id and type), or "" for none: then the key
+// and type are the ones the channel gives (Unsigned's id and typ) unless
+// KeyPath and TypePath say otherwise. Its Verify and Sign always fail: such
+// a source has no HTTP door.
+func NewUnsigned(cfg Config) (*Verifier, error) {
+	own := cfg.Provider != ""
+	if !own {
+		cfg.Provider = providerStripe // a scheme New accepts; its key and type rules are replaced below
+	}
+	v, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v.scheme = nil
+	if !own {
+		v.provider, v.derive, v.volatile = "", false, nil
+		if cfg.KeyPath == "" {
+			v.keySrc, v.keyPath = keyFromMeta, nil
+		}
+		if cfg.TypePath == "" {
+			v.typeSrc, v.typePath = typeFromMeta, nil
+		}
+	}
+	return v, nil
+}
+
+// Unsigned reads the key and type of a body that arrived without a
+// signature (see NewUnsigned), by the rules Verify applies after a valid
+// signature, with the same refusals. id and typ are what the channel says
+// about the event (EventBridge's event id and detail-type): the key and
+// type of a source without rules of its own. Errors wrap ErrNoKey.
+func (v *Verifier) Unsigned(body []byte, id, typ string) (Event, error) {
+	if v == nil {
+		return Event{}, fmt.Errorf("unsigned: verifier not built: %w", ErrNoKey)
+	}
+	m := meta{id: id, typ: typ}
+	if id == "" {
+		m.idErr = ErrMissingHeader
+	}
+	if typ == "" {
+		m.typErr = ErrMissingHeader
+	}
+	ev, err := v.extract(&Request{Body: body, Header: http.Header{}}, m)
+	if err != nil && !errors.Is(err, ErrNoKey) {
+		err = fmt.Errorf("%w: %w", ErrNoKey, err)
+	}
+	return ev, err
+}

@@ -43,6 +43,13 @@ started and nobody could prove whether its effect happened) is replayed only
 once you resolve that step: check downstream by hand, then --mark-done (it
 happened; --result gives what later steps read back) or --rerun (it did not;
 the step runs again). Bulk replays (--status) skip such events and list them.
+
+An event of a route that keeps its events in order (InOrder) is judged
+again when it runs: if a newer event of its resource was applied meanwhile,
+the replayed event is stale (a route with SkipStale marks it done without
+running it). --apply-stale runs it anyway, and makes its position the
+resource's newest, as if it were the latest event: replay that way only
+the event whose state you want the resource to have.
 Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL, and HOOKLEDGER_PAYLOAD_BUCKET
 when bodies too large for the ledger are kept in the S3 payload store (the
 stack output PayloadBucketName). An event with no stored payload (with
@@ -52,6 +59,7 @@ replayed from the ledger.
   hookledger replay --source stripe --tenant acme --key evt_123
   hookledger replay --source stripe --tenant acme --key evt_123 --step notify --mark-done --result ntf_42
   hookledger replay --source stripe --tenant acme --key evt_123 --step notify --rerun
+  hookledger replay --source stripe --tenant acme --key evt_123 --apply-stale
   hookledger replay --status dead --since 2h
   hookledger replay --status failed --source stripe --dry-run
   hookledger replay --dlq https://sqs.../hookledger-dlq
@@ -70,6 +78,7 @@ type replayOptions struct {
 	step                string // with --mark-done or --rerun
 	markDone, rerun     bool
 	result              string
+	applyStale          bool // apply InOrder events even if stale
 }
 
 // replayLedger is the slice of the ledger replay calls.
@@ -78,6 +87,7 @@ type replayLedger interface {
 	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Replay(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
+	ReplayApplyStale(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
 	Table() string
 }
 
@@ -123,6 +133,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.markDone, "mark-done", false, "with --step: record the step done (you checked that its effect happened); it will not run again")
 	fs.BoolVar(&o.rerun, "rerun", false, "with --step: clear the step (you checked that its effect did not happen); it runs again")
 	fs.StringVar(&o.result, "result", "", "with --mark-done: the step's result that later steps read back (an id)")
+	fs.BoolVar(&o.applyStale, "apply-stale", false, "run the events even if a newer event of their resource was applied (InOrder routes), and make their positions their resources' newest")
 	synopsis := fs.Usage
 	fs.Usage = func() {
 		synopsis()
@@ -192,6 +203,8 @@ func (o replayOptions) validate() error {
 		return errors.New("--dlq redrives a whole dead-letter queue; it takes no --source, --tenant, --since or --until")
 	case o.dropSkipped && o.dlq == "":
 		return errors.New("--drop-skipped goes with --dlq URL")
+	case o.applyStale && o.dlq != "":
+		return errors.New("--apply-stale replays events from the ledger (--key or --status); a --dlq redrive moves messages as they are")
 	case !o.since.IsZero() && !o.until.IsZero() && !o.since.Before(o.until):
 		return errors.New("--since must be before --until")
 	case o.limit < 0:
@@ -317,6 +330,9 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 			line += fmt.Sprintf("; step %s was started and not recorded done: its check decides on the retry", name)
 		}
 	}
+	if o.applyStale {
+		line += "; applied even if stale"
+	}
 	if len(changes) > 0 {
 		if o.markDone {
 			line += fmt.Sprintf("; step %s marked done", o.step)
@@ -328,7 +344,11 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 		fmt.Fprintf(r.stdout, "would replay %s\n", line)
 		return nil
 	}
-	if _, err := r.ledger.Replay(ctx, rec.ID, changes...); err != nil {
+	replay := r.ledger.Replay
+	if o.applyStale {
+		replay = r.ledger.ReplayApplyStale
+	}
+	if _, err := replay(ctx, rec.ID, changes...); err != nil {
 		var se *ledger.StateError
 		if errors.As(err, &se) {
 			return fmt.Errorf("%s: not replayed, it is now %s (someone else moved it)", rec.ID, se.Record.Status)

@@ -269,6 +269,7 @@ func TestReplayFlags(t *testing.T) {
 		{[]string{"--status", "dead", "--dlq", "http://x"}, "say what to replay"},
 		{[]string{"--dlq", "http://x", "--source", "stripe"}, "takes no --source"},
 		{[]string{"--status", "dead", "--drop-skipped"}, "--drop-skipped goes with --dlq"},
+		{[]string{"--dlq", "http://x", "--apply-stale"}, "--apply-stale replays events from the ledger"},
 		{[]string{"--since", "yesterday"}, "RFC 3339"},
 		{[]string{"--since", "1h", "--until", "2h"}, "--since must be before --until"},
 		{[]string{"evt_1"}, "give the event id with --key"},
@@ -287,6 +288,32 @@ func TestReplayFlags(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := runReplay(t.Context(), []string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "--dry-run") {
 		t.Errorf("--help: exit %d, %q", code, out.String())
+	}
+}
+
+// --apply-stale marks the replay for InOrder routes; a plain one does not.
+func TestReplayApplyStale(t *testing.T) {
+	t.Parallel()
+	f := replaySetup(t)
+	ctx := t.Context()
+	forced := f.event(t, f.l, "evt_forced", ledger.Dead)
+	plain := f.event(t, f.l, "evt_plain", ledger.Dead)
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: forced.Key, applyStale: true}); code != 0 {
+		t.Fatalf("exit %d: %s", code, f.err)
+	}
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: plain.Key}); code != 0 {
+		t.Fatalf("exit %d: %s", code, f.err)
+	}
+	if !strings.Contains(f.out.String(), "evt_forced (was dead after 1 attempt, 0 reclaims; last error: charge: payments API refused with 402); applied even if stale") {
+		t.Errorf("output:\n%s", f.out)
+	}
+	a, _ := f.l.Get(ctx, forced)
+	b, _ := f.l.Get(ctx, plain)
+	if a.Status != ledger.Received || !a.AppliesStale() || b.Status != ledger.Received || b.AppliesStale() {
+		t.Fatalf("forced %+v; plain %+v", a, b)
+	}
+	if n := len(f.drain(t, f.qurl)); n != 2 {
+		t.Fatalf("%d messages, want 2", n)
 	}
 }
 

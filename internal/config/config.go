@@ -72,6 +72,8 @@ type Config struct {
 	Table        string        // HOOKLEDGER_TABLE (default DefaultTable)
 	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
 	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
+	BusDLQURL    string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
+	ForwardBus   string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
 	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
 	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
 	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
@@ -151,6 +153,7 @@ var setByParameter = map[string]string{
 	"HOOKLEDGER_SECRET_GRANTS":      "SecretsPrefix",
 	"HOOKLEDGER_EFFECT_SETTINGS":    "EffectSettings",
 	"HOOKLEDGER_RECONCILE":          "ReconcileConfig",
+	"HOOKLEDGER_FORWARD_BUS":        "ForwardEventBus",
 }
 
 // SettingNames returns the variables HOOKLEDGER_SETTINGS may set.
@@ -298,6 +301,8 @@ func Load(getenv func(string) string) (Config, error) {
 	str("HOOKLEDGER_TABLE", &c.Table)
 	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
 	str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
+	str("HOOKLEDGER_BUS_DLQ_URL", &c.BusDLQURL)
+	str("HOOKLEDGER_FORWARD_BUS", &c.ForwardBus)
 	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
 	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
 	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON != "" {
@@ -392,6 +397,27 @@ func (c Config) ValidateReceiver() error {
 	}
 	if c.PayloadStoreAbove > 0 && c.PayloadBucket == "" {
 		errs = append(errs, fmt.Errorf("HOOKLEDGER_PAYLOAD_STORE_ABOVE=%d does nothing without the payload store: turn the store on (template parameter LargeBodyStoreDays) or remove it from PipelineSettings", c.PayloadStoreAbove))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateBus checks what the bus door needs.
+func (c Config) ValidateBus() error {
+	errs := c.validateCommon()
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL"))
+	}
+	if c.BusDLQURL == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_BUS_DLQ_URL is empty: set it to the bus door's dead-letter queue, where it parks the events it cannot take"))
+	}
+	if c.BusDLQURL != "" && c.BusDLQURL == c.QueueURL {
+		errs = append(errs, errors.New("HOOKLEDGER_BUS_DLQ_URL is the processing queue's URL: parked events would be taken for ledger events"))
+	}
+	if c.SourcesJSON == "" {
+		errs = append(errs, errors.New("HOOKLEDGER_SOURCES is empty: set it (or HOOKLEDGER_SOURCES_FILE) to the sources JSON"))
+	}
+	if c.Mismatch != "" && c.Mismatch != "flag" && c.Mismatch != "reject" {
+		errs = append(errs, fmt.Errorf("HOOKLEDGER_MISMATCH=%q: want flag or reject", c.Mismatch))
 	}
 	return errors.Join(errs...)
 }

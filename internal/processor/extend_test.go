@@ -60,6 +60,12 @@ func (x *extendLedger) PayloadOf(context.Context, ledger.Record) ([]byte, error)
 func (x *extendLedger) EnsurePayload(context.Context, ledger.ID, []byte, ledger.Identity) (bool, error) {
 	return false, nil
 }
+func (x *extendLedger) TakeOrder(context.Context, ledger.Lease, string, int64, bool) (ledger.Taken, error) {
+	return ledger.Taken{}, nil
+}
+func (x *extendLedger) Skip(context.Context, ledger.Lease, string) (ledger.Record, error) {
+	return ledger.Record{Status: ledger.Done}, nil
+}
 
 // Two ExtendLease calls at once (a heartbeat and the handler before a long
 // call) take turns, so the end granted last is never the shorter one: a

@@ -18,8 +18,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/steps"
 	"github.com/hookledger/hookledger/ledger"
@@ -36,6 +38,8 @@ type leases interface {
 	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
+	TakeOrder(ctx context.Context, lease ledger.Lease, resource string, position int64, force bool) (ledger.Taken, error)
+	Skip(ctx context.Context, lease ledger.Lease, reason string) (ledger.Record, error)
 }
 
 // objects reads bodies from the S3 payload store.
@@ -43,9 +47,15 @@ type objects interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// publisher puts forwarded events on the forward bus (Event.Forward).
+type publisher interface {
+	Publish(ctx context.Context, f steps.Forwarded) (string, error)
+}
+
 var (
-	_ leases  = (*ledger.Ledger)(nil)
-	_ objects = (*blob.Store)(nil)
+	_ leases    = (*ledger.Ledger)(nil)
+	_ objects   = (*blob.Store)(nil)
+	_ publisher = (*forward.Publisher)(nil)
 )
 
 // Defaults for Handler's zero fields.
@@ -53,6 +63,11 @@ const (
 	DefaultLease       = 60 * time.Second
 	DefaultLeaseMargin = 5 * time.Second
 	DefaultMaxAttempts = steps.DefaultMaxAttempts
+	// DefaultOrderWait is how long a run of an InOrder route waits, in
+	// process, for another event's run that holds the same resource,
+	// before it hands its event back to be retried later: runs are short,
+	// and a retry waits for the queue's visibility timeout.
+	DefaultOrderWait = 2 * time.Second
 )
 
 // Unrouted policies: what happens to an event no route matches.
@@ -80,7 +95,11 @@ type Handler struct {
 	Unrouted string
 	// Store reads the bodies kept in the S3 payload store (nil: none
 	// configured; a message that references one then fails).
-	Store   objects
+	Store objects
+	// Forward publishes what handlers forward (Event.Forward) to the bus
+	// the template's ForwardEventBus names (nil: none; Forward then fails
+	// permanently, saying so).
+	Forward publisher
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
@@ -88,6 +107,9 @@ type Handler struct {
 	// (nil: inject.Crash, which does nothing outside proof builds). Tests
 	// set it to stop a run dead at a point, as a crash would.
 	Point func(point string)
+	// OrderWait is how long a run waits for a busy resource (0 means
+	// DefaultOrderWait); tests shorten it.
+	OrderWait time.Duration
 }
 
 // Outcome names what happened to one message, for logs and metrics.
@@ -112,6 +134,14 @@ const (
 	Parked    Outcome = "parked"
 	Malformed Outcome = "malformed"
 	Error     Outcome = "error"
+	// Stale: an InOrder route with SkipStale skipped the event, older than
+	// a state of its resource that a newer event applied; its record is
+	// done, with the reason.
+	Stale Outcome = "stale"
+	// ResourceBusy: another event's run held the event's resource for
+	// longer than the processor waits (OrderWait); the event is given back
+	// (failed, not counted against MaxAttempts) and retried later.
+	ResourceBusy Outcome = "resource_busy"
 )
 
 // metrics names the counts an outcome adds to.
@@ -133,6 +163,10 @@ func (o Outcome) metrics() []string {
 		return []string{"Redelivered"}
 	case Parked:
 		return []string{"Parked", "NeedsOperator"}
+	case Stale:
+		return []string{"Stale"}
+	case ResourceBusy:
+		return []string{"ResourceBusy"}
 	default:
 		return []string{"Failed"}
 	}
@@ -141,7 +175,7 @@ func (o Outcome) metrics() []string {
 // acked reports whether the message is done with (deleted from the queue).
 func (o Outcome) acked() bool {
 	switch o {
-	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Indeterminate, Gone:
+	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Indeterminate, Gone, Stale:
 		return true
 	}
 	return false
@@ -219,7 +253,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		switch {
 		case out == Buried || out == Indeterminate:
 			level = slog.LevelError
-		case !out.acked() || out == Unrouted:
+		case !out.acked() && out != ResourceBusy || out == Unrouted:
 			level = slog.LevelWarn
 		}
 		log.Log(ctx, level, "event", attrs...)
@@ -230,7 +264,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		return Malformed // never acked: SQS moves it to the DLQ after maxReceiveCount
 	}
 	out, detail = h.process(ctx, m, receiveCount(msg))
-	if !out.acked() && out != Retry && out != Parked { // retry kept it already; a parked body is not the record's
+	if !out.acked() && out != Retry && out != Parked && out != ResourceBusy { // retry and busy kept it already; a parked body is not the record's
 		// The message goes back to the queue: an event in trouble, which
 		// may yet need a re-drive from the ledger.
 		h.keep(ctx, m, log, "message returned to the queue")
@@ -383,18 +417,20 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	if handler == nil {
 		return h.unrouted(ctx, lease, m, typ)
 	}
-	w := &work{h: h, lease: lease}
+	w := &work{h: h, lease: lease, log: log}
 	run := steps.New(steps.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
 		Key: func(name string) string { return hookledger.IdempotencyKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
-		Extend: w.extend,
+		Extend: w.extend, Forward: h.forwarder(),
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
-	}, run)
+	}, order.Engine{Engine: run, Guard: w})
 	herr := safeRun(ctx, handler, ev)
 	changes := ledgerChanges(run.Pending())
+	var stale *order.StaleError
+	var busy *order.BusyError
 	switch {
 	case run.LeaseLost():
 		// Another worker owns the event now; it finishes it. Write nothing.
@@ -408,6 +444,14 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 			return h.completeFailed(err)
 		}
 		return Indeterminate, ind
+	case errors.As(herr, &busy) && len(changes) == 0:
+		// The handler did not run: give the event back for a later try.
+		return h.yield(ctx, m, w.lease, busy)
+	case errors.As(herr, &stale) && len(changes) == 0:
+		if _, err := h.Ledger.Skip(ctx, w.lease, stale.Error()); err != nil {
+			return h.completeFailed(err)
+		}
+		return Stale, stale
 	case herr == nil:
 		h.point(inject.ProcessorAfterEffect)
 		if _, err := h.Ledger.Complete(ctx, w.lease, changes...); err != nil {
@@ -441,6 +485,14 @@ func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Mess
 	return Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, typ)
 }
 
+// forwarder is the steps' Forward hook: nil without a forward bus.
+func (h *Handler) forwarder() func(ctx context.Context, f steps.Forwarded) (string, error) {
+	if h.Forward == nil {
+		return nil
+	}
+	return h.Forward.Publish
+}
+
 func (h *Handler) point(p string) {
 	if h.Point != nil {
 		h.Point(p)
@@ -449,9 +501,11 @@ func (h *Handler) point(p string) {
 	inject.Crash(p)
 }
 
-// work is one claimed event: the steps' store, writing under the lease.
+// work is one claimed event: the steps' store, writing under the lease,
+// and the guard of an InOrder route.
 type work struct {
 	h     *Handler
+	log   *slog.Logger
 	mu    sync.Mutex
 	lease ledger.Lease
 	// extending makes ExtendLease calls take turns: each computes the new
@@ -560,6 +614,17 @@ func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease
 		return h.completeFailed(err)
 	}
 	return Retry, cause
+}
+
+// yield gives the event back when its resource stayed busy: the run counts
+// as interrupted (the handler never ran, and MaxAttempts is not spent), and
+// the message goes back to the queue, whose next delivery finds the record
+// failed and free to claim.
+func (h *Handler) yield(ctx context.Context, m queue.Message, lease ledger.Lease, busy *order.BusyError) (Outcome, error) {
+	if out, err := h.release(ctx, m, lease, busy); out != Retry {
+		return out, err
+	}
+	return ResourceBusy, busy
 }
 
 // release gives the event back after the infrastructure, not the handler,

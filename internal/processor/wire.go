@@ -5,9 +5,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -24,6 +26,9 @@ func FromConfig(c config.Config, cfg aws.Config, routes *hookledger.Router, log 
 	h := &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Unrouted: c.Unrouted, Log: log, Metrics: c.Metrics()}
 	if c.PayloadBucket != "" {
 		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
+	}
+	if c.ForwardBus != "" {
+		h.Forward = &forward.Publisher{API: eventbridge.NewFromConfig(cfg), Bus: c.ForwardBus}
 	}
 	return h, nil
 }

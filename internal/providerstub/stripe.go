@@ -32,6 +32,15 @@ type Stripe struct {
 	events []*stripeEvent // in creation order
 	byID   map[string]*stripeEvent
 	seq    int
+
+	// Thin events (thin.go): by id and in creation order, the objects
+	// they point at by API path, the 200 answers per path, and how many
+	// requests are still to be throttled.
+	thin      map[string]*thinEvent
+	thinOrder []*thinEvent
+	objects   map[string]storedObject
+	fetches   map[string]int
+	throttle  int
 }
 
 // stripeEvent is one event and its delivery state for the endpoint.
@@ -181,7 +190,7 @@ func stripeError(w http.ResponseWriter, status int, typ, param, msg string) {
 	writeJSON(w, status, map[string]any{"error": e})
 }
 
-// ServeHTTP serves GET /v1/events.
+// ServeHTTP serves GET /v1/events, and the thin events' API (thin.go).
 func (s *Stripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := bearer(r)
 	if key == "" {
@@ -191,6 +200,9 @@ func (s *Stripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if key != s.key {
 		stripeError(w, http.StatusUnauthorized, "invalid_request_error", "", "Invalid API Key provided: "+redact(key))
+		return
+	}
+	if s.serveAPI(w, r) {
 		return
 	}
 	if r.URL.Path != "/v1/events" {

@@ -14,7 +14,9 @@
 //     starting_after, ending_before, has_more; bearer or basic auth) and
 //     GitHub's hook deliveries (GET .../hooks/{id}/deliveries with per_page,
 //     cursor and the Link header, GET .../deliveries/{id}, POST
-//     .../deliveries/{id}/attempts to redeliver; bearer token).
+//     .../deliveries/{id}/attempts to redeliver; bearer token); and, for
+//     Stripe's thin events, the v2 Events API and the objects they point at
+//     (thin.go).
 //
 // Nothing here is the product: it exists so that hookledger reconcile can be
 // proven against the providers' documented API shapes without a network.
@@ -32,8 +34,8 @@ import (
 	"time"
 )
 
-// Server serves both APIs: paths under /v1/ are Stripe's, paths under
-// /repos/ and /orgs/ GitHub's.
+// Server serves both APIs: paths under /v1/ and /v2/ are Stripe's, paths
+// under /repos/ and /orgs/ GitHub's.
 type Server struct {
 	Stripe *Stripe
 	GitHub *GitHub
@@ -66,7 +68,8 @@ func New(o Options) *Server {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &Server{
-		Stripe: &Stripe{key: o.StripeKey, sender: sender{now: o.Now, client: o.Client}, byID: map[string]*stripeEvent{}},
+		Stripe: &Stripe{key: o.StripeKey, sender: sender{now: o.Now, client: o.Client}, byID: map[string]*stripeEvent{},
+			thin: map[string]*thinEvent{}, objects: map[string]storedObject{}, fetches: map[string]int{}},
 		GitHub: &GitHub{token: o.GitHubToken, hook: strings.Trim(o.GitHubHook, "/"), sender: sender{now: o.Now, client: o.Client}},
 	}
 }
@@ -74,7 +77,7 @@ func New(o Options) *Server {
 // ServeHTTP routes to the Stripe or GitHub API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case strings.HasPrefix(r.URL.Path, "/v1/"):
+	case strings.HasPrefix(r.URL.Path, "/v1/"), strings.HasPrefix(r.URL.Path, "/v2/"):
 		s.Stripe.ServeHTTP(w, r)
 	case strings.HasPrefix(r.URL.Path, "/repos/"), strings.HasPrefix(r.URL.Path, "/orgs/"):
 		s.GitHub.ServeHTTP(w, r)

@@ -5,7 +5,9 @@ package receiver
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,6 +141,13 @@ type answer struct {
 	result Result
 	body   string
 	ctype  string
+	keyed  bool // the event's key and type are fit for the log line
+}
+
+// keyed marks an answer given once the key and type passed the checks.
+func keyed(a answer) answer {
+	a.keyed = true
+	return a
 }
 
 func jsonAnswer(status int, result Result, body string) answer {
@@ -319,67 +328,121 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return answer{status: ev.Handshake.Status, result: Handshake, body: string(ev.Handshake.Body), ctype: ev.Handshake.ContentType}, ev
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
+	a := h.claim(ctx, Delivery{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, Body: body,
+		Digest: verifier.BodyDigest(body), ReplayGuard: h.Sources.ReplayGuard(src)}, log)
+	if !a.keyed {
+		return a, none // a key or type the logs should not carry either
+	}
+	return a, ev
+}
 
+// Delivery is an authenticated event on its way into the ledger: what the
+// receiver holds once a signature checked out, and what the bus door holds
+// once EventBridge handed it an event (IAM authenticated the put).
+type Delivery struct {
+	Source, Tenant string
+	Key, Type      string
+	Body           []byte
+	// Digest is the body's digest as the record keeps it: the verifier's
+	// BodyDigest over HTTP, BusDigest on the bus.
+	Digest string
+	// ReplayGuard refuses a body already accepted under another key
+	// (Source.ReplayGuard).
+	ReplayGuard bool
+}
+
+// BusDigestPrefix starts the digest of a body that came from the bus door
+// (BusDigest). The two doors deliver one event as different bytes (Stripe's
+// webhook body and its EventBridge detail), so digests compare only within
+// a door: an event delivered by both is a duplicate, never a body reused
+// under its key.
+const BusDigestPrefix = "bus:"
+
+// BusDigest is the digest the ledger keeps of a body taken from the bus.
+func BusDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return BusDigestPrefix + hex.EncodeToString(sum[:])
+}
+
+// sameDoor reports whether two digests come from the same door.
+func sameDoor(a, b string) bool {
+	return strings.HasPrefix(a, BusDigestPrefix) == strings.HasPrefix(b, BusDigestPrefix)
+}
+
+// Claim records and enqueues an authenticated delivery, exactly as the
+// receiver does after a valid signature: the one claim path of both doors
+// (keys and types the pipeline cannot carry refused, the body held or
+// refused, the replay guard, the conditional put, the duplicate rules, the
+// payload and the enqueue). It returns the outcome and, for a refusal, why
+// (the receiver's answer body); it counts no Received metrics (the caller
+// does, per door).
+func (h *Handler) Claim(ctx context.Context, d Delivery, log *slog.Logger) (Result, string) {
+	a := h.claim(ctx, d, log)
+	return a.result, a.body
+}
+
+func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answer {
+	src, tenant, body, digest := d.Source, d.Tenant, d.Body, d.Digest
+	ev := webhook.Event{Key: d.Key, Type: d.Type}
 	if err := name.CheckText(ev.Key); err != nil {
 		log.WarnContext(ctx, "unusable idempotency key", "reason", err.Error())
-		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`), none
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`)
 	}
 	if err := name.CheckText(ev.Type); err != nil {
 		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
-		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`), none
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`)
 	}
 	if len(ev.Type) > MaxTypeBytes {
 		log.WarnContext(ctx, "event type too long", "bytes", len(ev.Type), "limit", MaxTypeBytes)
-		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type too long"}`), none
+		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type too long"}`)
 	}
 	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
 	if err := id.Validate(); err != nil {
-		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`), ev
+		return keyed(jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`))
 	}
 	// Refuse what cannot be held before anything is written: a record whose
 	// body can never be stored would end dead. A body the ledger's payload
 	// item cannot hold goes to the payload store, if there is one.
-	digest := verifier.BodyDigest(body)
 	var ref string
 	if err := ledger.CheckPayloadSize(id, body); err != nil {
 		if h.Store == nil {
 			log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
-			return ansTooLarge, ev
+			return keyed(ansTooLarge)
 		}
 		ref = h.Store.Key(id, digest)
 	} else if h.Store != nil && h.StoreAbove > 0 && len(body) > h.StoreAbove {
 		ref = h.Store.Key(id, digest)
 	}
-	if h.Sources.ReplayGuard(src) {
+	if d.ReplayGuard {
 		// Scoped by event type: two real events of different types may
 		// carry the same body (ledger.ClaimBody).
 		first, err := h.Ledger.ClaimBody(ctx, id, ledger.Identity{Type: ev.Type, BodySHA256: digest})
 		if err != nil {
 			log.ErrorContext(ctx, "replay guard unavailable", "event_key", ev.Key, "error", err.Error())
-			return ansUnavailable, ev
+			return keyed(ansUnavailable)
 		}
 		if first != ev.Key {
 			log.WarnContext(ctx, "body already accepted under another event id: replay refused",
 				"event_key", ev.Key, "first_event_key", first, "event_type", ev.Type, "body_sha256", digest)
-			return jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered with this type under another event id"}`), ev
+			return keyed(jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered with this type under another event id"}`))
 		}
 	}
 	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
 	if err != nil {
 		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
-		return ansUnavailable, ev
+		return keyed(ansUnavailable)
 	}
 	inject.Crash(inject.ReceiverAfterRecord)
 	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli(), Ref: ref}
 	if !created {
-		return h.duplicate(ctx, rec, msg, log), ev
+		return keyed(h.duplicate(ctx, rec, msg, log))
 	}
 	if err := h.accept(ctx, msg); err != nil {
 		log.ErrorContext(ctx, "store after create failed", "event_key", ev.Key, "error", err.Error())
-		return ansUnavailable, ev
+		return keyed(ansUnavailable)
 	}
 	inject.Crash(inject.ReceiverAfterEnqueue)
-	return ansAccepted, ev
+	return keyed(ansAccepted)
 }
 
 // accept stores and enqueues a new event: the one round trip after the
@@ -442,6 +505,16 @@ const MaxTypeBytes = name.MaxType
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
 	// The record decides where its body lives, not this delivery's size.
 	msg.Ref = rec.PayloadRef
+	if rec.BodySHA256 != "" && !sameDoor(rec.BodySHA256, msg.SHA256) {
+		// The same event through the other door (a source taking Stripe's
+		// events by HTTP and from the bus): the bytes differ by nature, so
+		// the digests say nothing. The record keeps the first door's body
+		// and its door re-drives it, should it need to; nothing of this one
+		// is written.
+		log.InfoContext(ctx, "event already recorded from the other door; duplicate",
+			"event_key", msg.Key, "status", string(rec.Status))
+		return ansDuplicate
+	}
 	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
 		// Nothing of this body is written, even under a record that has no
 		// payload yet (as every record does while its first message is on

@@ -61,7 +61,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		}
 	}
 	opts := c.LedgerOptions()
-	if opts.SourceRetention, err = sourceRetention(reg, c, log); err != nil {
+	if opts.SourceRetention, err = SourceRetention(reg, c, log); err != nil {
 		return nil, err
 	}
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
@@ -78,12 +78,12 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	return h, nil
 }
 
-// sourceRetention is each source's retention for the ledger, logged once at
+// SourceRetention is each source's retention for the ledger, logged once at
 // cold start with where it comes from, so a default raised to a provider's
 // retry horizon is never silent. A source whose records would outlive the S3
 // payload store's lifecycle rule is refused: its stored bodies would expire
-// first.
-func sourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (map[string]time.Duration, error) {
+// first. The receiver and the bus door give the ledger the same.
+func SourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	if log == nil {
 		log = slog.Default()
 	}

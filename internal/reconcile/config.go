@@ -47,6 +47,11 @@ type Spec struct {
 	All     bool     `json:"all,omitempty"`
 	Types   []string `json:"types,omitempty"`
 	Account string   `json:"account,omitempty"`
+	// Stripe: Thin lists thin events (API v2 List Events, GET
+	// /v2/core/events) instead of snapshot events. That API has no
+	// filter for the events Stripe could not deliver, so every thin event
+	// in the window is listed (all is implied); Types still narrows it.
+	Thin bool `json:"thin,omitempty"`
 	// GitHub: Hook is the webhook's API path, repos/OWNER/REPO/hooks/ID or
 	// orgs/ORG/hooks/ID; Redeliver asks GitHub to deliver missing events
 	// again instead of feeding rebuilt ones.
@@ -100,8 +105,12 @@ func (c *Config) Check(s Spec) error {
 	if !ok {
 		return fmt.Errorf("reconcile %s: source %q is not in the sources configuration (HOOKLEDGER_SOURCES)", name, s.Source)
 	}
-	if _, ok := src.Tenants[s.Tenant]; !ok {
+	tenant, ok := src.Tenants[s.Tenant]
+	if !ok {
 		return fmt.Errorf("reconcile %s: source %q has no tenant %q", name, s.Source, s.Tenant)
+	}
+	if len(tenant.Secrets) == 0 {
+		return fmt.Errorf("reconcile %s: the tenant takes events from the bus only (no secrets): reconcile feeds missing events through the receiver, which verifies them with the tenant's signing secret; give it one (docs/eventbridge.md, \"Reconcile\")", name)
 	}
 	p := src.Provider
 	if p != "stripe" && p != "github" {
@@ -135,12 +144,16 @@ func (c *Config) Check(s Spec) error {
 		if s.Hook != "" || s.Redeliver {
 			return fmt.Errorf("reconcile %s: hook and redeliver are GitHub settings; Stripe has no documented redelivery API", name)
 		}
+		if s.Thin && s.All {
+			return fmt.Errorf("reconcile %s: all with thin: the v2 Events API lists every thin event anyway (it has no filter for undelivered ones); remove all", name)
+		}
+
 		if _, err := NewStripe(StripeOptions{APIKey: "sk_check", Types: s.Types}); err != nil {
 			return fmt.Errorf("reconcile %s: %w", name, err)
 		}
 	case "github":
-		if s.All || len(s.Types) > 0 || s.Account != "" {
-			return fmt.Errorf("reconcile %s: all, types and account are Stripe settings; a GitHub hook's deliveries are all its own", name)
+		if s.All || len(s.Types) > 0 || s.Account != "" || s.Thin {
+			return fmt.Errorf("reconcile %s: all, types, account and thin are Stripe settings; a GitHub hook's deliveries are all its own", name)
 		}
 		if !hookPattern.MatchString(strings.Trim(s.Hook, "/")) {
 			return fmt.Errorf("reconcile %s: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", name, s.Hook)
@@ -251,7 +264,7 @@ func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	}
 	switch src.Provider {
 	case "stripe":
-		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types})
+		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types, Thin: s.Thin})
 	default:
 		job.Provider, err = NewGitHub(GitHubOptions{Token: cred, Hook: s.Hook, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Client: c.Client})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/hookledger/hookledger/internal/providerapi"
 )
 
 // HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the
@@ -68,7 +69,7 @@ func (f *HTTPFeeder) Feed(ctx context.Context, source, tenant string, hdr http.H
 	resp.Body.Close()
 	out := Outcome{Status: resp.StatusCode, Result: resp.Header.Get("X-Hookledger-Result")}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		out.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		out.RetryAfter = providerapi.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return out, nil
 }

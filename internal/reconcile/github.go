@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -41,7 +42,7 @@ var hookPattern = regexp.MustCompile(`^(repos/[A-Za-z0-9._-]+/[A-Za-z0-9._-]+|or
 // payload=... form back. Redeliver instead asks GitHub to send the original
 // again (POST .../deliveries/{id}/attempts), genuinely signed.
 type GitHub struct {
-	api  *apiClient
+	api  *providerapi.Client
 	hook string // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
 }
 
@@ -80,8 +81,8 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	// GitHub's REST API best practices: requests one at a time, at least
 	// one second between mutating requests (the redelivery POSTs), and at
 	// least a minute after a rate-limit answer that names no time.
-	api := &apiClient{provider: "github", base: base, http: c, header: h,
-		serial: make(chan struct{}, 1), mutationGap: time.Second, rateLimitMin: time.Minute}
+	api := &providerapi.Client{Provider: "github", Base: base, HTTP: c, Header: h, UserAgent: userAgent, Hints: githubHints,
+		Serial: make(chan struct{}, 1), MutationGap: time.Second, RateLimitMin: time.Minute}
 	return &GitHub{api: api, hook: hook}, nil
 }
 
@@ -135,7 +136,7 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 	next := "/" + g.hook + "/deliveries?per_page=100"
 	for next != "" {
 		var page []ghItem
-		hdr, err := g.api.get(ctx, next, &page)
+		hdr, err := g.api.Get(ctx, next, &page)
 		if err != nil {
 			return err
 		}
@@ -174,9 +175,9 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 			break
 		}
 		next = nextLink(hdr.Get("Link"))
-		if next != "" && !sameOrigin(next, g.api.base) {
+		if next != "" && !sameOrigin(next, g.api.Base) {
 			// Never send the token elsewhere.
-			return fmt.Errorf("github API: the next page's link %q leaves %s", redactURL(next), g.api.base)
+			return fmt.Errorf("github API: the next page's link %q leaves %s", providerapi.RedactURL(next), g.api.Base)
 		}
 	}
 	// Redeliveries whose original is before the window (or was not listed):
@@ -235,7 +236,7 @@ func (g *GitHub) Rebuild(ctx context.Context, ev Event) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("github delivery %s: no delivery id", ev.ID)
 	}
 	var d ghDelivery
-	if _, err := g.api.get(ctx, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref), &d); err != nil {
+	if _, err := g.api.Get(ctx, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref), &d); err != nil {
 		return Delivery{}, err
 	}
 	if d.GUID != ev.ID {
@@ -278,7 +279,7 @@ func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
 	if ev.ref == "" {
 		return fmt.Errorf("github delivery %s: no delivery id", ev.ID)
 	}
-	_, err := g.api.call(ctx, http.MethodPost, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref)+"/attempts", nil)
+	_, err := g.api.Call(ctx, http.MethodPost, "/"+g.hook+"/deliveries/"+url.PathEscape(ev.ref)+"/attempts", nil)
 	return err
 }
 

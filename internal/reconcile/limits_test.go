@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -48,9 +49,9 @@ func (f *fakeTime) slept() []time.Duration {
 }
 
 // on wires the fake clock into an API client, with no jitter.
-func (f *fakeTime) on(c *apiClient) {
-	c.now, c.sleep = f.Now, f.Sleep
-	c.jitter = func(time.Duration) time.Duration { return 0 }
+func (f *fakeTime) on(c *providerapi.Client) {
+	c.Now, c.Sleep = f.Now, f.Sleep
+	c.Jitter = func(time.Duration) time.Duration { return 0 }
 }
 
 // scripted answers each request with the next of its handlers, then 200 [].
@@ -144,8 +145,8 @@ func TestGitHubRateLimits(t *testing.T) {
 		s := &scripted{answers: []func(http.ResponseWriter){answer(200, `[]`, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))}}
 		p, ft := githubClient(t, s)
 		var out []any
-		p.api.get(t.Context(), "/x", &out)
-		p.api.get(t.Context(), "/x", &out)
+		p.api.Get(t.Context(), "/x", &out)
+		p.api.Get(t.Context(), "/x", &out)
 		if s.count() != 2 || ft.Now().Before(reset) {
 			t.Fatalf("%d requests, clock %v before the reset %v", s.count(), ft.Now(), reset)
 		}

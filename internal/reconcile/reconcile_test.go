@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -195,7 +196,7 @@ func TestWindowsAndAges(t *testing.T) {
 		GUID string
 	}
 	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
-	p.api.get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
+	p.api.Get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
 	for _, it := range items {
 		if it.GUID == old {
 			p.Redeliver(ctx, Event{ID: old, ref: fmt.Sprint(it.ID)})
@@ -230,7 +231,7 @@ func TestWindowsAndAges(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	t.Parallel()
-	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}},
+	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","bus_sources":["stripe.test"],"tenants":{"acme":{"secrets":["literal:whsec_1"]},"platform":{"accounts":["*"]}}},
 		"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh"]}}},
 		"shop":{"provider":"shopify","tenants":{"acme":{"secrets":["literal:sh"]}}}}`))
 	if err != nil {
@@ -277,6 +278,12 @@ func TestConfigCheck(t *testing.T) {
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", APIURL: "https://ghe.example.com/api/v3", TrustAPIURL: true}, ""},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "acme/shop/1"}, "want repos/OWNER/REPO/hooks/ID"},
 		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", All: true}, "Stripe settings"},
+		{Spec{Source: "github", Tenant: "acme", Credential: "literal:x", Hook: "repos/a/b/hooks/1", Thin: true}, "Stripe settings"},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true, Account: "acct_1"}, ""},
+		{Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", Thin: true, All: true}, "lists every thin event anyway"},
+		// A tenant without secrets has no HTTP door to feed through.
+		{Spec{Source: "stripe", Tenant: "platform", Credential: "literal:x"}, "takes events from the bus only"},
 	} {
 		err := c.Check(tc.spec)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -295,7 +302,7 @@ func TestConfigCheck(t *testing.T) {
 	}
 	// A source's own retention caps its window, not the global one: a
 	// window past it would feed events whose records expired.
-	srcs["stripe"] = source.Source{Config: srcs["stripe"].Config, Retention: "96h", Tenants: srcs["stripe"].Tenants}
+	srcs["stripe"] = source.Source{Config: srcs["stripe"].Config, Retention: "96h", BusSources: srcs["stripe"].BusSources, Tenants: srcs["stripe"].Tenants}
 	reg, err := source.NewRegistry(srcs, &source.Secrets{})
 	if err != nil {
 		t.Fatal(err)
@@ -366,12 +373,12 @@ func TestAPIErrorsAndThrottling(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &apiClient{provider: "github", base: srv.URL, http: srv.Client(), backoff: time.Millisecond}
+	c := &providerapi.Client{Provider: "github", Base: srv.URL, HTTP: srv.Client(), Backoff: time.Millisecond, Hints: githubHints}
 	var out []any
-	if _, err := c.get(t.Context(), "/throttled", &out); err != nil || calls != 3 {
+	if _, err := c.Get(t.Context(), "/throttled", &out); err != nil || calls != 3 {
 		t.Fatalf("throttled: %v after %d calls", err, calls)
 	}
-	_, err := c.get(t.Context(), "/denied", &out)
+	_, err := c.Get(t.Context(), "/denied", &out)
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != 401 || !strings.Contains(err.Error(), "Bad credentials") || !strings.Contains(err.Error(), "credential reference") {
 		t.Fatalf("denied: %v", err)

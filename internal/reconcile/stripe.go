@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/providerapi"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -35,12 +35,16 @@ const stripeRetention = 30 * 24 * time.Hour
 // which differs from the webhook's when the endpoint pins another version,
 // and pending_webhooks is a live counter.
 type Stripe struct {
-	api *apiClient
+	api *providerapi.Client
 	// All lists every event in the window, not only undelivered ones.
 	All bool
 	// Types keeps only these event types (the endpoint's enabled_events);
 	// "prefix.*" matches a family. Empty keeps all.
 	Types []string
+	// Thin lists thin events (GET /v2/core/events) instead of snapshot
+	// events: every one in the window, since that API cannot filter for
+	// the events Stripe could not deliver.
+	Thin bool
 }
 
 // StripeOptions configure NewStripe.
@@ -50,10 +54,11 @@ type StripeOptions struct {
 	// TrustBaseURL allows a BaseURL on another host than StripeAPI's (a
 	// proxy, a test stand-in); a loopback host needs none.
 	TrustBaseURL bool
-	Account      string       // a connected account (Stripe-Account header), optional
+	Account      string       // a connected account (Stripe-Account header; Stripe-Context for thin events), optional
 	Client       *http.Client // default: 30 s timeout
 	All          bool
 	Types        []string
+	Thin         bool
 }
 
 // NewStripe returns Stripe's events API as a Provider.
@@ -78,14 +83,20 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 	}
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+o.APIKey)
-	if o.Account != "" {
+	switch {
+	case o.Account != "" && o.Thin:
+		h.Set("Stripe-Context", o.Account)
+		h.Set("Stripe-Version", thinAPIVersion)
+	case o.Account != "":
 		h.Set("Stripe-Account", o.Account)
+	case o.Thin:
+		h.Set("Stripe-Version", thinAPIVersion)
 	}
 	c := o.Client
 	if c == nil {
 		c = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Stripe{api: &apiClient{provider: "stripe", base: base, http: c, header: h}, All: o.All, Types: o.Types}, nil
+	return &Stripe{api: &providerapi.Client{Provider: "stripe", Base: base, HTTP: c, Header: h, UserAgent: userAgent, Hints: stripeHints}, All: o.All, Types: o.Types, Thin: o.Thin}, nil
 }
 
 // Name implements Provider.
@@ -94,7 +105,10 @@ func (s *Stripe) Name() string { return "stripe" }
 // Scope says which events List is asked for.
 func (s *Stripe) Scope() string {
 	scope := "the events Stripe could not deliver (delivery_success=false)"
-	if s.All {
+	switch {
+	case s.Thin:
+		scope = "every thin event (the v2 Events API cannot tell undelivered ones)"
+	case s.All:
 		scope = "every event"
 	}
 	if len(s.Types) > 0 {
@@ -154,6 +168,9 @@ func (s *Stripe) wanted(typ string) bool {
 
 // List implements Provider.
 func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error) error {
+	if s.Thin {
+		return s.listThin(ctx, since, fn)
+	}
 	// Pages never repeat an event: List Events is ordered newest first and
 	// starting_after is the last id of the previous page (a cursor by
 	// object id, not an offset), so events created meanwhile never shift
@@ -162,7 +179,7 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 	for {
 		prev := after
 		var page stripeList
-		if _, err := s.api.get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
+		if _, err := s.api.Get(ctx, "/v1/events?"+s.query(since, after).Encode(), &page); err != nil {
 			return err
 		}
 		if page.Object != "list" {
@@ -235,10 +252,89 @@ func baseURL(v, def string, trusted bool) (string, error) {
 }
 
 // loopback reports whether host is localhost or a loopback address.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+func loopback(host string) bool { return providerapi.Loopback(host) }
+
+// userAgent is the reconciler's User-Agent.
+const userAgent = "hookledger-reconcile"
+
+// APIError is a provider API's refusal.
+type APIError = providerapi.APIError
+
+// What to fix when an API refuses the reconciler.
+var (
+	stripeHints = providerapi.Hints{
+		Unauthorized: "the API refused the credential; check the credential reference in the reconcile configuration",
+		Forbidden:    "the credential lacks a permission (a restricted key needs Events read)",
+		NotFound:     "not found; check the API URL, and that the credential can see it",
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	githubHints = providerapi.Hints{
+		Unauthorized: stripeHints.Unauthorized,
+		Forbidden:    "the credential lacks a permission (the token needs the Webhooks repository or organization permission)",
+		NotFound:     "not found; check the hook path (or API URL), and that the credential can see it",
+	}
+)
+
+// thinAPIVersion is the Stripe-Version of the v2 Events API requests.
+const thinAPIVersion = providerapi.StripeAPIVersion
+
+// v2List is a page of a v2 list: data, and the path of the next page.
+type v2List struct {
+	Data        []json.RawMessage `json:"data"`
+	NextPageURL *string           `json:"next_page_url"`
+}
+
+type v2EventHead struct {
+	ID      string    `json:"id"`
+	Object  string    `json:"object"`
+	Type    string    `json:"type"`
+	Created time.Time `json:"created"`
+}
+
+// listThin lists thin events with the v2 List Events (GET /v2/core/events):
+// newest first, created[gte] for the window, types[N] for up to 20 exact
+// types, next_page_url until it is null. A listed event is the full event
+// (its data included), which hookledger's stripe package reads as it reads
+// a notification.
+func (s *Stripe) listThin(ctx context.Context, since time.Time, fn func(Event) error) error {
+	q := url.Values{}
+	q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
+	if len(s.Types) > 0 && len(s.Types) <= 20 && !slices.ContainsFunc(s.Types, func(t string) bool { return strings.HasSuffix(t, "*") }) {
+		for i, t := range s.Types {
+			q.Set(fmt.Sprintf("types[%d]", i), t)
+		}
+	}
+	next := "/v2/core/events?" + q.Encode()
+	seen := map[string]bool{}
+	for next != "" {
+		if seen[next] {
+			return fmt.Errorf("stripe API: next_page_url %q repeats a page; stopped", providerapi.RedactURL(next))
+		}
+		seen[next] = true
+		var page v2List
+		if _, err := s.api.Get(ctx, next, &page); err != nil {
+			return err
+		}
+		for _, raw := range page.Data {
+			var h v2EventHead
+			if err := json.Unmarshal(raw, &h); err != nil || h.ID == "" || h.Object != providerapi.StripeThinObject {
+				return fmt.Errorf("stripe API: a listed item is not a v2 event: %.120s", raw)
+			}
+			if !s.wanted(h.Type) {
+				continue
+			}
+			if err := fn(Event{ID: h.ID, Type: h.Type, At: h.Created.UTC(), body: raw}); err != nil {
+				return err
+			}
+		}
+		next = ""
+		if page.NextPageURL != nil && *page.NextPageURL != "" {
+			n := *page.NextPageURL
+			// A path on the same API, never a URL elsewhere: the key goes with it.
+			if !strings.HasPrefix(n, "/v2/core/events?") {
+				return fmt.Errorf("stripe API: next_page_url %q is not a page of /v2/core/events", providerapi.RedactURL(n))
+			}
+			next = n
+		}
+	}
+	return nil
 }

@@ -17,9 +17,15 @@ type Grants struct {
 	// SSMPath: parameters under it may be read ("/hookledger/prod", from
 	// SecretsPrefix hookledger/prod).
 	SSMPath string
+	// SSMName: the one parameter of that name may be read (the bus door's
+	// grant: the sources JSON at /PREFIX/sources, nothing else).
+	SSMName string
 	// SecretsManagerPrefix: secret names starting with it, in the stack's
 	// own account and region ("hookledger/prod/").
 	SecretsManagerPrefix string
+	// SecretsManagerName: the one secret of that name, in the stack's own
+	// account and region (the bus door's grant: the sources JSON).
+	SecretsManagerName string
 	// SecretsManagerARN: one secret's ARN, or one ending in /* (no other
 	// wildcard), for a secret outside the prefix or in another account. The
 	// template does not grant one; a template whose role was edited to
@@ -88,17 +94,21 @@ func ParseGrantsFor(s string, names GrantNames) (Grants, error) {
 		switch strings.TrimSpace(k) {
 		case "ssm":
 			g.SSMPath = strings.TrimSuffix(v, "/")
+		case "ssm_name":
+			g.SSMName = v
 		case "secretsmanager":
 			g.SecretsManagerARN = v
 		case "secretsmanager_prefix":
 			g.SecretsManagerPrefix = v
+		case "secretsmanager_name":
+			g.SecretsManagerName = v
 		case "except":
 			if v != "" && !strings.HasSuffix(v, "/") {
 				v += "/"
 			}
 			g.Except = v
 		default:
-			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, secretsmanager, secretsmanager_prefix, except)", names.Variable, k)
+			return Grants{}, fmt.Errorf("%s: unknown key %q (want ssm, ssm_name, secretsmanager, secretsmanager_prefix, secretsmanager_name, except)", names.Variable, k)
 		}
 	}
 	return g, nil
@@ -126,6 +136,14 @@ func (g Grants) checkSSM(ref Ref) error {
 		name = after
 	}
 	n := g.names()
+	if g.SSMName != "" {
+		if name == g.SSMName {
+			return nil
+		}
+		if g.SSMPath == "" {
+			return fmt.Errorf("%w: %s: this function may read only the parameter %s; store the document there", ErrNotGranted, ref, g.SSMName)
+		}
+	}
 	if g.SSMPath == "" {
 		return fmt.Errorf("%w: %s: the stack grants no secrets; deploy with %s=%s (samconfig.toml parameter_overrides)",
 			ErrNotGranted, ref, n.Parameter, n.suggest(path.Dir(name)))
@@ -163,6 +181,14 @@ func (g Grants) checkSecretsManager(ref Ref) error {
 	// The secret's real ARN ends in "-" and six random characters; the
 	// reference may give the name or ARN with or without them.
 	candidates := []string{name, name + "-AbCdEf"}
+	if n := g.SecretsManagerName; n != "" {
+		if name == n || wildcard(n+"-??????", name) {
+			return nil
+		}
+		if g.SecretsManagerPrefix == "" && g.SecretsManagerARN == "" {
+			return fmt.Errorf("%w: %s: this function may read only the secret %s; store the document there", ErrNotGranted, ref, n)
+		}
+	}
 	if p := g.SecretsManagerPrefix; p != "" && strings.HasPrefix(name, p) {
 		if g.Except != "" && strings.HasPrefix(name, p+g.Except) {
 			return fmt.Errorf("%w: %s: secrets named %s%s... hold the reconciler's provider API credentials, which this function's role is denied; name this secret otherwise under %s",

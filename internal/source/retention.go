@@ -29,9 +29,15 @@ type Retention struct {
 // provider's retry horizon. It returns the source's own retention (0 when it
 // sets none) and the horizon.
 func checkRetention(src Source) (time.Duration, webhook.Horizon, error) {
-	h, err := webhook.RetryHorizon(src.Provider)
-	if err != nil {
-		return 0, webhook.Horizon{}, err
+	h := BusHorizon
+	if src.Provider != ProviderEventBridge {
+		var err error
+		if h, err = webhook.RetryHorizon(src.Provider); err != nil {
+			return 0, webhook.Horizon{}, err
+		}
+		if len(src.BusSources) > 0 && BusHorizon.Duration > h.Duration {
+			h = BusHorizon
+		}
 	}
 	if src.Retention == "" {
 		if src.RetentionForce {
@@ -64,20 +70,26 @@ func checkRetention(src Source) (time.Duration, webhook.Horizon, error) {
 // the others (docs/retention.md argues it).
 func (r *Registry) Retentions(global time.Duration) map[string]Retention {
 	out := make(map[string]Retention, len(r.entries))
-	for name, e := range r.entries {
-		floor := e.horizon.Duration + RetentionMargin
-		switch {
-		case e.retention > 0 && e.retention < e.horizon.Duration:
-			out[name] = Retention{e.retention, fmt.Sprintf("configured, below the %s retry horizon %s (retention_force)", e.verifier.Provider(), short(e.horizon.Duration))}
-		case e.retention > 0:
-			out[name] = Retention{e.retention, "configured"}
-		case global < floor:
-			out[name] = Retention{floor, fmt.Sprintf("HOOKLEDGER_RETENTION %s raised to the %s retry horizon %s plus %s", short(global), e.verifier.Provider(), short(e.horizon.Duration), short(RetentionMargin))}
-		default:
-			out[name] = Retention{global, "HOOKLEDGER_RETENTION"}
-		}
+	for name := range r.entries {
+		out[name] = r.retention(name, global)
 	}
 	return out
+}
+
+// retention is one source's entry of Retentions.
+func (r *Registry) retention(name string, global time.Duration) Retention {
+	e := r.entries[name]
+	floor := e.horizon.Duration + RetentionMargin
+	switch {
+	case e.retention > 0 && e.retention < e.horizon.Duration:
+		return Retention{e.retention, fmt.Sprintf("configured, below the %s retry horizon %s (retention_force)", e.provider, short(e.horizon.Duration))}
+	case e.retention > 0:
+		return Retention{e.retention, "configured"}
+	case global < floor:
+		return Retention{floor, fmt.Sprintf("HOOKLEDGER_RETENTION %s raised to the %s retry horizon %s plus %s", short(global), e.provider, short(e.horizon.Duration), short(RetentionMargin))}
+	default:
+		return Retention{global, "HOOKLEDGER_RETENTION"}
+	}
 }
 
 // short prints a duration without trailing zero units: 72h, 85m, 27h35m.

@@ -40,16 +40,31 @@ type Source struct {
 	// RetentionForce accepts a Retention shorter than the provider's retry
 	// horizon: a delivery the provider retries after it is recorded as a
 	// new event and its effects run again.
-	RetentionForce bool              `json:"retention_force,omitempty"`
-	Tenants        map[string]Tenant `json:"tenants"`
+	RetentionForce bool `json:"retention_force,omitempty"`
+	// BusSources are the EventBridge sources (the "source" of each event on
+	// the bus the template's InboundEventBus names) whose events this
+	// source takes: exact names, or prefixes ending in *
+	// ("aws.partner/stripe.com/ed_..." for a Stripe event destination).
+	// Empty: it takes nothing from the bus. Only stripe and
+	// ProviderEventBridge sources may; the tenants' "accounts" say whose
+	// each event is (docs/eventbridge.md).
+	BusSources []string          `json:"bus_sources,omitempty"`
+	Tenants    map[string]Tenant `json:"tenants"`
 }
 
 // Tenant lists a tenant's signing secrets; several are accepted at once so
 // that secrets can rotate. Each entry is a secret reference with an explicit
 // scheme (see ParseRef): "literal:VALUE", "env:NAME", "ssm:/parameter/name"
-// or "secretsmanager:name-or-ARN".
+// or "secretsmanager:name-or-ARN". A tenant without secrets has no HTTP
+// door (the receiver answers 404); it takes events from the bus only.
 type Tenant struct {
-	Secrets []string `json:"secrets"`
+	Secrets []string `json:"secrets,omitempty"`
+	// Accounts are the accounts whose bus events are this tenant's (a
+	// source with "bus_sources"): Stripe account ids (acct_..., the
+	// "account" of a snapshot event, the "context" of a thin one) or, for
+	// an eventbridge source, the AWS accounts that put them; AnyAccount
+	// takes every event no other tenant lists.
+	Accounts []string `json:"accounts,omitempty"`
 }
 
 // Sentinels for the receiver to map to 404.
@@ -81,7 +96,9 @@ func Parse(data []byte) (map[string]Source, error) {
 }
 
 type entry struct {
-	verifier  *webhook.Verifier
+	provider  string
+	verifier  *webhook.Verifier            // nil for a bus-only provider (ProviderEventBridge)
+	bus       *busSource                   // nil: takes nothing from the bus
 	byTenant  map[string]*webhook.Verifier // when url names {tenant}: each tenant's own URL
 	guard     bool
 	retention time.Duration // the source's own; 0: the default
@@ -105,6 +122,18 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		}
 		if len(src.Tenants) == 0 {
 			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
+		}
+		bus, err := newBusSource(name, src)
+		if err != nil {
+			return nil, err
+		}
+		if src.Provider == ProviderEventBridge {
+			e, err := eventBridgeEntry(name, src, bus)
+			if err != nil {
+				return nil, err
+			}
+			r.entries[name] = e
+			continue
 		}
 		// url is the one URL the provider signed; each tenant posts to its
 		// own, so with several tenants it must say where the tenant goes.
@@ -132,13 +161,13 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if src.ReplayGuard != nil {
 			guard = *src.ReplayGuard
 		}
-		e := entry{verifier: v, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
+		e := entry{provider: src.Provider, verifier: v, bus: bus, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
 			if !ValidName(tn) {
 				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
 			}
-			if len(t.Secrets) == 0 {
-				return nil, fmt.Errorf("source %q tenant %q: no secrets", name, tn)
+			if len(t.Secrets) == 0 && len(t.Accounts) == 0 {
+				return nil, fmt.Errorf("source %q tenant %q: no secrets (its HTTP door) and no accounts (its bus door)", name, tn)
 			}
 			refs := make([]Ref, 0, len(t.Secrets))
 			for i, s := range t.Secrets {
@@ -164,17 +193,50 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		}
 		r.entries[name] = e
 	}
+	if err := checkBusOverlap(r.entries); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// eventBridgeEntry builds a ProviderEventBridge source: the bus door only.
+func eventBridgeEntry(name string, src Source, bus *busSource) (entry, error) {
+	switch {
+	case src.URL != "" || src.Tolerance != "" || src.Generic != nil || src.VolatileFields != nil:
+		return entry{}, fmt.Errorf("source %q: url, tolerance, generic and volatile_fields are about signed HTTP deliveries; an %s source has none", name, ProviderEventBridge)
+	case src.ReplayGuard != nil && *src.ReplayGuard:
+		return entry{}, fmt.Errorf("source %q: replay_guard: an %s source's events come from the bus, where IAM, not a signature, decides who puts them; take the key from the detail (key_path) so that a repeat is a duplicate", name, ProviderEventBridge)
+	}
+	retention, horizon, err := checkRetention(src)
+	if err != nil {
+		return entry{}, fmt.Errorf("source %q: %w", name, err)
+	}
+	e := entry{provider: ProviderEventBridge, bus: bus, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
+	for tn, t := range src.Tenants {
+		if !ValidName(tn) {
+			return entry{}, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
+		}
+		if len(t.Secrets) > 0 {
+			return entry{}, fmt.Errorf("source %q tenant %q: secrets: an %s source has no HTTP door to sign for; remove them", name, tn, ProviderEventBridge)
+		}
+		if len(t.Accounts) == 0 {
+			return entry{}, fmt.Errorf("source %q tenant %q: no accounts: list the AWS accounts whose events are its, or \"*\"", name, tn)
+		}
+		e.tenants[tn] = nil
+	}
+	return e, nil
 }
 
 // Verifier returns the source's verifier and the tenant's secret references.
 func (r *Registry) Verifier(source, tenant string) (*webhook.Verifier, []Ref, error) {
 	e, ok := r.entries[source]
-	if !ok {
+	if !ok || e.verifier == nil {
+		// A bus-only source has no HTTP door.
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownSource, source)
 	}
 	refs, ok := e.tenants[tenant]
-	if !ok {
+	if !ok || len(refs) == 0 {
+		// A tenant without secrets takes events from the bus only.
 		return nil, nil, fmt.Errorf("%w %q of source %q", ErrUnknownTenant, tenant, source)
 	}
 	if v, ok := e.byTenant[tenant]; ok {

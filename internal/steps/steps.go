@@ -205,7 +205,24 @@ type Config struct {
 	// the lease cannot be extended (ExtendLease then succeeds, as there is
 	// no one to take the event over).
 	Extend func(ctx context.Context, d time.Duration) error
+	// Forward publishes a forwarded event and returns the bus's id of it
+	// (the processor's EventBridge publisher, hookledgertest's record). Nil:
+	// no bus to forward to, and Forward fails permanently saying so.
+	Forward func(ctx context.Context, f Forwarded) (string, error)
 }
+
+// Forwarded is an event on its way to the forward bus (Event.Forward): the
+// event's identity, the forward step's downstream key, and the detail.
+type Forwarded struct {
+	Source, Tenant, ID, Type string
+	Key                      string // the forward step's downstream idempotency key
+	Attempt                  int
+	ReceivedAt               time.Time
+	Detail                   []byte // the event's body, or what the handler chose
+}
+
+// ErrNoForwardBus is Forward without a bus to forward to.
+var ErrNoForwardBus = errors.New("hookledger: Forward: no bus to forward to; deploy with the template parameter ForwardEventBus set to the bus's name, then replay the event")
 
 // Engine is what an event's methods run against: the steps of one attempt
 // and its lease. *Run is the one implementation; package hookledger's Event
@@ -215,9 +232,22 @@ type Engine interface {
 	Step(ctx context.Context, spec Spec, fn Func) (string, error)
 	Result(name string) (string, bool)
 	ExtendLease(ctx context.Context, d time.Duration) error
+	Forward(ctx context.Context, f Forwarded) (string, error)
 }
 
 var _ Engine = (*Run)(nil)
+
+// Forward publishes f (see Config.Forward); Event.Forward runs it inside
+// its step.
+func (r *Run) Forward(ctx context.Context, f Forwarded) (string, error) {
+	if r == nil {
+		return "", ErrNoEngine
+	}
+	if r.cfg.Forward == nil {
+		return "", PermanentError{Err: ErrNoForwardBus}
+	}
+	return r.cfg.Forward(ctx, f)
+}
 
 // Run is one attempt of one event's handler.
 type Run struct {

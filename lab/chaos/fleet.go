@@ -85,14 +85,51 @@ type worker struct {
 	killing bool
 }
 
-// freeAddr returns a loopback address with a port nobody listens on now.
+// Workers keep their address across restarts, so a port must stay theirs
+// while their process is down. A port the kernel hands out for ":0" is an
+// ephemeral one, which any outgoing connection of this machine may take as
+// its local port meanwhile, and which another phase's worker may be given
+// once it is free again: a restarted worker then fails to bind, and its
+// deliveries reach another phase's receiver (401). So workers take ports
+// below Linux's ephemeral range, each at most once per process.
+const (
+	workerPortFirst = 20000
+	workerPortLast  = 32000 // below the default ephemeral range (32768-60999)
+)
+
+var workerPorts struct {
+	sync.Mutex
+	taken map[int]bool
+	next  int
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now,
+// below the ephemeral range, and never one this process handed out before.
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	workerPorts.Lock()
+	defer workerPorts.Unlock()
+	if workerPorts.taken == nil {
+		workerPorts.taken = map[int]bool{}
+		workerPorts.next = workerPortFirst + int(time.Now().UnixNano()%int64(workerPortLast-workerPortFirst))
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	for range workerPortLast - workerPortFirst {
+		port := workerPorts.next
+		workerPorts.next++
+		if workerPorts.next >= workerPortLast {
+			workerPorts.next = workerPortFirst
+		}
+		if workerPorts.taken[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // someone else's
+		}
+		ln.Close()
+		workerPorts.taken[port] = true
+		return ln.Addr().String(), nil
+	}
+	return "", fmt.Errorf("no free port between %d and %d", workerPortFirst, workerPortLast)
 }
 
 func (f *fleet) start(ctx context.Context, n int) error {

@@ -21,6 +21,8 @@ import (
 	logtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
@@ -44,6 +46,7 @@ type clients struct {
 	logs *cloudwatchlogs.Client
 	s3   *s3.Client
 	lam  *lambda.Client
+	eb   *eventbridge.Client
 }
 
 // probe is one AWS call a function makes (or must not be able to make),
@@ -277,6 +280,52 @@ func TestIAMIsEnforced(t *testing.T) {
 	if _, err := secretsmanager.NewFromConfig(root).CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{Name: &credentialSecret, SecretString: aws.String("sk_test_probe")}); err != nil {
 		t.Fatal(err)
 	}
+	// The EventBridge doors. The processor forwards to the forward bus (a
+	// probe event of a source the consumer's rule does not take), and to
+	// no other bus; the bus door reads its intake queue, parks on its
+	// dead-letter queue, and reads the sources document under the prefix
+	// (created here for the probe), no signing secret.
+	putBusEvent := func(bus string) func(c clients) error {
+		return func(c clients) error {
+			out, err := c.eb.PutEvents(t.Context(), &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+				EventBusName: aws.String(bus), Source: aws.String("iam.probe"), DetailType: aws.String("probe"), Detail: aws.String(`{}`)}}})
+			if err == nil && out.FailedEntryCount > 0 {
+				return fmt.Errorf("entry refused: %s", aws.ToString(out.Entries[0].ErrorCode))
+			}
+			return err
+		}
+	}
+	forwardBus, inboundBus := must(t, "HOOKLEDGER_E2E_FORWARD_BUS"), must(t, "HOOKLEDGER_E2E_INBOUND_BUS")
+	intakeURL, busDLQ := must(t, "HOOKLEDGER_E2E_BUS_INTAKE_URL"), must(t, "HOOKLEDGER_E2E_BUS_DLQ_URL")
+	receiveIntake := func(c clients) error {
+		_, err := c.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &intakeURL, MaxNumberOfMessages: 1, VisibilityTimeout: 0, WaitTimeSeconds: 0})
+		return err
+	}
+	deleteIntake := func(c clients) error {
+		_, err := c.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: &intakeURL, ReceiptHandle: aws.String("iam-probe-names-no-message")})
+		return err
+	}
+	visibilityIntake := func(c clients) error {
+		_, err := c.sqs.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: &intakeURL, ReceiptHandle: aws.String("iam-probe-names-no-message"), VisibilityTimeout: 0})
+		return err
+	}
+	attributesIntake := func(c clients) error {
+		_, err := c.sqs.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: &intakeURL})
+		return err
+	}
+	park := func(c clients) error {
+		_, err := c.sqs.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: &busDLQ, MessageBody: aws.String("")})
+		return err
+	}
+	prefix := strings.TrimPrefix(strings.Split(ssmName, "/stripe/")[0], "/")
+	sourcesDoc := "/" + prefix + "/sources"
+	if _, err := ssm.NewFromConfig(root).PutParameter(t.Context(), &ssm.PutParameterInput{Name: &sourcesDoc, Value: aws.String("{}"), Type: "SecureString", Overwrite: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	sourcesSecret := prefix + "/sources"
+	if _, err := secretsmanager.NewFromConfig(root).CreateSecret(t.Context(), &secretsmanager.CreateSecretInput{Name: &sourcesSecret, SecretString: aws.String("{}")}); err != nil && !strings.Contains(err.Error(), "ResourceExists") {
+		t.Fatal(err)
+	}
 	probes := map[string][]probe{
 		"receiver": {
 			{"dynamodb:PutItem", true, putItem},
@@ -327,6 +376,32 @@ func TestIAMIsEnforced(t *testing.T) {
 			{"s3:GetObject", true, getObject(probeObject)},
 			{"s3:PutObject", false, putObject(probeObject)},
 			{"s3:DeleteObject", false, deleteObject},
+			{"events:PutEvents", true, putBusEvent(forwardBus)},
+			{"events:PutEvents", false, putBusEvent(inboundBus)},
+		},
+		"bus": {
+			{"dynamodb:PutItem", true, putItem},
+			{"dynamodb:GetItem", true, getItem},
+			{"sqs:SendMessage", true, sendMessage},
+			{"sqs:ReceiveMessage", true, receiveIntake},
+			{"sqs:DeleteMessage", true, deleteIntake},
+			{"sqs:ChangeMessageVisibility", true, visibilityIntake},
+			{"sqs:GetQueueAttributes", true, attributesIntake},
+			{"sqs:SendMessage", true, park},
+			{"ssm:GetParameter", true, getParameter(sourcesDoc)},
+			{"secretsmanager:GetSecretValue", true, getSecret(sourcesSecret)},
+			{"logs:CreateLogStream", true, createStream("bus")},
+			{"logs:PutLogEvents", true, putEvents("bus")},
+			{"dynamodb:UpdateItem", false, updateItem},
+			{"dynamodb:Query", false, queryDue},
+			{"sqs:ReceiveMessage", false, receive},
+			// No signing secret, no effect setting, no reconciler credential.
+			{"ssm:GetParameter", false, getParameter(ssmName)},
+			{"secretsmanager:GetSecretValue", false, getSecret(smName)},
+			{"ssm:GetParameter", false, getParameter(paymentsRef)},
+			{"ssm:GetParameter", false, getParameter(credential)},
+			{"events:PutEvents", false, putBusEvent(forwardBus)},
+			{"s3:PutObject", false, putObject(probeObject)},
 		},
 		"reclaimer": {
 			{"dynamodb:Query", true, queryDue},
@@ -376,7 +451,7 @@ func TestIAMIsEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	iamc := iam.NewFromConfig(root)
-	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler"} {
+	for _, fn := range []string{"receiver", "processor", "reclaimer", "reconciler", "bus"} {
 		t.Run(fn, func(t *testing.T) {
 			if roles[fn] == "" {
 				t.Fatalf("no %s role in HOOKLEDGER_E2E_ROLES (lab/scripts/e2e.sh deploys the reconciler with a ReconcileConfig)", fn)
@@ -440,7 +515,8 @@ func roleClients(t *testing.T, root aws.Config, roleARN string) clients {
 		*out.Credentials.AccessKeyId, *out.Credentials.SecretAccessKey, *out.Credentials.SessionToken))
 	cfg.RetryMaxAttempts = 1
 	return clients{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg),
-		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg), lam: lambda.NewFromConfig(cfg)}
+		sm: secretsmanager.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg), s3: blob.NewClient(cfg), lam: lambda.NewFromConfig(cfg),
+		eb: eventbridge.NewFromConfig(cfg)}
 }
 
 // grantedActions lists the Allow actions of a role's inline policies, as

@@ -5,6 +5,13 @@
 // what they prove about the pipeline never depends on what a user puts in
 // the template's effect/ folder, and replacing that folder changes nothing
 // here. Keep the two in step when the sample changes.
+//
+// It also carries what the deployed-stack tests of the EventBridge doors
+// need and the template's sample does not: customer.updated events
+// forwarded to the forward bus as they came (ForwardEvents), and, when
+// STRIPE_API_KEY is set, Stripe's thin billing-meter error reports, whose
+// meter is fetched from Stripe's API (STRIPE_API_URL: the tests' stand-in)
+// and notified once.
 package effect
 
 import (
@@ -19,16 +26,59 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/stripe"
 )
 
 // Register adds your routes. It runs once at cold start.
 func Register(r *hookledger.Router, s *hookledger.Settings) error {
 	client := &http.Client{Timeout: 10 * time.Second}
+	notifier := &Notifier{BaseURL: s.URL("NOTIFY_URL"), Client: client}
 	r.Handle("stripe", "invoice.paid", &InvoicePaid{
 		Payments: &Payments{BaseURL: s.URL("PAYMENTS_URL"), Client: client},
-		Notifier: &Notifier{BaseURL: s.URL("NOTIFY_URL"), Client: client},
+		Notifier: notifier,
 	})
+	r.Handle("stripe", "customer.updated", hookledger.ForwardEvents)
+	if key := s.Optional("STRIPE_API_KEY", ""); key != "" {
+		f, err := stripe.NewFetcher(stripe.Options{Key: key, BaseURL: s.Optional("STRIPE_API_URL", "")})
+		if err != nil {
+			return err
+		}
+		r.Handle("stripe", MeterErrorType, &MeterErrors{Stripe: f, Notifier: notifier})
+	}
 	return s.Err()
+}
+
+// MeterErrorType is the thin event MeterErrors handles.
+const MeterErrorType = "v1.billing.meter.error_report_triggered"
+
+// MeterErrors handles Stripe's thin billing-meter error reports: it
+// fetches the meter as it is now (a read, at the start of every attempt),
+// then notifies once (at-most-once, found again by reference).
+type MeterErrors struct {
+	Stripe   *stripe.Fetcher
+	Notifier *Notifier
+}
+
+// HandleEvent fetches the meter and notifies.
+func (h *MeterErrors) HandleEvent(ctx context.Context, ev *hookledger.Event) error {
+	raw, err := h.Stripe.FetchObject(ctx, ev)
+	if err != nil {
+		return err
+	}
+	var meter struct {
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		Status      string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &meter); err != nil || meter.ID == "" {
+		return hookledger.Permanent(fmt.Errorf("%s: the fetched object is not a meter: %.80s", MeterErrorType, raw))
+	}
+	_, err = ev.Step(ctx, "notify", func(ctx context.Context, key string) (string, error) {
+		return h.Notifier.Send(ctx, key, Notification{
+			To: "billing-ops", Text: fmt.Sprintf("Meter %s (%s, %s) reported errors", meter.DisplayName, meter.ID, meter.Status), Event: ev.ID,
+		})
+	}, hookledger.AtMostOnce(), hookledger.Check(h.Notifier.Sent))
+	return err
 }
 
 // InvoicePaid handles Stripe's invoice.paid: it charges the invoice on the

@@ -12,7 +12,9 @@
 #      the receiver's function URL) with secrets from both stores (new, duplicate, 20
 #      concurrent, rejections, a URL-signing provider, a throttled receiver), the SQS event
 #      source running the processor, the schedule running the reclaimer, assertions on the
-#      ledger (per-source retention included), the payments stub and the DLQ
+#      ledger (per-source retention included), the payments stub and the DLQ; the EventBridge
+#      doors: a custom bus stands in for Stripe's partner event bus (InboundEventBus), another
+#      is the forward bus (ForwardEventBus) with a rule to a consumer queue the test reads
 #   5. delete the stack and the retained ledger table; stop the emulator if this script started it
 # Nothing here can reach AWS: every client gets AWS_ENDPOINT_URL and dummy credentials.
 #
@@ -40,7 +42,7 @@ log() { echo "e2e: $*" >&2; }
 
 bash "$root/scripts/tools.sh" deploy
 
-for fn in receiver processor reclaimer; do
+for fn in receiver processor reclaimer bus; do
   if [[ ! -f "$root/functions/$fn/main.go" ]]; then
     log "functions/$fn/main.go is missing: nothing to deploy yet"
     exit 1
@@ -63,7 +65,7 @@ CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E
 # processor built from lab/functions/processor (same flags) replaces the template's before the deploy.
 CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -tags "lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS}" \
   -ldflags="-s -w" -o "$build_dir/ProcessorFunction/bootstrap" ./lab/functions/processor
-for fn in Receiver Processor Reclaimer; do
+for fn in Receiver Processor Reclaimer Bus; do
   printf 'e2e: %-9s bootstrap %8d bytes\n' "$fn" "$(stat -c %s "$build_dir/${fn}Function/bootstrap")" >&2
 done
 
@@ -192,6 +194,13 @@ fi
 # Parameters go through a file: the JSON values have quotes, which the Key=Value form of
 # --parameter-overrides would strip.
 # The reconciler asks a Stripe stand-in that the e2e test serves on this port (docs/reconcile.md).
+# The EventBridge doors (docs/eventbridge.md): MiniStack cannot deliver a partner event source's
+# events (PutPartnerEvents answers and drops them) and PutEvents refuses aws.* sources, so a custom
+# bus, <stack>-stripe, stands in for Stripe's partner event bus, its events carrying the source
+# e2e.stripe; the stripe source takes them for acme (its connected account) and platform (any
+# other). The forward bus, <stack>-out, has a rule to the queue <stack>-forwarded, the consumer the
+# test reads. The lab's effect fetches thin events' objects from the same Stripe stand-in, with an
+# API key kept as a secret under the prefix (not reconcile/, which the processor is denied).
 providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
 eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
 import json, shlex, sys, tomllib, boto3
@@ -222,7 +231,25 @@ for name, value in ((globex_ref[15:], globex_secret), (github_name, github_secre
     except sm.exceptions.ResourceExistsException:
         arns[name] = sm.put_secret_value(SecretId=name, SecretString=value)["ARN"]
 github_ref = "secretsmanager:" + arns[github_name].rsplit("-", 1)[0]  # its ARN without the random suffix
-sources = {"stripe": {"provider": "stripe", "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]}}},
+# The bus stand-ins, created before the deploy: the rule goes on the inbound bus.
+eb, sqsc = boto3.client("events"), boto3.client("sqs")
+inbound_bus, forward_bus = f"{stack}-stripe", f"{stack}-out"
+for bus in (inbound_bus, forward_bus):
+    try:
+        eb.create_event_bus(Name=bus)
+    except eb.exceptions.ResourceAlreadyExistsException:
+        pass
+forwarded_url = sqsc.create_queue(QueueName=f"{stack}-forwarded")["QueueUrl"]
+forwarded_arn = sqsc.get_queue_attributes(QueueUrl=forwarded_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+eb.put_rule(Name=f"{stack}-consumer", EventBusName=forward_bus, EventPattern=json.dumps({"source": [{"prefix": "hookledger."}]}))
+eb.put_targets(Rule=f"{stack}-consumer", EventBusName=forward_bus, Targets=[{"Id": "consumer", "Arn": forwarded_arn}])
+# The thin events' fetch key: a secret under the prefix, beside the signing secrets (docs/eventbridge.md).
+stripe_key_ref = f"ssm:/{prefix}/stripe/{stack}-platform/api-key"
+ssm.put_parameter(Name=stripe_key_ref[4:], Value="sk_test_stub", Type="SecureString", Overwrite=True)
+sources = {"stripe": {"provider": "stripe", "bus_sources": ["e2e.stripe"],
+                      "tenants": {"acme": {"secrets": [acme_ref], "accounts": ["acct_1E2EACME"]}, "globex": {"secrets": [globex_ref]},
+                                  "platform": {"accounts": ["*"]}}},
+           "orders": {"provider": "eventbridge", "bus_sources": ["e2e.orders"], "key_path": "order_id", "tenants": {"shop": {"accounts": ["*"]}}},
            "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": [github_ref]}}},
            "square": {"provider": "square", "tenants": {"acme": {"secrets": [square_ref]}}}}
 params = {
@@ -238,7 +265,10 @@ params = {
     # AWS_ENDPOINT_URL in its environment: never real AWS.
     "EndpointUrl": endpoint,
     # The lab's sample effect (the processor deployed here) calls the payments stub for both APIs.
-    "EffectSettings": json.dumps({"PAYMENTS_URL": payments_ref, "NOTIFY_URL": f"http://127.0.0.1:{payments_port}"}),
+    "EffectSettings": json.dumps({"PAYMENTS_URL": payments_ref, "NOTIFY_URL": f"http://127.0.0.1:{payments_port}",
+                                  "STRIPE_API_KEY": stripe_key_ref, "STRIPE_API_URL": f"http://127.0.0.1:{providers_port}"}),
+    "InboundEventBus": inbound_bus,
+    "ForwardEventBus": forward_bus,
     "SecretsPrefix": prefix,
     # The S3 payload store, whose bodies must outlive the longest source retention (github's
     # 240h); the receiver refuses a shorter store at cold start.
@@ -251,7 +281,8 @@ with open(path, "w") as f:
     json.dump(params, f)  # JSON is YAML; sam reads .yaml parameter files
 for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "secret_square": square_secret, "ssm_ref": acme_ref,
              "sm_ref": globex_ref, "sm_arn_ref": github_ref, "payments_ref": payments_ref,
-             "reconcile_credential_ref": credential_ref}.items():
+             "reconcile_credential_ref": credential_ref, "inbound_bus": inbound_bus, "forward_bus": forward_bus,
+             "forwarded_url": forwarded_url, "stripe_key_ref": stripe_key_ref}.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
@@ -293,9 +324,10 @@ for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"],
              "function_url": out.get("FunctionUrlWebhookUrl", ""),
              "receiver": out["ReceiverFunctionName"],
              "roles": ",".join(f"{fn}={iam.get_role(RoleName=res[fn.capitalize() + 'Role'])['Role']['Arn']}"
-                               for fn in ("receiver", "processor", "reclaimer", "reconciler") if fn.capitalize() + "Role" in res),
-             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler")
+                               for fn in ("receiver", "processor", "reclaimer", "reconciler", "bus") if fn.capitalize() + "Role" in res),
+             "log_groups": ",".join(f"{fn}={res[fn.capitalize() + 'LogGroup']}" for fn in ("receiver", "processor", "reclaimer", "reconciler", "bus")
                                     if fn.capitalize() + "LogGroup" in res),
+             "bus_dlq": out.get("BusDeadLetterQueueUrl", ""), "bus_intake": out.get("BusIntakeQueueUrl", ""),
              }.items():
     print(f"{k}={shlex.quote(v)}")
 EOF
@@ -332,7 +364,9 @@ export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DL
   HOOKLEDGER_E2E_ROLES="$roles" HOOKLEDGER_E2E_LOG_GROUPS="$log_groups" HOOKLEDGER_E2E_STACK="$stack" \
   HOOKLEDGER_E2E_PAYLOAD_BUCKET="$payload_bucket" \
   HOOKLEDGER_E2E_RECONCILER="$stack-reconciler" HOOKLEDGER_E2E_PROVIDERS_ADDR="127.0.0.1:$providers_port" \
-  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref"
+  HOOKLEDGER_E2E_RECONCILE_CREDENTIAL_REF="$reconcile_credential_ref" \
+  HOOKLEDGER_E2E_INBOUND_BUS="$inbound_bus" HOOKLEDGER_E2E_FORWARD_BUS="$forward_bus" HOOKLEDGER_E2E_FORWARDED_URL="$forwarded_url" \
+  HOOKLEDGER_E2E_BUS_DLQ_URL="$bus_dlq" HOOKLEDGER_E2E_BUS_INTAKE_URL="$bus_intake" HOOKLEDGER_E2E_STRIPE_KEY_REF="$stripe_key_ref"
 if [[ -n "${HOOKLEDGER_E2E_RUN:-}" ]]; then
   log "running: $HOOKLEDGER_E2E_RUN"
   bash -c "$HOOKLEDGER_E2E_RUN"

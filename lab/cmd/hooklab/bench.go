@@ -51,7 +51,7 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "latency", "batching", "cost", "steps", "guard", "compare", "coldstart", "throughput", "recovery"}
+var benchSections = []string{"accounting", "latency", "batching", "cost", "steps", "eventbridge", "guard", "order", "compare", "coldstart", "throughput", "recovery"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hooklab", "bench", "bench [--only "+strings.Join(benchSections, ",")+"] [--endpoint URL]", stderr)
@@ -140,7 +140,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	step("batching", b.batching) // before cost, which prices the batches it measured
 	step("cost", b.cost)
 	step("steps", b.steps)
+	step("eventbridge", b.eventbridge)
 	step("guard", b.guard)
+	step("order", b.order)
 	step("compare", b.compare)
 	step("coldstart", b.coldstart)
 	step("throughput", b.throughput)

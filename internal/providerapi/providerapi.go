@@ -1,4 +1,10 @@
-package reconcile
+// Package providerapi calls a provider's REST API (Stripe's, GitHub's) the
+// way those providers ask to be called: authentication headers, retries of
+// throttling and server errors with the providers' documented rate-limit
+// rules, and errors that say what to fix. The reconciler lists events
+// with it; package stripe fetches thin events' full events and objects with
+// it. One place for the rules.
+package providerapi
 
 import (
 	"context"
@@ -7,13 +13,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// apiClient calls one provider's REST API: authentication, retries of
+// Client calls one provider's REST API: authentication, retries of
 // throttling and server errors, and errors that say what to fix.
 //
 // Throttling follows the providers' documented rules (GitHub: "Best
@@ -23,27 +30,32 @@ import (
 // rateLimitMin (GitHub: one minute) plus jitter, doubling on each repeat.
 // A wait that would end after the context's deadline is not shortened: the
 // call stops at once with an APIError saying when to try again.
-type apiClient struct {
-	provider string
-	base     string // scheme://host[/prefix], no trailing slash
-	http     *http.Client
-	header   http.Header // sent with every request (auth, accept, version)
-	retries  int         // attempts after the first for 429, 5xx and transport errors
-	backoff  time.Duration
-	// rateLimitMin is the least wait after a rate-limit answer that carries
-	// no Retry-After or reset time (GitHub: 60 s); 0: backoff.
-	rateLimitMin time.Duration
-	// serial makes one request at a time (GitHub asks for serial requests),
-	// and mutationGap is kept between two requests that change something
+type Client struct {
+	Provider string
+	Base     string // scheme://host[/prefix], no trailing slash
+	HTTP     *http.Client
+	Header   http.Header // sent with every request (auth, accept, version)
+	Retries  int         // attempts after the first for 429, 5xx and transport errors (0: DefaultRetries)
+	Backoff  time.Duration
+	// RateLimitMin is the least wait after a rate-limit answer that carries
+	// no Retry-After or reset time (GitHub: 60 s); 0: Backoff.
+	RateLimitMin time.Duration
+	// Serial makes one request at a time (GitHub asks for serial requests),
+	// and MutationGap is kept between two requests that change something
 	// (GitHub: at least one second between POSTs).
-	serial      chan struct{}
-	mutationGap time.Duration
+	Serial      chan struct{}
+	MutationGap time.Duration
+	// UserAgent is sent with every request.
+	UserAgent string
+	// Hints say, in an error, what to fix when the API answers 401, 403
+	// or 404 (the credential's reference, its permissions, the path).
+	Hints Hints
 
-	// now, sleep and jitter are the clock, the pause and the randomness
+	// Now, Sleep and Jitter are the clock, the pause and the randomness
 	// (tests inject them; nil: real time and math/rand).
-	now    func() time.Time
-	sleep  func(ctx context.Context, d time.Duration) error
-	jitter func(max time.Duration) time.Duration
+	Now    func() time.Time
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func(max time.Duration) time.Duration
 
 	mu           sync.Mutex
 	notBefore    time.Time // an answer said the quota is spent until then
@@ -62,6 +74,8 @@ type APIError struct {
 	RateLimited  bool
 	RetryAt      time.Time
 	PastDeadline bool
+	// Hint says what to fix (the client's Hints for the status).
+	Hint string
 }
 
 func (e *APIError) Error() string {
@@ -77,12 +91,8 @@ func (e *APIError) Error() string {
 		} else {
 			hint += " after every retry; run again later, or lower the run's request rate (a shorter window, fewer sources per run)"
 		}
-	case e.Status == http.StatusUnauthorized:
-		hint = ": the API refused the credential; check the credential reference in the reconcile configuration"
-	case e.Status == http.StatusForbidden:
-		hint = ": the credential lacks a permission (Stripe: a restricted key needs Events read; GitHub: the token needs the Webhooks repository or organization permission)"
-	case e.Status == http.StatusNotFound:
-		hint = ": not found; check the hook path (or API URL), and that the credential can see it"
+	case e.Hint != "":
+		hint = ": " + e.Hint
 	}
 	msg := ""
 	if e.Message != "" {
@@ -94,25 +104,46 @@ func (e *APIError) Error() string {
 // maxPage bounds one API answer.
 const maxPage = 16 << 20
 
-// get fetches path (absolute URL, or relative to base) and decodes the JSON
-// answer into out. It returns the response headers (for Link).
-func (c *apiClient) get(ctx context.Context, path string, out any) (http.Header, error) {
-	return c.call(ctx, http.MethodGet, path, out)
+// Stripe's API v2, as hookledger calls it (the thin events' fetcher, the
+// reconciler's listing of thin events).
+const (
+	// StripeAPIVersion is the Stripe-Version sent unless told otherwise:
+	// the version of Stripe's Go library this was written against. It
+	// decides the shape of what the API returns.
+	StripeAPIVersion = "2026-07-29.dahlia"
+	// StripeThinObject is the "object" of a thin event (a snapshot
+	// event's is "event").
+	StripeThinObject = "v2.core.event"
+)
+
+// DefaultRetries is how many times a request is retried after a 429, a 5xx
+// or a transport error, unless Client.Retries says otherwise.
+const DefaultRetries = 4
+
+// Hints are what an APIError says to fix, by status.
+type Hints struct {
+	Unauthorized, Forbidden, NotFound string
 }
 
-func (c *apiClient) clock() time.Time {
-	if c.now != nil {
-		return c.now()
+// Get fetches path (absolute URL, or relative to Base) and decodes the JSON
+// answer into out. It returns the response headers (for Link).
+func (c *Client) Get(ctx context.Context, path string, out any) (http.Header, error) {
+	return c.Call(ctx, http.MethodGet, path, out)
+}
+
+func (c *Client) clock() time.Time {
+	if c.Now != nil {
+		return c.Now()
 	}
 	return time.Now()
 }
 
-func (c *apiClient) pause(ctx context.Context, d time.Duration) error {
+func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	if c.sleep != nil {
-		return c.sleep(ctx, d)
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -124,25 +155,25 @@ func (c *apiClient) pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (c *apiClient) spread(d time.Duration) time.Duration {
+func (c *Client) spread(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	if c.jitter != nil {
-		return c.jitter(d)
+	if c.Jitter != nil {
+		return c.Jitter(d)
 	}
 	return rand.N(d)
 }
 
 // pastDeadline says whether waiting d would end after ctx's deadline.
-func (c *apiClient) pastDeadline(ctx context.Context, d time.Duration) bool {
+func (c *Client) pastDeadline(ctx context.Context, d time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && c.clock().Add(d).After(dl)
 }
 
 // waitQuota waits until the quota an earlier answer spent is back, or
 // stops when that is past the deadline.
-func (c *apiClient) waitQuota(ctx context.Context, u string) error {
+func (c *Client) waitQuota(ctx context.Context, u string) error {
 	c.mu.Lock()
 	until := c.notBefore
 	c.mu.Unlock()
@@ -151,45 +182,52 @@ func (c *apiClient) waitQuota(ctx context.Context, u string) error {
 		return nil
 	}
 	if c.pastDeadline(ctx, d) {
-		return &APIError{Provider: c.provider, Status: http.StatusTooManyRequests, Message: "x-ratelimit-remaining is 0", URL: redactURL(u),
+		return &APIError{Provider: c.Provider, Status: http.StatusTooManyRequests, Message: "x-ratelimit-remaining is 0", URL: RedactURL(u),
 			RateLimited: true, RetryAt: until, PastDeadline: true}
 	}
 	return c.pause(ctx, d)
 }
 
 // waitMutation keeps mutationGap since the last mutating request.
-func (c *apiClient) waitMutation(ctx context.Context) error {
+func (c *Client) waitMutation(ctx context.Context) error {
 	c.mu.Lock()
 	last := c.lastMutation
 	c.mu.Unlock()
-	if c.mutationGap <= 0 || last.IsZero() {
+	if c.MutationGap <= 0 || last.IsZero() {
 		return nil
 	}
-	return c.pause(ctx, last.Add(c.mutationGap).Sub(c.clock()))
+	return c.pause(ctx, last.Add(c.MutationGap).Sub(c.clock()))
 }
 
-func (c *apiClient) call(ctx context.Context, method, path string, out any) (http.Header, error) {
+// Call makes one request (method, path as for Get) and decodes a JSON
+// answer into out when out is not nil.
+func (c *Client) Call(ctx context.Context, method, path string, out any) (http.Header, error) {
+	return c.Request(ctx, method, path, nil, out)
+}
+
+// Request is Call with headers of this request only (beside Header).
+func (c *Client) Request(ctx context.Context, method, path string, extra http.Header, out any) (http.Header, error) {
 	u := path
 	if !strings.HasPrefix(path, "http://") && !strings.HasPrefix(path, "https://") {
-		u = c.base + path
+		u = c.Base + path
 	}
-	if c.serial != nil {
+	if c.Serial != nil {
 		select {
-		case c.serial <- struct{}{}:
-			defer func() { <-c.serial }()
+		case c.Serial <- struct{}{}:
+			defer func() { <-c.Serial }()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 	mutation := method != http.MethodGet && method != http.MethodHead
-	wait := c.backoff
+	wait := c.Backoff
 	if wait <= 0 {
 		wait = time.Second
 	}
-	limitWait := max(c.rateLimitMin, wait)
-	retries := c.retries
+	limitWait := max(c.RateLimitMin, wait)
+	retries := c.Retries
 	if retries <= 0 {
-		retries = 4
+		retries = DefaultRetries
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.waitQuota(ctx, u); err != nil {
@@ -202,13 +240,18 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s API: %w", c.provider, err)
+			return nil, fmt.Errorf("%s API: %w", c.Provider, err)
 		}
-		for k, vs := range c.header {
+		for k, vs := range c.Header {
 			req.Header[k] = vs
 		}
-		req.Header.Set("User-Agent", "hookledger-reconcile")
-		resp, err := c.http.Do(req)
+		for k, vs := range extra {
+			req.Header[k] = vs
+		}
+		if c.UserAgent != "" {
+			req.Header.Set("User-Agent", c.UserAgent)
+		}
+		resp, err := c.HTTP.Do(req)
 		if mutation {
 			c.mu.Lock()
 			c.lastMutation = c.clock()
@@ -221,7 +264,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 				return nil, ctx.Err()
 			}
 			if attempt >= retries {
-				return nil, fmt.Errorf("%s API %s: %w", c.provider, redactURL(u), err)
+				return nil, fmt.Errorf("%s API %s: %w", c.Provider, RedactURL(u), err)
 			}
 			wait *= 2
 		default:
@@ -240,21 +283,21 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 			switch {
 			case rerr != nil:
 				if attempt >= retries {
-					return nil, fmt.Errorf("%s API %s: read answer: %w", c.provider, redactURL(u), rerr)
+					return nil, fmt.Errorf("%s API %s: read answer: %w", c.Provider, RedactURL(u), rerr)
 				}
 				wait *= 2
 			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				if len(body) > maxPage {
-					return nil, fmt.Errorf("%s API %s: answer over %d bytes", c.provider, redactURL(u), maxPage)
+					return nil, fmt.Errorf("%s API %s: answer over %d bytes", c.Provider, RedactURL(u), maxPage)
 				}
 				if out != nil && len(body) > 0 {
 					if err := json.Unmarshal(body, out); err != nil {
-						return nil, fmt.Errorf("%s API %s: unexpected answer: %w", c.provider, redactURL(u), err)
+						return nil, fmt.Errorf("%s API %s: unexpected answer: %w", c.Provider, RedactURL(u), err)
 					}
 				}
 				return resp.Header, nil
 			case t.limited || t.retryAfter > 0 || resp.StatusCode >= 500:
-				apiErr := &APIError{Provider: c.provider, Status: resp.StatusCode, Message: apiMessage(body), URL: redactURL(u), RateLimited: t.limited}
+				apiErr := &APIError{Provider: c.Provider, Status: resp.StatusCode, Message: apiMessage(body), URL: RedactURL(u), RateLimited: t.limited}
 				switch {
 				case t.retryAfter > 0:
 					d = t.retryAfter // in full, never shortened
@@ -287,7 +330,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, out any) (htt
 					}
 				}
 			default:
-				return nil, &APIError{Provider: c.provider, Status: resp.StatusCode, Message: apiMessage(body), URL: redactURL(u)}
+				return nil, &APIError{Provider: c.Provider, Status: resp.StatusCode, Message: apiMessage(body), URL: RedactURL(u), Hint: c.hint(resp.StatusCode)}
 			}
 		}
 		if err := c.pause(ctx, d); err != nil {
@@ -307,11 +350,11 @@ type throttling struct {
 // 503), x-ratelimit-remaining 0 with x-ratelimit-reset, and GitHub's 403 or
 // 429 whose message says "rate limit" with no header at all (a secondary
 // limit). A 403 that says none of this is a permission refusal.
-func (c *apiClient) throttle(resp *http.Response, body []byte) throttling {
+func (c *Client) throttle(resp *http.Response, body []byte) throttling {
 	var t throttling
 	code := resp.StatusCode
 	if v := resp.Header.Get("Retry-After"); v != "" && (code == http.StatusTooManyRequests || code == http.StatusForbidden || code == http.StatusServiceUnavailable) {
-		t.retryAfter = parseRetryAfter(v, c.clock())
+		t.retryAfter = ParseRetryAfter(v, c.clock())
 		if t.retryAfter <= 0 {
 			t.retryAfter = time.Millisecond // "now": still a throttle, retried at once
 		}
@@ -333,7 +376,8 @@ func (c *apiClient) throttle(resp *http.Response, body []byte) throttling {
 	return t
 }
 
-func parseRetryAfter(v string, now time.Time) time.Duration {
+// ParseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second
 	}
@@ -365,11 +409,34 @@ func apiMessage(body []byte) string {
 	return m
 }
 
-// redactURL drops the query string (it may carry cursors, never secrets,
+// RedactURL drops the query string (it may carry cursors, never secrets,
 // but keeps logs short).
-func redactURL(u string) string {
+func RedactURL(u string) string {
 	if i := strings.IndexByte(u, '?'); i >= 0 {
 		return u[:i]
 	}
 	return u
+}
+
+// hint is the client's hint for status.
+func (c *Client) hint(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return c.Hints.Unauthorized
+	case http.StatusForbidden:
+		return c.Hints.Forbidden
+	case http.StatusNotFound:
+		return c.Hints.NotFound
+	}
+	return ""
+}
+
+// Loopback reports whether host is localhost or a loopback address: a host
+// an API credential may go to over plain http (tests and local stubs).
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

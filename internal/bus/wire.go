@@ -1,0 +1,74 @@
+package bus
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/awsjson"
+	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/receiver"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// FromConfig builds the bus door from the configuration: the sources JSON
+// (read from its store when HOOKLEDGER_SOURCES is a reference, within
+// HOOKLEDGER_SECRET_GRANTS: the template grants this function that one
+// document and no secret), the ledger with each source's retention, the
+// processing queue and the dead-letter queue it parks on. It refuses a
+// configuration in which no source takes events from the bus: every event
+// would be parked.
+func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
+	if err := c.ValidateBus(); err != nil {
+		return nil, err
+	}
+	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
+	var grants *source.Grants
+	if c.SecretGrants != "" {
+		g, err := source.ParseGrants(c.SecretGrants)
+		if err != nil {
+			return nil, err
+		}
+		grants = &g
+	}
+	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
+	if err != nil {
+		return nil, err
+	}
+	srcs, err := source.Parse([]byte(raw))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := source.NewRegistry(srcs, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if !reg.HasBus() {
+		return nil, errors.New(`sources config: no source takes events from the bus: every event would be parked. ` +
+			`List the EventBridge sources of your bus in a source's "bus_sources" (docs/eventbridge.md), or deploy with InboundEventBus empty`)
+	}
+	opts := c.LedgerOptions()
+	if opts.SourceRetention, err = receiver.SourceRetention(reg, c, log); err != nil {
+		return nil, err
+	}
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
+	if err != nil {
+		return nil, err
+	}
+	api := sqs.NewFromConfig(cfg)
+	// No payload store: an EventBridge event (at most 256 KB) always fits
+	// a ledger item, so the role needs no S3 grant
+	// (HOOKLEDGER_PAYLOAD_STORE_ABOVE is the receiver's alone).
+	claim := &receiver.Handler{
+		Ledger: l, Queue: &queue.Sender{API: api, URL: c.QueueURL},
+		Mismatch: c.Mismatch, Payload: c.Payload, Log: log, Metrics: c.Metrics(),
+	}
+	return &Handler{
+		Sources: reg, Claim: claim, Park: &Parking{API: api, URL: c.BusDLQURL},
+		Retention: c.Retention, Log: log, Metrics: c.Metrics(),
+	}, nil
+}

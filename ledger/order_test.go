@@ -1,0 +1,352 @@
+package ledger_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// running creates an event and claims it: a run that may take a resource.
+func running(t *testing.T, f fixture, key string) ledger.Lease {
+	t.Helper()
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	create(t, f, id)
+	lease, err := f.l.ClaimEvent(t.Context(), id, time.Minute, createdAs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease
+}
+
+func orderErr(t *testing.T, err error, want error) *ledger.OrderError {
+	t.Helper()
+	var oe *ledger.OrderError
+	if !errors.Is(err, want) || !errors.As(err, &oe) {
+		t.Fatalf("got %v, want %v", err, want)
+	}
+	return oe
+}
+
+func TestTakeOrderRules(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+
+	a := running(t, f, awstest.Name("evt_a"))
+	took, err := f.l.TakeOrder(ctx, a, res, 200, false)
+	if err != nil || took.Before != nil || took.Tie {
+		t.Fatalf("first take: %+v, %v", took, err)
+	}
+	o, err := f.l.GetOrder(ctx, "stripe", "acme", res)
+	if err != nil || o.Position != 200 || o.Holder != a.ID.Key || o.HoldToken != a.Token {
+		t.Fatalf("item %+v, %v", o, err)
+	}
+
+	// An older event is stale at once, holder live or not; nothing written.
+	older := running(t, f, awstest.Name("evt_old"))
+	oe := orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, older, res, 100, false); return err }(), ledger.ErrStale)
+	if oe.Order.Position != 200 || oe.Order.Holder != a.ID.Key {
+		t.Fatalf("stale against %+v", oe.Order)
+	}
+
+	// A newer one waits while a's run is live, and says who holds it.
+	b := running(t, f, awstest.Name("evt_b"))
+	oe = orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b, res, 300, false); return err }(), ledger.ErrBusy)
+	if oe.Holder == nil || oe.Holder.Status != ledger.Processing || oe.Order.Holder != a.ID.Key {
+		t.Fatalf("busy: %+v", oe)
+	}
+	// So does one at the same position (a tie waits too).
+	tie := running(t, f, awstest.Name("evt_tie"))
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, tie, res, 200, false); return err }(), ledger.ErrBusy)
+
+	// a's run answers (done): the newer one takes over, without a second
+	// write by a.
+	if _, err := f.l.Complete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	took, err = f.l.TakeOrder(ctx, b, res, 300, false)
+	if err != nil || took.Before == nil || took.Before.Holder != a.ID.Key || took.Before.Position != 200 || took.Tie {
+		t.Fatalf("takeover: %+v, %v", took, err)
+	}
+	if _, err := f.l.Complete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	// Equal position, holder over: applied in turn, flagged a tie.
+	took, err = f.l.TakeOrder(ctx, tie, res, 300, false)
+	if err != nil || !took.Tie || took.Before.Holder != b.ID.Key {
+		t.Fatalf("tie: %+v, %v", took, err)
+	}
+	// The same call again (a retried request) is the same take.
+	if _, err := f.l.TakeOrder(ctx, tie, res, 300, false); err != nil {
+		t.Fatalf("repeated take: %v", err)
+	}
+}
+
+// The event that took a resource and crashed keeps it until its lease ends;
+// its retry, a new run of the same event, takes it again at once.
+func TestCrashedHolderKeepsItsResourceUntilItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	a := running(t, f, awstest.Name("evt_a"))
+	if _, err := f.l.TakeOrder(ctx, a, res, 200, false); err != nil {
+		t.Fatal(err)
+	}
+	// a's worker dies here. A newer event waits for a's lease.
+	b := running(t, f, awstest.Name("evt_b"))
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b, res, 300, false); return err }(), ledger.ErrBusy)
+	// a's lease ends; a's retry claims it again and takes its resource
+	// back (it is the holder), though b asked first.
+	f.clock.Advance(2 * time.Minute)
+	retry, err := f.l.ClaimEvent(ctx, a.ID, time.Minute, createdAs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took, err := f.l.TakeOrder(ctx, retry, res, 200, false); err != nil || took.Before.HoldToken != a.Token {
+		t.Fatalf("retry of the holder: %+v, %v", took, err)
+	}
+	// b's own lease ended too; its next run finds the retry live.
+	b2, err := f.l.ClaimEvent(ctx, b.ID, time.Minute, createdAs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b2, res, 300, false); return err }(), ledger.ErrBusy)
+	// The retry fails (retryable, no step left started): its run is over,
+	// and b takes the resource; a's next retry is then stale.
+	if _, err := f.l.Fail(ctx, retry, "downstream 503", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.TakeOrder(ctx, b2, res, 300, false); err != nil {
+		t.Fatalf("after the holder failed: %v", err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	again, err := f.l.ClaimEvent(ctx, a.ID, time.Minute, createdAs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, again, res, 200, false); return err }(), ledger.ErrStale)
+}
+
+// A run that failed with an at-most-once step left started keeps its
+// lease's end (its request may still land downstream): it keeps its
+// resource until then too.
+func TestKeptLeaseKeepsTheResource(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	a := running(t, f, awstest.Name("evt_a"))
+	if _, err := f.l.TakeOrder(ctx, a, res, 200, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Fail(ctx, a, "sms gateway timed out", time.Second, ledger.StepChange{Name: "sms", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	b := running(t, f, awstest.Name("evt_b"))
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b, res, 300, false); return err }(), ledger.ErrBusy)
+	f.clock.Advance(30 * time.Second)
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b, res, 300, false); return err }(), ledger.ErrBusy)
+	f.clock.Advance(31 * time.Second) // past a's lease end; b's own lease is still live
+	if _, err := f.l.TakeOrder(ctx, b, res, 300, false); err != nil {
+		t.Fatalf("after the kept lease ended: %v", err)
+	}
+}
+
+// Two events of one resource taking it at once: exactly one takes it, the
+// others are told busy or stale, never both taking it.
+func TestConcurrentTakesOneWins(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	const n = 12
+	leases := make([]ledger.Lease, n)
+	for i := range leases {
+		leases[i] = running(t, f, awstest.Name("evt"))
+	}
+	var took, busy, stale int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, l := range leases {
+		wg.Go(func() {
+			_, err := f.l.TakeOrder(ctx, l, res, int64(100+i), false)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				took++
+			case errors.Is(err, ledger.ErrBusy):
+				busy++
+			case errors.Is(err, ledger.ErrStale):
+				stale++
+			default:
+				t.Errorf("take: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if took != 1 || busy+stale != n-1 {
+		t.Fatalf("took %d, busy %d, stale %d", took, busy, stale)
+	}
+}
+
+// force (a replay that asked to apply a stale event) takes the resource
+// whatever position it holds, and its position becomes the resource's.
+func TestForcedTakeRewinds(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	b := running(t, f, awstest.Name("evt_b"))
+	if _, err := f.l.TakeOrder(ctx, b, res, 300, false); err != nil {
+		t.Fatal(err)
+	}
+	a := running(t, f, awstest.Name("evt_a"))
+	// Forced or not, a live holder is waited for.
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, a, res, 100, true); return err }(), ledger.ErrBusy)
+	f.l.Complete(ctx, b)
+	if took, err := f.l.TakeOrder(ctx, a, res, 100, true); err != nil || took.Before.Position != 300 {
+		t.Fatalf("forced: %+v, %v", took, err)
+	}
+	if o, _ := f.l.GetOrder(ctx, "stripe", "acme", res); o.Position != 100 || o.Holder != a.ID.Key {
+		t.Fatalf("after the forced take: %+v", o)
+	}
+}
+
+// An item past its retention counts as absent, whatever TTL has deleted.
+func TestExpiredOrderItemIsAbsent(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(o *ledger.Options) { o.Retention = 24 * time.Hour })
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	b := running(t, f, awstest.Name("evt_b"))
+	if _, err := f.l.TakeOrder(ctx, b, res, 300, false); err != nil {
+		t.Fatal(err)
+	}
+	f.l.Complete(ctx, b)
+	f.clock.Advance(25 * time.Hour)
+	if _, err := f.l.GetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("expired item: %v", err)
+	}
+	a := running(t, f, awstest.Name("evt_a"))
+	if took, err := f.l.TakeOrder(ctx, a, res, 100, false); err != nil || took.Before != nil {
+		t.Fatalf("take after expiry: %+v, %v", took, err)
+	}
+}
+
+// Taking a resource is one write of one unit; a stale event writes
+// nothing. Reads: the item, and the holder's record when another event
+// holds it.
+func TestTakeOrderCosts(t *testing.T) {
+	t.Parallel()
+	m := awstest.NewMeter()
+	raw := awstest.Config(t)
+	table := awstest.Table(t, raw)
+	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
+	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
+	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{l: l, clock: c, meter: m}
+	ctx := t.Context()
+	res := "sub_" + strings.Repeat("x", 24)
+	measure := func(what string, lease ledger.Lease, pos int64, wantErr error, wantWCU float64, wantReads int) {
+		t.Helper()
+		m.Reset()
+		acc.Take()
+		_, err := l.TakeOrder(ctx, lease, res, pos, false)
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		u, calls := acc.Take(), m.Snapshot()
+		if u.WCU != wantWCU || calls["DynamoDB.GetItem"] != wantReads || calls["DynamoDB.UpdateItem"] != int(wantWCU) {
+			t.Errorf("%s: %v WCU, calls %v; want %v WCU, %d reads", what, u.WCU, calls, wantWCU, wantReads)
+		}
+		if n := len(u.Written); n > 0 {
+			if u.Written[n-1] >= 1024 {
+				t.Errorf("%s: order item is %d bytes", what, u.Written[n-1])
+			}
+			t.Logf("%s: order item %d bytes", what, u.Written[n-1])
+		}
+	}
+	a := running(t, f, "evt_"+strings.Repeat("a", 24))
+	measure("first event", a, 200, nil, 1, 1)
+	l.Complete(ctx, a)
+	b := running(t, f, "evt_"+strings.Repeat("b", 24))
+	measure("newer event after another", b, 300, nil, 1, 2)
+	measure("the same run again", b, 300, nil, 0, 1)
+	old := running(t, f, "evt_"+strings.Repeat("c", 24))
+	measure("stale event", old, 100, ledger.ErrStale, 0, 1)
+}
+
+func TestTakeOrderRefusesWhatItCannotKey(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a := running(t, f, awstest.Name("evt_a"))
+	for _, res := range []string{"", strings.Repeat("r", ledger.MaxResource+1), "\xff", strings.Repeat("#", 700)} {
+		if _, err := f.l.TakeOrder(t.Context(), a, res, 1, false); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("resource %q: %v", res, err)
+		}
+	}
+	if _, err := f.l.TakeOrder(t.Context(), ledger.Lease{ID: a.ID}, "sub_1", 1, false); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("no token: %v", err)
+	}
+}
+
+func TestSkipRecordsWhy(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	a := running(t, f, awstest.Name("evt_a"))
+	rec, err := f.l.Skip(ctx, a, "stale: sub_1 is at 300")
+	if err != nil || rec.Status != ledger.Done || rec.Skipped != "stale: sub_1 is at 300" || rec.DueAt != (time.Time{}) || rec.Interrupted != 0 {
+		t.Fatalf("skip: %+v, %v", rec, err)
+	}
+	if got, _ := f.l.Get(ctx, a.ID); got.Skipped != rec.Skipped || got.LeaseOwner != "" {
+		t.Fatalf("stored %+v", got)
+	}
+	// Only the lease holder skips.
+	other := a
+	other.Token = "someone-else"
+	if _, err := f.l.Skip(ctx, other, "again"); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("skip without the lease: %v", err)
+	}
+	if _, err := f.l.Skip(ctx, a, ""); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("skip without a reason: %v", err)
+	}
+}
+
+// ReplayApplyStale marks the replay; a later plain replay forgets it.
+func TestReplayApplyStaleIsForOneReplay(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	a := running(t, f, awstest.Name("evt_a"))
+	if _, err := f.l.Bury(ctx, a, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.l.ReplayApplyStale(ctx, a.ID)
+	if err != nil || rec.Status != ledger.Received || !rec.AppliesStale() {
+		t.Fatalf("replay: %+v, %v", rec, err)
+	}
+	lease, err := f.l.ClaimEvent(ctx, a.ID, time.Minute, createdAs)
+	if err != nil || !lease.Record.AppliesStale() {
+		t.Fatalf("the claim's record: %+v, %v", lease.Record, err)
+	}
+	f.l.Bury(ctx, lease, "boom again")
+	f.clock.Advance(time.Second)
+	if rec, err = f.l.Replay(ctx, a.ID); err != nil || rec.AppliesStale() {
+		t.Fatalf("plain replay: %+v, %v", rec, err)
+	}
+}

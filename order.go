@@ -1,0 +1,163 @@
+package hookledger
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hookledger/hookledger/internal/order"
+	"github.com/hookledger/hookledger/webhook"
+)
+
+// OrderFunc says what an event is about and where it stands: resource
+// names the thing whose state the event carries (a subscription's id),
+// position orders the events of that resource (higher is newer), and ok is
+// false when the event has no such place (then it is applied unordered,
+// with a warning and the metric Unordered).
+//
+// Positions are compared only between events of one source, tenant and
+// resource, so any number that grows with the resource's state works: a
+// version counter, or a time in one unit (the built-in ones return Unix
+// nanoseconds). Read them from the signed body, never from an unsigned
+// header, and make the function give the same answer on every run of an
+// event. A resource is at most 512 bytes of UTF-8.
+type OrderFunc func(ev *Event) (resource string, position int64, ok bool)
+
+// RouteOption configures one route: InOrder, SkipStale.
+type RouteOption struct{ apply func(*route) }
+
+// InOrder keeps this route's events in order per resource: no event older
+// than one already applied to its resource is applied after it. Before the
+// handler runs, the ledger compares the event's position (from f) with the
+// newest one taken for its resource, and takes the resource for the run:
+//
+//   - a newer event (or the resource's first) runs, and holds the resource
+//     until its run is over: another event of the resource that arrives
+//     meanwhile waits, and is retried later if the run goes on;
+//   - an older one is stale: ev.Stale() is true, and the handler decides
+//     what to do with it, unless the route also has SkipStale;
+//   - one with the position already taken by another event (Stripe counts
+//     whole seconds, so two updates within one second share a position)
+//     runs after that event, and ev.Order().Tie says the provider does not
+//     tell which is newer: re-read the resource from the provider's API if
+//     it matters.
+//
+// It costs one more ledger write per event (and one or two reads); a stale
+// event costs none. docs/ordering.md has the details.
+func InOrder(f OrderFunc) RouteOption {
+	return RouteOption{func(r *route) {
+		if f == nil {
+			panic("hookledger: InOrder(nil): give the route an OrderFunc, such as hookledger.StripeObject")
+		}
+		if r.order != nil {
+			panic("hookledger: InOrder given twice for one route")
+		}
+		r.order = f
+	}}
+}
+
+// SkipStale makes an InOrder route skip stale events instead of running
+// its handler: such an event is marked done, with the reason recorded in
+// the ledger, a log line and the metric Stale. Its steps do not run.
+func SkipStale() RouteOption { return RouteOption{func(r *route) { r.skip = true }} }
+
+// route is a handler with route options: what Router.Lookup returns for a
+// route registered with any.
+type route struct {
+	h     Handler
+	order OrderFunc
+	skip  bool
+}
+
+// HandleEvent judges the event's order, then runs the handler unless the
+// event is stale and the route skips stale events.
+func (r *route) HandleEvent(ctx context.Context, ev *Event) error {
+	if r.order == nil || ev == nil {
+		return r.h.HandleEvent(ctx, ev)
+	}
+	g, ok := ev.engine.(order.Guard)
+	if !ok {
+		return order.ErrNoGuard
+	}
+	res, pos, ok := r.order(ev)
+	if ok && (res == "" || len(res) > order.MaxResource || !utf8.ValidString(res)) {
+		return Permanent(fmt.Errorf("hookledger: InOrder: the route's OrderFunc returned a resource the ledger cannot keep (%d bytes; want 1 to %d bytes of UTF-8)", len(res), order.MaxResource))
+	}
+	place, err := g.Take(ctx, order.Key{Resource: res, Position: pos, OK: ok})
+	if err != nil {
+		return err
+	}
+	ev.order = place
+	if place.Stale && r.skip {
+		return &order.StaleError{Place: place}
+	}
+	return r.h.HandleEvent(ctx, ev)
+}
+
+// Order is what an InOrder route knew of an event's place among the
+// events of its resource when its handler ran.
+type Order struct {
+	// Resource and Position are the event's, from the route's OrderFunc;
+	// Resource is "" when the event was not ordered (the route is not
+	// InOrder, or the OrderFunc found no position).
+	Resource string
+	Position int64
+	// Newest is the newest position an event of the resource had taken
+	// before this one (meaningful when Known), and NewestEvent that
+	// event's id.
+	Newest      int64
+	NewestEvent string
+	Known       bool
+	// Stale: a newer event of the resource was applied, or is being
+	// applied. A handler that acts anyway acts outside the order: the
+	// ledger did not hold the resource for it, and a newer event may run
+	// at the same time.
+	Stale bool
+	// Tie: an event with this very position was applied before this one;
+	// the provider's position does not say which of the two is newer.
+	Tie bool
+}
+
+// Order returns the event's place among the events of its resource, as
+// judged before its handler ran (the zero Order outside InOrder routes).
+func (e *Event) Order() Order {
+	p := e.order
+	return Order{Resource: p.Resource, Position: p.Position, Newest: p.Newest, NewestEvent: p.NewestEvent,
+		Known: p.Known, Stale: p.Stale && !p.Forced, Tie: p.Tie}
+}
+
+// Stale reports whether a newer event of the event's resource was applied
+// (or is being applied) before this one ran: always false outside InOrder
+// routes. See Order.Stale.
+func (e *Event) Stale() bool { return e.Order().Stale }
+
+// StripeObject is the OrderFunc of Stripe events: the object the event is
+// about (data.object.id, or related_object.id for a thin event) and the
+// event's created time, as Stripe's docs suggest for working out the order
+// of events that arrive out of order. created counts whole seconds, so two
+// updates of one object within a second tie (see InOrder).
+func StripeObject(ev *Event) (resource string, position int64, ok bool) {
+	return fromProvider(webhook.StripePosition(ev.Body))
+}
+
+// ShopifyResource is the OrderFunc of Shopify resource webhooks (orders,
+// products, customers, ...): the resource's global id
+// (admin_graphql_api_id) and its updated_at, in whole seconds. Deletion
+// payloads carry neither and are applied unordered.
+func ShopifyResource(ev *Event) (resource string, position int64, ok bool) {
+	return fromProvider(webhook.ShopifyPosition(ev.Body))
+}
+
+// PaddleEntity is the OrderFunc of Paddle Billing events: the entity the
+// event is about (data.id) and when the event occurred (occurred_at), the
+// field Paddle's docs name for ordering.
+func PaddleEntity(ev *Event) (resource string, position int64, ok bool) {
+	return fromProvider(webhook.PaddlePosition(ev.Body))
+}
+
+func fromProvider(p webhook.Position, err error) (string, int64, bool) {
+	if err != nil {
+		return "", 0, false
+	}
+	return p.Resource, p.At, true
+}
