@@ -313,7 +313,7 @@ func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, 
 		return Record{}, fmt.Errorf("%w: a skipped event needs its reason", ErrInvalid)
 	}
 	return l.owned(ctx, "complete", lease,
-		parts([]string{"#st = :done", interruptedDown, "updated_at = :now", attrSkipped + " = :why"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+		parts([]string{"#st = :done", interruptedDown, "updated_at = :now", attrSkipped + " = :why"}, []string{"lease_owner", "lease_until"},
 			map[string]types.AttributeValue{":done": s(string(Done)), ":why": s(trim(reason))}), nil, "")
 }
 
