@@ -58,9 +58,12 @@ type targets struct {
 
 // decide says what to do with an effect request (a charge, or else a
 // notification) of the target's run, the record counting interrupted runs
-// so far, this one included: kill the run, and whether to make the effect
-// first (forward), or fail it with a 500.
-func (tg *target) decide(charge bool, interrupted int) (kill, forward, fail bool) {
+// so far, this one included, and the failures recorded: kill the run, and
+// whether to make the effect first (forward), or fail it with a 500. The
+// failure is asked for until the record counts it: a run answered 500 can
+// still be killed before it records the failure (another target's kill
+// takes down the whole process), and then it is an interrupted run.
+func (tg *target) decide(charge bool, interrupted, failures int) (kill, forward, fail bool) {
 	switch {
 	case interrupted <= repeatKills:
 		tg.kills++
@@ -75,7 +78,7 @@ func (tg *target) decide(charge bool, interrupted int) (kill, forward, fail bool
 			return true, true, false
 		}
 		return true, false, false
-	case tg.failOnce && !tg.failed:
+	case tg.failOnce && failures == 0:
 		tg.failed = true
 		return false, false, true
 	}
@@ -121,7 +124,7 @@ func (k *killer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.t.mu.Lock()
 	tg := k.t.byKey[req.Event]
 	k.t.mu.Unlock()
-	interrupted := 0
+	interrupted, failures := 0, 0
 	if tg != nil {
 		// The runs interrupted so far, this one included (its claim
 		// counted it until its answer).
@@ -130,12 +133,12 @@ func (k *killer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "ledger unavailable to the harness", http.StatusServiceUnavailable)
 			return
 		}
-		interrupted = rec.Interrupted
+		interrupted, failures = rec.Interrupted, rec.Failures
 	}
 	kill, forward, fail := false, true, false
 	if tg != nil {
 		k.t.mu.Lock()
-		kill, forward, fail = tg.decide(charge, interrupted)
+		kill, forward, fail = tg.decide(charge, interrupted, failures)
 		k.t.mu.Unlock()
 	}
 

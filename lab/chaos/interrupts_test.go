@@ -43,7 +43,7 @@ func TestKillerDecisions(t *testing.T) {
 					if runs > 1 && charges > 0 {
 						chargeDone = true // the check finds the charge
 					} else {
-						kill, forward, fail := tg.decide(true, interrupted)
+						kill, forward, fail := tg.decide(true, interrupted, failures)
 						if forward && charges == 0 {
 							charges++ // the payments API dedups a repeat by Idempotency-Key
 						}
@@ -51,6 +51,9 @@ func TestKillerDecisions(t *testing.T) {
 							continue
 						}
 						if fail {
+							if rng.IntN(3) == 0 {
+								continue // killed by another event's kill before the failure was recorded
+							}
 							answer(true)
 							continue
 						}
@@ -63,13 +66,15 @@ func TestKillerDecisions(t *testing.T) {
 					continue
 				}
 				notifyStarted = true
-				kill, forward, fail := tg.decide(false, interrupted)
+				kill, forward, fail := tg.decide(false, interrupted, failures)
 				if forward {
 					notes++ // no idempotency: every request sends one
 				}
 				switch {
 				case kill:
 					continue
+				case fail && rng.IntN(3) == 0:
+					continue // killed before the failure was recorded
 				case fail:
 					answer(true)
 					continue
