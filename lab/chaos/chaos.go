@@ -318,7 +318,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	if err := reachable(c.Endpoint); err != nil {
-		return nil, fmt.Errorf("no emulator answers at %s (%v); start MiniStack (make emulator, or scripts/chaos.sh does it)", c.Endpoint, err)
+		return nil, fmt.Errorf("no emulator answers at %s (%v); start MiniStack (make emulator, or lab/scripts/chaos.sh does it)", c.Endpoint, err)
 	}
 	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 #      SecretsPrefix of samconfig.toml's dev section, and sam deploy the stack with it
 #      (CloudFormation with the SAM transform, S3 artifacts); the functions then run with
 #      their roles' credentials and every AWS call they make is checked against the template
-#   4. go test ./e2e: IAM enforcement probed role by role (every granted action allowed, the
+#   4. go test ./lab/e2e: IAM enforcement probed role by role (every granted action allowed, the
 #      rest denied), signed webhooks through both front doors (FrontDoor=Both: the HTTP API and
 #      the receiver's function URL) with secrets from both stores (new, duplicate, 20
 #      concurrent, rejections, a URL-signing provider, a throttled receiver), the SQS event
