@@ -12,7 +12,7 @@ build:
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -tags lambda.norpc -ldflags="-s -w" -o bin/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## test: vet, unit + integration tests (-race) against MiniStack, brief fuzzing
+## test: everything: hygiene, vet, staticcheck, unit + integration tests (-race) against MiniStack, the lab, fuzzing, template lint, the deployed stack end to end
 test:
 	bash scripts/test.sh
 

@@ -1,5 +1,5 @@
 // Package chaos is hookledger's fault-injection harness. It drives the real
-// pipeline — several `hookledger dev` processes, the very handler code the
+// pipeline — several `hooklab dev` processes, the very handler code the
 // Lambdas run, sharing one table and one queue in an AWS emulator — with
 // signed deliveries from a sender that behaves like a real provider, injects
 // one kind of fault per phase, and checks the outcome against an

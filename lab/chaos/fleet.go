@@ -42,7 +42,7 @@ var crashPoints = []struct {
 	{inject.ReclaimerAfterReset, 2},
 }
 
-// fleet supervises the phase's `hookledger dev` processes: it restarts one
+// fleet supervises the phase's `hooklab dev` processes: it restarts one
 // after it exits (as Lambda starts a fresh environment after a crash),
 // arms crash points in crash phases, and counts what the processes report
 // (crash points fired, AWS faults injected).

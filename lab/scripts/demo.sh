@@ -4,7 +4,7 @@
 # By default it deploys template.yaml into MiniStack (the same deploy as make e2e, built with
 # crash points) and drives the deployed Lambdas through the HTTP API: the API Gateway route,
 # the receiver, SQS and its event source, the processor, and the scheduled reclaimer.
-# `make demo ARGS="--target dev"` runs the same handlers in `hookledger dev` processes instead
+# `make demo ARGS="--target dev"` runs the same handlers in `hooklab dev` processes instead
 # (seconds instead of minutes; handy when debugging). Other ARGS go to `hooklab demo`
 # (try ARGS=--help).
 #

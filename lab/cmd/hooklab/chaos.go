@@ -14,7 +14,7 @@ import (
 	"github.com/hookledger/hookledger/lab/chaos"
 )
 
-const chaosHelp = `Drives the real pipeline (several hookledger dev processes sharing one table
+const chaosHelp = `Drives the real pipeline (several hooklab dev processes sharing one table
 and queue in the emulator) with signed deliveries and injects one fault kind
 per phase:
 
@@ -49,13 +49,13 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	kinds := fs.String("kinds", "all", "fault kinds to run, comma-separated: crash, duplicates, aws, slow, interrupts (or all)")
 	payloads := fs.String("payload", "on-trouble", "payload policies (HOOKLEDGER_PAYLOAD) every kind runs under, comma-separated: on-trouble (the shipped default), always (or both)")
 	conc := fs.Int("concurrency", 16, "deliveries in flight at once")
-	workers := fs.Int("workers", 3, "hookledger dev processes per phase, sharing the queue (at least 2)")
+	workers := fs.Int("workers", 3, "hooklab dev processes per phase, sharing the queue (at least 2)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "per phase: how long sending, and then settling, may take")
 	faults := fs.String("faults", chaos.DefaultFaults, "HOOKLEDGER_FAULTS for the aws phase: service.kind=share,... (kinds: throttle, 500, timeout, timeout_after_write)")
 	seed := fs.Uint64("seed", 0, "seed for the plan and the injected faults (0: random; printed)")
 	parallel := fs.Bool("parallel", false, "run the phases at the same time (faster; each has its own table, queue and processes)")
 	logDir := fs.String("log-dir", ".chaos", "directory for each phase's process logs")
-	binary := fs.String("hookledger", "", "the hookledger binary, built with crash points, whose dev processes make up the pipeline (default: the one next to hooklab)")
+	binary := fs.String("hookledger", "", "the hookledger binary whose replay command the phases run as an operator would (default: the one next to hooklab)")
 	keep := fs.Bool("keep", false, "keep the phases' tables and queues in the emulator")
 	synopsis := fs.Usage
 	fs.Usage = func() {

@@ -47,7 +47,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Minute, "give up if the pipeline has not settled by then")
 	logDir := fs.String("log-dir", ".demo", "directory for the pipeline's logs")
 	keep := fs.Bool("keep", false, "keep the demo's table and queues afterwards")
-	target := fs.String("target", "dev", "dev: run the handlers in `hookledger dev` child processes; stack: drive a deployed stack (make demo deploys one into MiniStack and sets the flags below)")
+	target := fs.String("target", "dev", "dev: run the handlers in `hooklab dev` child processes; stack: drive a deployed stack (make demo deploys one into MiniStack and sets the flags below)")
 	webhookURL := fs.String("webhook-url", os.Getenv("HOOKLEDGER_E2E_WEBHOOK_URL"), "stack: the stack's WebhookUrl output")
 	table := fs.String("table", os.Getenv("HOOKLEDGER_E2E_TABLE"), "stack: the stack's ledger table")
 	processorFn := fs.String("processor-function", os.Getenv("HOOKLEDGER_E2E_PROCESSOR"), "stack: the processor function's name (the crash is injected into it)")
@@ -496,7 +496,7 @@ func (d *demo) print() int {
 	}
 	dups := count("duplicate") + count("duplicate_requeued") + count("duplicate_body_mismatch")
 	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(d.stdout, "\nhookledger demo (%s)\n", map[string]string{"dev": "handlers in hookledger dev processes", "stack": "the deployed stack's Lambdas"}[d.target])
+	fmt.Fprintf(d.stdout, "\nhookledger demo (%s)\n", map[string]string{"dev": "handlers in hooklab dev processes", "stack": "the deployed stack's Lambdas"}[d.target])
 	row := func(k string, v any) { fmt.Fprintf(tw, "%v\t  %s\n", v, k) }
 	row("deliveries answered by the receiver", d.deliveries.Load())
 	row("deliveries refused while the pipeline was down (retried by the sender)", d.refused.Load())
