@@ -5,14 +5,10 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
-	"github.com/hookledger/hookledger/internal/source"
-	"github.com/hookledger/hookledger/ledger"
 )
 
 // FromConfig builds the bus door from the configuration: the sources JSON
@@ -26,24 +22,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	if err := c.ValidateBus(); err != nil {
 		return nil, err
 	}
-	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
-	var grants *source.Grants
-	if c.SecretGrants != "" {
-		g, err := source.ParseGrants(c.SecretGrants)
-		if err != nil {
-			return nil, err
-		}
-		grants = &g
-	}
-	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
-	if err != nil {
-		return nil, err
-	}
-	srcs, err := source.Parse([]byte(raw))
-	if err != nil {
-		return nil, err
-	}
-	reg, err := source.NewRegistry(srcs, secrets)
+	reg, _, err := receiver.LoadSources(c, cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -51,11 +30,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		return nil, errors.New(`sources config: no source takes events from the bus: every event would be parked. ` +
 			`List the EventBridge sources of your bus in a source's "bus_sources" (docs/eventbridge.md), or deploy with InboundEventBus empty`)
 	}
-	opts := c.LedgerOptions()
-	if opts.SourceRetention, err = receiver.SourceRetention(reg, c, log); err != nil {
-		return nil, err
-	}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
+	l, err := receiver.NewLedger(reg, c, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -28,24 +28,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	if err := c.ValidateReceiver(); err != nil {
 		return nil, err
 	}
-	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
-	var grants *source.Grants
-	if c.SecretGrants != "" {
-		g, err := source.ParseGrants(c.SecretGrants)
-		if err != nil {
-			return nil, err
-		}
-		grants = &g
-	}
-	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
-	if err != nil {
-		return nil, err
-	}
-	srcs, err := source.Parse([]byte(raw))
-	if err != nil {
-		return nil, err
-	}
-	reg, err := source.NewRegistry(srcs, secrets)
+	reg, grants, err := LoadSources(c, cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -60,11 +43,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 			return nil, fmt.Errorf("sources config: signing secrets must come from a secret store on AWS:\n%w", err)
 		}
 	}
-	opts := c.LedgerOptions()
-	if opts.SourceRetention, err = SourceRetention(reg, c, log); err != nil {
-		return nil, err
-	}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), opts)
+	l, err := NewLedger(reg, c, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +55,47 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		h.Store, h.StoreAbove = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}, c.PayloadStoreAbove
 	}
 	return h, nil
+}
+
+// LoadSources reads the sources JSON (from its store when
+// HOOKLEDGER_SOURCES is a reference, within HOOKLEDGER_SECRET_GRANTS), parses
+// it and builds every source's verifier once, at cold start. It returns the
+// grants too (nil: none configured). The receiver and the bus door load
+// their sources through it.
+func LoadSources(c config.Config, cfg aws.Config, getenv func(string) string) (*source.Registry, *source.Grants, error) {
+	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
+	var grants *source.Grants
+	if c.SecretGrants != "" {
+		g, err := source.ParseGrants(c.SecretGrants)
+		if err != nil {
+			return nil, nil, err
+		}
+		grants = &g
+	}
+	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
+	if err != nil {
+		return nil, nil, err
+	}
+	srcs, err := source.Parse([]byte(raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := source.NewRegistry(srcs, secrets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return reg, grants, nil
+}
+
+// NewLedger is the ledger of the configuration, with each source's
+// retention (SourceRetention), as the receiver and the bus door use it.
+func NewLedger(reg *source.Registry, c config.Config, cfg aws.Config, log *slog.Logger) (*ledger.Ledger, error) {
+	opts := c.LedgerOptions()
+	var err error
+	if opts.SourceRetention, err = SourceRetention(reg, c, log); err != nil {
+		return nil, err
+	}
+	return ledger.New(dynamodb.NewFromConfig(cfg), opts)
 }
 
 // SourceRetention is each source's retention for the ledger, logged once at
