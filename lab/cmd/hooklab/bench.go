@@ -260,6 +260,15 @@ type benchEnv struct {
 	conf     config.Config
 }
 
+// metered is an AWS configuration for env's emulator whose requests the
+// meter counts and whose ledger writes and reads the accountant prices.
+func (b *benchRun) metered(ctx context.Context, env *benchEnv) (*awstest.Meter, *awstest.Accountant, aws.Config, error) {
+	m := awstest.NewMeter()
+	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
+	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	return m, acc, cfg, err
+}
+
 func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string) (*benchEnv, func(), error) {
 	raw, err := b.awsConfig(ctx)
 	if err != nil {
@@ -436,9 +445,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 	// the ledger: this section measures the always policy (the payload
 	// section compares the two, and the side-by-side cost the defaults).
 	env.conf.Payload = config.PayloadAlways
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -163,9 +163,7 @@ func (b *benchRun) measureBill(ctx context.Context) (*billMeasures, error) {
 		return nil, err
 	}
 	defer dropBucket()
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	counted, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, counted, err := b.metered(ctx, env)
 	if err != nil {
 		return nil, err
 	}

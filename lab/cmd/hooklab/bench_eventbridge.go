@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/bus"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/processor"
@@ -40,9 +39,7 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/receiver"
@@ -30,9 +29,7 @@ func (b *benchRun) guard(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -79,9 +79,7 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 		return err
 	}
 	defer dropBucket()
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return err
 	}

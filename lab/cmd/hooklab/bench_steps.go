@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/lab/bench"
@@ -27,9 +26,7 @@ func (b *benchRun) steps(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
-	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
+	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return err
 	}
