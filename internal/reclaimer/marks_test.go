@@ -64,6 +64,52 @@ func TestDoneRecordsAreReadOnceAtHalfAReadUnit(t *testing.T) {
 	}
 }
 
+// The mark trails each run by the lag, so the next run reads again the
+// entries that fell due in that stretch. When it runs in the same process (a
+// warm container), the done records among them cost no second read: it
+// passes them on the run before's word (Known), while an event that came in
+// since is read and re-driven as ever. A handler without that memory (a
+// cold container) reads them again.
+func TestEntriesReadAgainCostNoSecondReadInAWarmProcess(t *testing.T) {
+	t.Parallel()
+	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
+	f := setup(t, acc.APIOption)
+	l := f.h.Ledger.(*ledger.Ledger)
+	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
+	f.h.Lock = l // the default lag: a minute
+	const n = 12
+	for i := range n {
+		f.done(t, "evt_warm_"+string(rune('a'+i)))
+	}
+	f.clock.Advance(time.Minute + 20*time.Second) // due 20 s ago: within the lag
+	first := f.run(t)
+	if first.Scanned != n || first.Skipped != n || first.Known != 0 || first.Redriven() != 0 {
+		t.Fatalf("first run over %d done records: %+v", n, first)
+	}
+	cold := *f
+	cold.h = &reclaimer.Handler{Ledger: f.h.Ledger, Queue: f.h.Queue, Lock: l, Now: f.clock.Now}
+	f.clock.Advance(time.Second)
+	if rep := cold.run(t); rep.Scanned != n || rep.Known != 0 {
+		t.Fatalf("a run in a fresh process: %+v; want the %d done entries read again", rep, n)
+	}
+	lost := f.event(t, "evt_warm_lost") // its message never reaches the queue
+	f.clock.Advance(time.Minute + time.Second)
+	acc.Take()
+	second := f.run(t)
+	if second.Scanned != n+1 || second.Known != n || second.Requeued != 1 {
+		t.Fatalf("the next run in the first process: %+v; want the %d done entries known and the new event re-driven", second, n)
+	}
+	if got := f.drain(t); len(got) != 1 || got[0] != lost.Key {
+		t.Fatalf("queue %v, want %s", got, lost.Key)
+	}
+	// The shard queries (half a unit each, 4 shards), the new record's peek
+	// (half), its consistent read and its payload's (a unit each): nothing
+	// for the known entries, which would add n halves.
+	if u, want := acc.Take(), 4*0.5+0.5+1+1; u.RCU > want {
+		t.Errorf("the run read %v RCU, want at most %v: known entries were read again", u.RCU, want)
+	}
+}
+
 // racingClaim is the ledger with a worker that claims one record in the
 // moment between the reclaimer's read of it and its Requeue: the Requeue
 // meets a conflict, and the claim leaves the record's due time where it

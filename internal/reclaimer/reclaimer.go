@@ -28,7 +28,10 @@
 // start, so that the next run reads again what the eventually consistent
 // index may have shown late. A mark that is too early costs reads; none is
 // ever too late, because every write that gives a record a due time gives
-// it one at or after the write.
+// it one at or after the write. The entries the next run reads again that
+// this one found terminal cost no second read when the next run is in the
+// same process (a warm Lambda container): it passes them on this run's word
+// (Report.Known), as it passes a peek's (see ledger.Peek).
 package reclaimer
 
 import (
@@ -164,6 +167,42 @@ type Handler struct {
 	// dead-letter queue at the start of each scheduled run (see
 	// DeadLetters).
 	DeadLetters *DeadLetters
+
+	mu    sync.Mutex
+	known map[ledger.ID]time.Time // see remember
+}
+
+// maxKnown bounds the entries one run leaves known to the next (about a
+// minute of new events at 800 a second); the rest are read again.
+const maxKnown = 50000
+
+// remember keeps, for the next run in this process, the entries of this
+// run's walks that it found terminal and that the next run reads again
+// (due after the mark it leaves their shard). A record leaves a terminal
+// status only by a replay, which gives it a new due time too, so an entry
+// the next run finds at the same due time is still a terminal record's, or
+// one the index has not yet dropped: nothing to recover either way.
+func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
+	known := map[ledger.ID]time.Time{}
+	for _, w := range walks {
+		for _, e := range w.terminal {
+			if len(known) < maxKnown && e.At.After(marks[w.shard]) {
+				known[e.ID] = e.At
+			}
+		}
+	}
+	h.mu.Lock()
+	h.known = known
+	h.mu.Unlock()
+}
+
+// takeKnown is what the last run in this process left known.
+func (h *Handler) takeKnown() map[ledger.ID]time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := h.known
+	h.known = nil
+	return k
 }
 
 // Input is what a run is invoked with: the schedule's event (whose fields
@@ -200,7 +239,10 @@ type Report struct {
 	Postponed int    `json:"postponed"`
 	Buried    int    `json:"buried"`
 	Skipped   int    `json:"skipped"`
-	Conflicts int    `json:"conflicts"`
+	// Known is how many of the skipped entries were passed without a read:
+	// the run before, in this process, found them terminal (see remember).
+	Known     int `json:"known"`
+	Conflicts int `json:"conflicts"`
 	Unsent    int    `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
 	Rejected  int    `json:"rejected"` // SQS refused the entry; the reclaim counts
 	Errors    int    `json:"errors"`
@@ -239,6 +281,7 @@ func (r *Report) add(o Report) {
 	r.Postponed += o.Postponed
 	r.Buried += o.Buried
 	r.Skipped += o.Skipped
+	r.Known += o.Known
 	r.Conflicts += o.Conflicts
 	r.Unsent += o.Unsent
 	r.Rejected += o.Rejected
@@ -275,6 +318,7 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	rep.DeadLetters = dead
 	next, moved := r.nextMarks()
 	rep.Marked = moved
+	h.remember(r.walks(), next)
 	bg := context.WithoutCancel(ctx)
 	if rep.Stopped == StopBudget || rep.Stopped == StopPaced {
 		rep.Continued = h.continueRun(ctx, in, token, rep, next)
@@ -291,7 +335,7 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 		}
 	}
 	log.InfoContext(ctx, "reclaim run", "chain", rep.Chain, "stopped", rep.Stopped, "backlog", rep.Backlog, "continued", rep.Continued,
-		"pages", rep.Pages, "scanned", rep.Scanned, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
+		"pages", rep.Pages, "scanned", rep.Scanned, "known", rep.Known, "requeued", rep.Requeued, "reset", rep.Reset, "postponed", rep.Postponed,
 		"buried", rep.Buried, "conflicts", rep.Conflicts, "unsent", rep.Unsent, "rejected", rep.Rejected, "errors", rep.Errors,
 		"marked", rep.Marked, "paced_ms", rep.PacedMS, "run_ms", rep.RunMS, "dead_letters_read", dead.Read, "dead_letters_cleared", dead.Cleared, "dead_letters_left", dead.Left)
 	if r.failed > 0 && r.failed == h.Ledger.Shards() {
@@ -448,6 +492,7 @@ type run struct {
 	stop    string      // why the run stops early ("" while it goes on)
 	errs    int         // shards stopped on errors
 	marks   ledger.DueMarks
+	known   map[ledger.ID]time.Time // what the run before found terminal (read only)
 }
 
 // shardWalk is where one shard's walk stands: it reads the shard's entries
@@ -460,6 +505,7 @@ type shardWalk struct {
 	last     time.Time // due time of the last entry of the last page handled
 	held     time.Time // earliest due time among the entries it left where they were
 	complete bool      // it read the shard to the end
+	terminal []ledger.DueEntry // entries it found terminal (see Handler.remember)
 }
 
 // settled is how far the walk leaves the shard's mark: up to upTo (the
@@ -487,6 +533,13 @@ func (w shardWalk) settled(upTo time.Time) time.Time {
 	return m
 }
 
+// walks is every shard's walk as the run left it.
+func (r *run) walks() []shardWalk {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append(append([]shardWalk(nil), r.ended...), r.ready...)
+}
+
 // nextMarks is the marks the run leaves, and how many shards' marks it
 // moved on.
 func (r *run) nextMarks() (ledger.DueMarks, int) {
@@ -512,7 +565,7 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 }
 
 func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
-	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks}
+	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks, known: h.takeKnown()}
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		margin := h.Margin
@@ -674,12 +727,23 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	if len(entries) == 0 {
 		return next, nil
 	}
-	ids := make([]ledger.ID, len(entries))
+	ids := make([]ledger.ID, 0, len(entries))
 	at := make(map[ledger.ID]time.Time, len(entries))
-	for i, e := range entries {
-		ids[i], at[e.ID] = e.ID, e.At
+	for _, e := range entries {
+		at[e.ID] = e.At
+		if t, ok := r.known[e.ID]; ok && t.Equal(e.At) {
+			rep.Scanned++
+			rep.Skipped++
+			rep.Known++
+			w.terminal = append(w.terminal, e)
+			continue
+		}
+		ids = append(ids, e.ID)
 	}
-	peeked, _ := h.Ledger.Peek(ctx, ids) // a record it lacks is read again below
+	var peeked map[ledger.ID]ledger.Record
+	if len(ids) > 0 {
+		peeked, _ = h.Ledger.Peek(ctx, ids) // a record it lacks is read again below
+	}
 	var again []ledger.ID
 	for _, id := range ids {
 		if p, ok := peeked[id]; !ok || !p.Status.Terminal() {
@@ -699,6 +763,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 		rep.Scanned++
 		if p, ok := peeked[id]; ok && p.Status.Terminal() {
 			rep.Skipped++ // done (or dead): nothing to recover
+			w.terminal = append(w.terminal, ledger.DueEntry{ID: id, At: at[id]})
 			continue
 		}
 		rec, ok := recs[id]
@@ -708,8 +773,11 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 			rep.hold(id)
 		case !ok:
 			rep.Skipped++ // expired; TTL will remove the index entry
-		case rec.Status.Terminal() || rec.DueAt.IsZero() || rec.DueAt.After(now):
-			rep.Skipped++ // terminal, or due later: the index lagged behind the table
+		case rec.Status.Terminal():
+			rep.Skipped++
+			w.terminal = append(w.terminal, ledger.DueEntry{ID: id, At: at[id]})
+		case rec.DueAt.IsZero() || rec.DueAt.After(now):
+			rep.Skipped++ // due later: the index lagged behind the table
 		default:
 			if d, err := h.decide(ctx, rec, now, rep); err != nil {
 				h.count(ctx, rec, err, rep)

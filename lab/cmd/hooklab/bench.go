@@ -300,6 +300,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 		cleanup()
 		return nil, nil, err
 	}
+	c.LogTime = false // the lines as Lambda writes them: CloudWatch Logs stamps each
 	return &benchEnv{raw: raw, table: table, queueURL: q, dlqURL: dlq, conf: c}, cleanup, nil
 }
 
