@@ -243,9 +243,9 @@ type Report struct {
 	// the run before, in this process, found them terminal (see remember).
 	Known     int `json:"known"`
 	Conflicts int `json:"conflicts"`
-	Unsent    int    `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
-	Rejected  int    `json:"rejected"` // SQS refused the entry; the reclaim counts
-	Errors    int    `json:"errors"`
+	Unsent    int `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
+	Rejected  int `json:"rejected"` // SQS refused the entry; the reclaim counts
+	Errors    int `json:"errors"`
 	// Marked is how many shards' marks the run moved on (ledger.DueMarks).
 	Marked  int   `json:"marked"`
 	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
@@ -501,10 +501,10 @@ type shardWalk struct {
 	shard    int
 	mark     time.Time // where the walk started (the stored mark; zero: the oldest entry)
 	cur      ledger.DueCursor
-	pages    int       // pages read so far
-	last     time.Time // due time of the last entry of the last page handled
-	held     time.Time // earliest due time among the entries it left where they were
-	complete bool      // it read the shard to the end
+	pages    int               // pages read so far
+	last     time.Time         // due time of the last entry of the last page handled
+	held     time.Time         // earliest due time among the entries it left where they were
+	complete bool              // it read the shard to the end
 	terminal []ledger.DueEntry // entries it found terminal (see Handler.remember)
 }
 
