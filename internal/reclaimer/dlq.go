@@ -127,10 +127,10 @@ func orNone(s string) string {
 
 // DeadLetterReport counts what a run did with the DLQ.
 type DeadLetterReport struct {
-	Read    int // messages received
-	Kept    int // bodies stored in the ledger that it lacked
-	Cleared int // messages deleted: the ledger holds what they held
-	Left    int // messages left for the operator (or a later run)
+	Read    int `json:"read"`    // messages received
+	Kept    int `json:"kept"`    // bodies stored in the ledger that it lacked
+	Cleared int `json:"cleared"` // messages deleted: the ledger holds what they held
+	Left    int `json:"left"`    // messages left for the operator (or a later run)
 }
 
 // Run reads up to Max messages until ctx ends; now is the run's clock.
