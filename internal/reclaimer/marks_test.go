@@ -28,17 +28,25 @@ func (f *fixture) done(t *testing.T, key string) ledger.ID {
 	return id
 }
 
+// setupCounted is setup with the unit accountant on the reclaimer's calls
+// and the run lock (which keeps the marks) on the ledger.
+func setupCounted(t *testing.T) (*fixture, *awstest.Accountant, *ledger.Ledger) {
+	t.Helper()
+	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
+	f := setup(t, acc.APIOption)
+	l := f.h.Ledger.(*ledger.Ledger)
+	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
+	f.h.Lock = l
+	return f, acc, l
+}
+
 // A done record keeps its due-index entry (the exit write is gone from the
 // happy path); the reclaimer reads it once, when it falls due, with an
 // eventually consistent read (half a read unit), passes it, and moves its
 // mark past it: later runs do not read it again.
 func TestDoneRecordsAreReadOnceAtHalfAReadUnit(t *testing.T) {
 	t.Parallel()
-	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
-	f := setup(t, acc.APIOption)
-	l := f.h.Ledger.(*ledger.Ledger)
-	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
-	f.h.Lock = l
+	f, acc, _ := setupCounted(t)
 	f.h.Lag = 10 * time.Second
 	const n = 12
 	for i := range n {
@@ -72,11 +80,7 @@ func TestDoneRecordsAreReadOnceAtHalfAReadUnit(t *testing.T) {
 // cold container) reads them again.
 func TestEntriesReadAgainCostNoSecondReadInAWarmProcess(t *testing.T) {
 	t.Parallel()
-	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
-	f := setup(t, acc.APIOption)
-	l := f.h.Ledger.(*ledger.Ledger)
-	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
-	f.h.Lock = l // the default lag: a minute
+	f, acc, l := setupCounted(t) // the default lag: a minute
 	const n = 12
 	for i := range n {
 		f.done(t, "evt_warm_"+string(rune('a'+i)))
