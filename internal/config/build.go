@@ -10,27 +10,15 @@ import (
 	"github.com/hookledger/hookledger/internal/metric"
 )
 
-// Logger returns a JSON slog logger at the configured level, whose lines
-// carry their time only when c.LogTime is set.
+// Logger returns a JSON slog logger at the configured level. Its lines keep
+// their time although CloudWatch Logs stamps each line too: Lambda gives a
+// JSON line without a valid timestamp the level INFO, whatever its "level",
+// and adds a timestamp of its own (Lambda developer guide, "Log-level
+// filtering"), so leaving it out would save no bytes.
 func (c Config) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{}
 	var level slog.Level
 	level.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))
-	opts.Level = level
-	if !c.LogTime {
-		opts.ReplaceAttr = dropTime
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// dropTime leaves the line's own time out. slog cannot tell it from an
-// attribute of that name at the top level, which no line of ours has; one
-// named "time" in a group stays.
-func dropTime(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) == 0 && a.Key == slog.TimeKey {
-		return slog.Attr{}
-	}
-	return a
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // Metrics returns the EMF emitter (stdout, as Lambda ships it to CloudWatch

@@ -116,10 +116,6 @@ type Config struct {
 	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
 	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
 	EmitMetrics bool
-	// LogTime: log lines carry their time. Off in Lambda
-	// (AWS_LAMBDA_FUNCTION_NAME set): CloudWatch Logs stamps every line it
-	// takes, and a second copy in the line is billed by the byte.
-	LogTime bool
 }
 
 // SettingsVar holds the pipeline's settings as one JSON object keyed by
@@ -247,7 +243,6 @@ func Load(getenv func(string) string) (Config, error) {
 		Table: DefaultTable, Retention: ledger.DefaultRetention, Shards: ledger.DefaultShards, ReclaimAfter: ledger.DefaultReclaimAfter,
 		LogLevel: DefaultLogLevel, Payload: DefaultPayload, PayloadPrefix: DefaultPayloadPrefix,
 		Stage: DefaultStage, EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "",
-		LogTime: getenv("AWS_LAMBDA_FUNCTION_NAME") == "",
 	}
 	var errs []error
 	str := func(name string, dst *string) {

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -289,38 +287,6 @@ func TestRetentionInDays(t *testing.T) {
 	for _, v := range []string{"0d", "-1d", "1.5d", "d", "106752d", "forever"} {
 		if _, err := Load(env(map[string]string{"HOOKLEDGER_RETENTION": v})); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_RETENTION") {
 			t.Errorf("HOOKLEDGER_RETENTION=%s: %v", v, err)
-		}
-	}
-}
-
-// In Lambda the log lines leave their time to CloudWatch Logs, which stamps
-// every line; run anywhere else they carry it. Levels filter either way.
-func TestLogLinesCarryTheirTimeOnlyOutsideLambda(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		env      map[string]string
-		wantTime bool
-	}{
-		{nil, true},
-		{map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "receiver", "LOG_LEVEL": "info"}, false},
-	} {
-		c, err := Load(env(tc.env))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		log := c.Logger(&out)
-		log.Debug("hidden")
-		log.Info("webhook", "result", "accepted", slog.Group("at", "time", "kept"))
-		var line map[string]any
-		if err := json.Unmarshal([]byte(out.String()), &line); err != nil {
-			t.Fatalf("%v: one JSON line, got %q: %v", tc.env, out.String(), err)
-		}
-		if _, has := line["time"]; has != tc.wantTime {
-			t.Errorf("%v: line %q has time: %v, want %v", tc.env, out.String(), has, tc.wantTime)
-		}
-		if line["msg"] != "webhook" || line["level"] != "INFO" || line["result"] != "accepted" || line["at"].(map[string]any)["time"] != "kept" {
-			t.Errorf("%v: line %q lost more than the time", tc.env, out.String())
 		}
 	}
 }

@@ -300,7 +300,6 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 		cleanup()
 		return nil, nil, err
 	}
-	c.LogTime = false // the lines as Lambda writes them: CloudWatch Logs stamps each
 	return &benchEnv{raw: raw, table: table, queueURL: q, dlqURL: dlq, conf: c}, cleanup, nil
 }
 
