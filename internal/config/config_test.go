@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +290,31 @@ func TestRetentionInDays(t *testing.T) {
 		if _, err := Load(env(map[string]string{"HOOKLEDGER_RETENTION": v})); err == nil || !strings.Contains(err.Error(), "HOOKLEDGER_RETENTION") {
 			t.Errorf("HOOKLEDGER_RETENTION=%s: %v", v, err)
 		}
+	}
+}
+
+// The lines carry their time under "timestamp" in RFC 3339, which Lambda's
+// JSON log format reads (without it Lambda files every line as INFO and adds
+// a timestamp of its own); levels filter as set.
+func TestLogLinesCarryAnRFC3339Timestamp(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{"LOG_LEVEL": "info"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	log := c.Logger(&out)
+	log.Debug("hidden")
+	log.Warn("webhook", "result", "accepted", slog.Group("at", "time", "kept"))
+	var line map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &line); err != nil {
+		t.Fatalf("want one JSON line, got %q: %v", out.String(), err)
+	}
+	ts, _ := line["timestamp"].(string)
+	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil || line["time"] != nil {
+		t.Errorf("line %q: want an RFC 3339 timestamp under \"timestamp\" and no \"time\" (%v)", out.String(), err)
+	}
+	if line["msg"] != "webhook" || line["level"] != "WARN" || line["result"] != "accepted" || line["at"].(map[string]any)["time"] != "kept" {
+		t.Errorf("line %q lost more than the key's name", out.String())
 	}
 }

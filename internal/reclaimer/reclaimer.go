@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookledger/hookledger/internal/blob"
@@ -186,7 +187,7 @@ func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 	known := map[ledger.ID]time.Time{}
 	for _, w := range walks {
 		for _, e := range w.terminal {
-			if len(known) < maxKnown && e.At.After(marks[w.shard]) {
+			if e.At.After(marks[w.shard]) {
 				known[e.ID] = e.At
 			}
 		}
@@ -493,6 +494,8 @@ type run struct {
 	errs    int         // shards stopped on errors
 	marks   ledger.DueMarks
 	known   map[ledger.ID]time.Time // what the run before found terminal (read only)
+	cutoff  time.Time               // upTo(): entries after it are noted for the next run
+	noted   atomic.Int64            // entries noted (sawTerminal)
 }
 
 // shardWalk is where one shard's walk stands: it reads the shard's entries
@@ -533,6 +536,28 @@ func (w shardWalk) settled(upTo time.Time) time.Time {
 	return m
 }
 
+// upTo is the latest a shard's mark may move in this run: the lag behind
+// its start.
+func (r *run) upTo() time.Time {
+	lag := r.h.Lag
+	if lag <= 0 {
+		lag = DefaultLag
+	}
+	return r.start.Add(-lag)
+}
+
+// sawTerminal notes an entry of a terminal record for the next run (see
+// Handler.remember): only one the next run reads again, past the lag
+// behind this run's start (an entry before it is past the mark once the
+// shard is settled), and no more than maxKnown in all, so that a run that
+// walks a long stretch (its marks lost, or held back) holds no more in
+// memory than a minute of entries.
+func (r *run) sawTerminal(w *shardWalk, e ledger.DueEntry) {
+	if e.At.After(r.cutoff) && r.noted.Add(1) <= maxKnown {
+		w.terminal = append(w.terminal, e)
+	}
+}
+
 // walks is every shard's walk as the run left it.
 func (r *run) walks() []shardWalk {
 	r.mu.Lock()
@@ -545,11 +570,7 @@ func (r *run) walks() []shardWalk {
 func (r *run) nextMarks() (ledger.DueMarks, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lag := r.h.Lag
-	if lag <= 0 {
-		lag = DefaultLag
-	}
-	upTo := r.start.Add(-lag)
+	upTo := r.upTo()
 	next := make(ledger.DueMarks, len(r.marks))
 	for shard, t := range r.marks {
 		next[shard] = t
@@ -566,6 +587,7 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 
 func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
 	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks, known: h.takeKnown()}
+	r.cutoff = r.upTo()
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		margin := h.Margin
@@ -735,7 +757,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 			rep.Scanned++
 			rep.Skipped++
 			rep.Known++
-			w.terminal = append(w.terminal, e)
+			r.sawTerminal(w, e)
 			continue
 		}
 		ids = append(ids, e.ID)
@@ -763,7 +785,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 		rep.Scanned++
 		if p, ok := peeked[id]; ok && p.Status.Terminal() {
 			rep.Skipped++ // done (or dead): nothing to recover
-			w.terminal = append(w.terminal, ledger.DueEntry{ID: id, At: at[id]})
+			r.sawTerminal(w, ledger.DueEntry{ID: id, At: at[id]})
 			continue
 		}
 		rec, ok := recs[id]
@@ -775,7 +797,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 			rep.Skipped++ // expired; TTL will remove the index entry
 		case rec.Status.Terminal():
 			rep.Skipped++
-			w.terminal = append(w.terminal, ledger.DueEntry{ID: id, At: at[id]})
+			r.sawTerminal(w, ledger.DueEntry{ID: id, At: at[id]})
 		case rec.DueAt.IsZero() || rec.DueAt.After(now):
 			rep.Skipped++ // due later: the index lagged behind the table
 		default:
