@@ -64,27 +64,8 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 // their sources through it.
 func LoadSources(c config.Config, cfg aws.Config, getenv func(string) string) (*source.Registry, *source.Grants, error) {
 	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
-	var grants *source.Grants
-	if c.SecretGrants != "" {
-		g, err := source.ParseGrants(c.SecretGrants)
-		if err != nil {
-			return nil, nil, err
-		}
-		grants = &g
-	}
-	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
-	if err != nil {
-		return nil, nil, err
-	}
-	srcs, err := source.Parse([]byte(raw))
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := source.NewRegistry(srcs, secrets)
-	if err != nil {
-		return nil, nil, err
-	}
-	return reg, grants, nil
+	_, reg, grants, err := source.Load(c.SourcesJSON, c.SecretGrants, secrets)
+	return reg, grants, err
 }
 
 // NewLedger is the ledger of the configuration, with each source's

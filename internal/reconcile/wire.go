@@ -56,23 +56,7 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 		return nil, nil, err
 	}
 	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
-	var grants *source.Grants
-	if c.SecretGrants != "" {
-		g, err := source.ParseGrants(c.SecretGrants)
-		if err != nil {
-			return nil, nil, err
-		}
-		grants = &g
-	}
-	raw, err := source.SourcesJSON(c.SourcesJSON, secrets, grants)
-	if err != nil {
-		return nil, nil, err
-	}
-	srcs, err := source.Parse([]byte(raw))
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := source.NewRegistry(srcs, secrets)
+	srcs, reg, grants, err := source.Load(c.SourcesJSON, c.SecretGrants, secrets)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -35,3 +35,28 @@ func SourcesJSON(v string, secrets *Secrets, grants *Grants) (string, error) {
 	}
 	return raw, nil
 }
+
+// Load reads the sources JSON (SourcesJSON, within the grants secretGrants
+// names when it names any), parses it and builds every source's verifier
+// once, at cold start. grants is nil when none are configured. The
+// receiver, the bus door and the reconciler load their sources through it.
+func Load(sourcesJSON, secretGrants string, secrets *Secrets) (srcs map[string]Source, reg *Registry, grants *Grants, err error) {
+	if secretGrants != "" {
+		g, err := ParseGrants(secretGrants)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		grants = &g
+	}
+	raw, err := SourcesJSON(sourcesJSON, secrets, grants)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if srcs, err = Parse([]byte(raw)); err != nil {
+		return nil, nil, nil, err
+	}
+	if reg, err = NewRegistry(srcs, secrets); err != nil {
+		return nil, nil, nil, err
+	}
+	return srcs, reg, grants, nil
+}
