@@ -269,6 +269,23 @@ func (b *benchRun) metered(ctx context.Context, env *benchEnv) (*awstest.Meter, 
 	return m, acc, cfg, err
 }
 
+// meteredLedgers is metered with two ledgers on env's table: one through
+// the meter and the unit accountant (what is measured), one on the raw
+// config (for setting records up unmeasured).
+func (b *benchRun) meteredLedgers(ctx context.Context, env *benchEnv) (m *awstest.Meter, acc *awstest.Accountant, measured, plain *ledger.Ledger, err error) {
+	m, acc, cfg, err := b.metered(ctx, env)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if measured, err = ledger.New(dynamodb.NewFromConfig(cfg), env.conf.LedgerOptions()); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if plain, err = ledger.New(dynamodb.NewFromConfig(env.raw), env.conf.LedgerOptions()); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return m, acc, measured, plain, nil
+}
+
 func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string) (*benchEnv, func(), error) {
 	raw, err := b.awsConfig(ctx)
 	if err != nil {

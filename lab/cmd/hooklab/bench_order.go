@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
@@ -27,15 +26,7 @@ func (b *benchRun) order(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	m, acc, cfg, err := b.metered(ctx, env)
-	if err != nil {
-		return err
-	}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), env.conf.LedgerOptions())
-	if err != nil {
-		return err
-	}
-	plain, err := ledger.New(dynamodb.NewFromConfig(env.raw), env.conf.LedgerOptions())
+	m, acc, l, plain, err := b.meteredLedgers(ctx, env)
 	if err != nil {
 		return err
 	}

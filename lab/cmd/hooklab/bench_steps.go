@@ -8,7 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -26,15 +25,7 @@ func (b *benchRun) steps(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	m, acc, cfg, err := b.metered(ctx, env)
-	if err != nil {
-		return err
-	}
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), env.conf.LedgerOptions())
-	if err != nil {
-		return err
-	}
-	plain, err := ledger.New(dynamodb.NewFromConfig(env.raw), env.conf.LedgerOptions())
+	m, acc, l, plain, err := b.meteredLedgers(ctx, env)
 	if err != nil {
 		return err
 	}
