@@ -300,10 +300,11 @@ func New(cfg Config) (*Verifier, error) {
 			return nil, fmt.Errorf("webhook config: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", cfg.Provider)
 		}
 		if strings.Contains(cfg.URL, "{") {
-			return nil, fmt.Errorf("webhook config: url %q has a placeholder; the receiver's sources config fills {source} and {tenant} per tenant, anything else takes the URL as configured at the provider", cfg.URL)
+			return nil, errors.New("webhook config: url has a placeholder ({...}); the receiver's sources config fills {source} and {tenant} per tenant, anything else takes the URL as configured at the provider")
 		}
 		if u, err := url.Parse(cfg.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return nil, fmt.Errorf("webhook config: url %q: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"", cfg.URL)
+			// Not quoted: a URL may carry credentials (https://user:pass@...).
+			return nil, errors.New("webhook config: url: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"")
 		}
 	}
 	s, err := spec.build(cfg, tol)
