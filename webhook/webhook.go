@@ -140,7 +140,7 @@ type GenericConfig struct {
 	Algorithm       string `json:"algorithm,omitempty"`        // sha1 | sha256 (default) | sha512
 	SignatureHeader string `json:"signature_header,omitempty"` // default "X-Signature"
 	Prefix          string `json:"prefix,omitempty"`           // e.g. "sha256=" (stripped before decoding)
-	Encoding        string `json:"encoding,omitempty"`         // hex (default; lowercase only) | base64 (standard, padded, canonical)
+	Encoding        string `json:"encoding,omitempty"`         // hex (default; either case) | base64 (standard, padded, canonical)
 	TimestampHeader string `json:"timestamp_header,omitempty"` // if set, signed content is timestamp + "." + body and tolerance applies (unix seconds)
 	IDHeader        string `json:"id_header,omitempty"`        // header carrying the event id, if any; a comma in it is read as a repeated header
 	TypeHeader      string `json:"type_header,omitempty"`      // header carrying the event type, if any; likewise
