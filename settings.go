@@ -81,12 +81,42 @@ func (s *Settings) URL(name string) string {
 		s.fail(name, "is missing")
 		return ""
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		s.fail(name, fmt.Sprintf("is %q: want an http or https URL such as https://api.example.com", v))
+	if problem := urlProblem(v); problem != "" {
+		s.fail(name, problem+": want an http or https URL such as https://api.example.com")
 		return ""
 	}
 	return v
+}
+
+// urlProblem says what keeps v from being an absolute http or https URL,
+// or "" when nothing does. It never quotes v: a setting may be a secret
+// read from a store, and the error goes to the log.
+func urlProblem(v string) string {
+	u, err := url.Parse(v)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\n' && i == len(v)-1:
+			return fmt.Sprintf("ends with a newline (byte %d): store the value without it (one put from a file keeps the file's last newline)", i)
+		case c == '\n':
+			return fmt.Sprintf("contains a newline at byte %d", i)
+		case c < 0x20 || c == 0x7f:
+			return fmt.Sprintf("contains a control character (0x%02x) at byte %d", c, i)
+		}
+	}
+	switch {
+	case err != nil && strings.Contains(v, " "):
+		return fmt.Sprintf("contains a space at byte %d", strings.Index(v, " "))
+	case err != nil:
+		return fmt.Sprintf("is not a URL (%d bytes)", len(v))
+	case u.Scheme == "":
+		return "has no scheme"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "has a scheme other than http or https"
+	}
+	return "has no host"
 }
 
 // Names lists the settings read so far, sorted.

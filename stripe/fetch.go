@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -107,6 +109,12 @@ var fetchHints = providerapi.Hints{
 }
 
 func checkKey(k string) error {
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] == 0x7f {
+			// A header cannot carry it: every fetch would fail.
+			return fmt.Errorf("the API key has a control character (0x%02x) at byte %d (a newline, when it was stored from a file); store the key alone", k[i], i)
+		}
+	}
 	switch {
 	case strings.HasPrefix(k, "pk_"):
 		return errors.New("the API key is a publishable key (pk_...); fetching needs a secret or restricted key (sk_... or rk_...)")
@@ -118,20 +126,27 @@ func checkKey(k string) error {
 	return nil
 }
 
+// baseURL checks Options.BaseURL. Its errors name the host at most: the
+// URL may come from a secret store, with credentials in it.
 func baseURL(v string, trusted bool) (string, error) {
 	if v == "" {
 		return API, nil
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
-		return "", fmt.Errorf("stripe: BaseURL %q: want an absolute https URL such as %s", v, API)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return "", fmt.Errorf("stripe: BaseURL (%d bytes) is not an absolute https URL such as %s", len(v), API)
+	case u.User != nil:
+		return "", errors.New("stripe: BaseURL has user info (user:password@); the API key goes in Options.Key")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Errorf("stripe: BaseURL of %s has a query or fragment; want the API's base, such as %s", u.Host, API)
 	}
 	local := providerapi.Loopback(u.Hostname())
 	if u.Scheme == "http" && !local {
-		return "", fmt.Errorf("stripe: BaseURL %q: plain http would send the API key in clear text; use https (http only to localhost, for a local stand-in)", v)
+		return "", fmt.Errorf("stripe: BaseURL of %s is plain http, which would send the API key in clear text; use https (http only to localhost, for a local stand-in)", u.Host)
 	}
 	if !local && !trusted && !(u.Scheme == "https" && strings.EqualFold(u.Hostname(), "api.stripe.com")) {
-		return "", fmt.Errorf("stripe: BaseURL %q is not Stripe's API: the tenants' keys would go there; remove it, or set TrustBaseURL for a proxy you run", v)
+		return "", fmt.Errorf("stripe: BaseURL of %s is not Stripe's API: the tenants' keys would go there; remove it, or set TrustBaseURL for a proxy you run", u.Host)
 	}
 	return strings.TrimRight(v, "/"), nil
 }
@@ -160,13 +175,30 @@ func (f *Fetcher) FetchObject(ctx context.Context, ev *hookledger.Event) (json.R
 		return nil, hookledger.Permanent(fmt.Errorf("stripe: thin event %s (%s) has no related object to fetch; use FetchEvent", t.ID, t.Type))
 	}
 	// A path on Stripe's API, never a URL elsewhere: the key goes with it.
-	if !strings.HasPrefix(ro.URL, "/v1/") && !strings.HasPrefix(ro.URL, "/v2/") || strings.ContainsAny(ro.URL, "\\#") || strings.Contains(ro.URL, "..") {
-		return nil, hookledger.Permanent(fmt.Errorf("stripe: thin event %s: related_object.url %q is not a path of Stripe's API", t.ID, ro.URL))
+	if !apiPath(ro.URL) {
+		return nil, hookledger.Permanent(fmt.Errorf("stripe: thin event %s: related_object.url %q is not a path of Stripe's API (/v1/... or /v2/..., no query)", t.ID, ro.URL))
 	}
 	return f.get(ctx, ev.Tenant, t, ro.URL)
 }
 
-func (f *Fetcher) get(ctx context.Context, tenant string, t Thin, path string) (json.RawMessage, error) {
+var (
+	// stripeID is the alphabet of Stripe's ids (evt_..., acct_...).
+	stripeID = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+	// stripeContext is a thin event's context: account ids joined by "/".
+	stripeContext = regexp.MustCompile(`^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$`)
+	// apiSegments is /v1 or /v2 and path segments of ids and names.
+	apiSegments = regexp.MustCompile(`^/v[12](/[A-Za-z0-9_.-]+)+$`)
+)
+
+// apiPath reports whether p is a path of Stripe's API as it stands: it
+// parses to itself (no query, no escapes, no host), cleaning leaves it
+// alone (no "..", "//" or trailing "/"), and its segments are plain.
+func apiPath(p string) bool {
+	u, err := url.Parse(p)
+	return err == nil && u.Path == p && !u.ForceQuery && path.Clean(p) == p && apiSegments.MatchString(p)
+}
+
+func (f *Fetcher) get(ctx context.Context, tenant string, t Thin, route string) (json.RawMessage, error) {
 	api, ok := f.keys[tenant]
 	if !ok {
 		api = f.key
@@ -174,13 +206,20 @@ func (f *Fetcher) get(ctx context.Context, tenant string, t Thin, path string) (
 	if api == nil {
 		return nil, hookledger.Permanent(fmt.Errorf("stripe: no API key for tenant %q (Options.Keys lists others, and Options.Key is empty)", tenant))
 	}
+	// Both go in headers: anything else would fail every retry alike.
+	if !stripeID.MatchString(t.ID) {
+		return nil, hookledger.Permanent(fmt.Errorf("stripe: thin event id %q is not a Stripe id (letters, digits, _)", t.ID))
+	}
+	if t.Context != "" && !stripeContext.MatchString(t.Context) {
+		return nil, hookledger.Permanent(fmt.Errorf("stripe: thin event %s: context %q is not Stripe account ids joined by /", t.ID, t.Context))
+	}
 	h := http.Header{}
 	if t.Context != "" {
 		h.Set("Stripe-Context", t.Context)
 	}
 	h.Set("Stripe-Request-Trigger", "event="+t.ID)
 	var out json.RawMessage
-	if _, err := api.Request(ctx, http.MethodGet, path, h, &out); err != nil {
+	if _, err := api.Request(ctx, http.MethodGet, route, h, &out); err != nil {
 		var ae *providerapi.APIError
 		if errors.As(err, &ae) && !ae.RateLimited && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound) {
 			// No retry makes a refused key or a missing object appear;

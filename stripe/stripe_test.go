@@ -1,12 +1,15 @@
 package stripe_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/providerstub"
@@ -152,5 +155,72 @@ func TestNewFetcherRefusesWhatCannotWork(t *testing.T) {
 	}
 	if _, err := stripe.NewFetcher(stripe.Options{Key: key, Client: http.DefaultClient}); err != nil {
 		t.Errorf("Stripe's own API: %v", err)
+	}
+}
+
+// Only a plain path of Stripe's API, a Stripe id and a context of account
+// ids are sent with the tenant's key; anything else fails permanently
+// before a request. Before, the path check was textual (an escaped "..",
+// a query, "//" or "@" reached Stripe's host) and a control character in
+// the id or context failed in the HTTP client, retried to the deadline.
+func TestFetchSendsOnlyPlainPathsAndIDs(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	f, err := stripe.NewFetcher(stripe.Options{Key: key, BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thin := func(id, context, url string) *hookledger.Event {
+		body, _ := json.Marshal(map[string]any{"id": id, "object": "v2.core.event", "type": "x.y", "context": context,
+			"related_object": map[string]string{"id": "o", "type": "t", "url": url}})
+		return event(t, "acme", id, body)
+	}
+	for _, u := range []string{"/v1/%2e%2e/v2/core/events", "/v1/x?expand[]=y", "/v1/x?", "//evil.example/v1/x", "/v1//x", "/v1/@evil.example",
+		"/v1/x/", "/v1/./x", "/v1/x/..", "/v3/x", "/v1/x#f", "/v1/x\n", "/v1/x y", "v1/x", "/v1"} {
+		if _, err := f.FetchObject(t.Context(), thin("evt_1", "", u)); !hookledger.IsPermanent(err) {
+			t.Errorf("related_object.url %q: %v, want a permanent error", u, err)
+		}
+	}
+	for _, ev := range []*hookledger.Event{thin("evt_1\nX-Evil: 1", "", "/v1/x"), thin("evt_1/../x", "", "/v1/x"), thin("evt_1", "acct_1\r\nX-Evil: 1", "/v1/x"), thin("evt_1", "acct_1//acct_2", "/v1/x")} {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		_, errEvent := f.FetchEvent(ctx, ev)
+		_, errObject := f.FetchObject(ctx, ev)
+		cancel()
+		if !hookledger.IsPermanent(errEvent) || !hookledger.IsPermanent(errObject) {
+			t.Errorf("body %s: %v / %v, want permanent errors", ev.Body, errEvent, errObject)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the API, want none", n)
+	}
+	if _, err := f.FetchObject(t.Context(), thin("evt_1", "org_1/acct_1", "/v2/core/accounts/acct_1")); err != nil || requests.Load() != 1 {
+		t.Errorf("a plain path, id and context: %v, %d requests", err, requests.Load())
+	}
+}
+
+// A key or BaseURL read from a setting is described, never quoted.
+func TestNewFetcherNeverQuotesTheKeyOrURL(t *testing.T) {
+	t.Parallel()
+	const canary = "sk_live_51FetcherLeakCanary"
+	for _, c := range []struct {
+		o    stripe.Options
+		want string
+	}{
+		{stripe.Options{Key: canary + "\n"}, "control character (0x0a) at byte 27"},
+		{stripe.Options{Keys: map[string]string{"acme": canary + "\r"}}, "control character (0x0d) at byte 27"},
+		{stripe.Options{Key: key, BaseURL: "https://user:" + canary + "@proxy.example.com"}, "user info"},
+		{stripe.Options{Key: key, BaseURL: "http://proxy.example.com/" + canary}, "clear text"},
+		{stripe.Options{Key: key, BaseURL: "ftp://" + canary}, "not an absolute https URL"},
+		{stripe.Options{Key: key, BaseURL: "https://api.stripe.com/?k=" + canary}, "query or fragment"},
+	} {
+		_, err := stripe.NewFetcher(c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "FetcherLeakCanary") {
+			t.Errorf("%+v: %v, want %q without the value", c.o, err, c.want)
+		}
 	}
 }

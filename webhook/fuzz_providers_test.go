@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,33 +52,41 @@ func FuzzPaddleHeader(f *testing.F) {
 var hexSchemes = []struct {
 	name, prefix string
 	size         int
+	anyCase      bool
 }{
-	{slackSignatureHeader, "v0=", sha256.Size},
-	{zoomSignatureHeader, "v0=", sha256.Size},
-	{twitchSignatureHeader, twitchPrefix, sha256.Size},
-	{intercomSignatureHeader, intercomPrefix, sha1.Size},
-	{linearSignatureHeader, "", sha256.Size},
+	{slackSignatureHeader, "v0=", sha256.Size, false},
+	{zoomSignatureHeader, "v0=", sha256.Size, false},
+	{twitchSignatureHeader, twitchPrefix, sha256.Size, false},
+	{intercomSignatureHeader, intercomPrefix, sha1.Size, false},
+	{linearSignatureHeader, "", sha256.Size, false},
+	{githubSignatureHeader, githubPrefix, sha256.Size, true},
 }
 
 // FuzzHexSigs: for every hex scheme, a parsed signature has the digest's
-// size and was given in its one canonical spelling (prefix + lowercase
-// hex); a formatted digest parses back; failures wrap ErrMalformedHeader.
+// size and was given as prefix + hex, lowercase unless the scheme takes
+// either case; a formatted digest parses back; failures wrap
+// ErrMalformedHeader.
 func FuzzHexSigs(f *testing.F) {
 	f.Add(uint8(0), "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503", []byte("k"))
 	f.Add(uint8(2), "sha256=ZZ", []byte{})
 	f.Add(uint8(3), "sha1=44BD97DC0017AC5492344BD4B8EE7466590AC690", []byte{0})
 	f.Add(uint8(4), " ", []byte{})
+	f.Add(uint8(5), "sha256=A2114D57B48EAC39B9AD189DD8316235A7B4A8D21A10BD27519666489C69B503", []byte("k"))
 	f.Fuzz(func(t *testing.T, which uint8, header string, key []byte) {
 		s := hexSchemes[int(which)%len(hexSchemes)]
-		if sig, err := parseHexSig(s.name, s.prefix, s.size, header); err == nil {
-			if len(sig) != s.size || s.prefix+hexString(sig) != header {
+		if sig, err := parseHexSig(s.name, s.prefix, s.size, header, s.anyCase); err == nil {
+			spelled := header
+			if s.anyCase {
+				spelled = s.prefix + strings.ToLower(strings.TrimPrefix(header, s.prefix))
+			}
+			if len(sig) != s.size || s.prefix+hexString(sig) != spelled {
 				t.Fatalf("%s: parsed %x from %q", s.name, sig, header)
 			}
 		} else if !errors.Is(err, ErrMalformedHeader) {
 			t.Fatalf("%s: parse error %v wraps no ErrMalformedHeader", s.name, err)
 		}
 		sig := hmacSHA256(key, []byte(header))[:s.size]
-		got, err := parseHexSig(s.name, s.prefix, s.size, s.prefix+hexString(sig))
+		got, err := parseHexSig(s.name, s.prefix, s.size, s.prefix+hexString(sig), s.anyCase)
 		if err != nil || !bytes.Equal(got, sig) {
 			t.Fatalf("%s: parse(format(%x)) = %x, %v", s.name, sig, got, err)
 		}

@@ -105,7 +105,7 @@ func newGenericScheme(cfg *GenericConfig, tol time.Duration) (genericScheme, err
 
 // parseSignatures parses the signature header: signatures separated by
 // commas or whitespace, each with the configured prefix (entries without it
-// are skipped), in lowercase hex or canonical base64. Entries that do not
+// are skipped), in hex (either case) or canonical base64. Entries that do not
 // decode to a digest of the algorithm's size are skipped; none left is an
 // error. A header repeated and joined with commas is a longer list of the
 // same form, read as one.

@@ -34,7 +34,7 @@ type githubScheme struct{}
 // parseGitHubSignature parses X-Hub-Signature-256: "sha256=" + 64 lowercase
 // hex digits.
 func parseGitHubSignature(value string) ([]byte, error) {
-	return parseHexSig(githubSignatureHeader, githubPrefix, sha256.Size, value)
+	return parseHexSig(githubSignatureHeader, githubPrefix, sha256.Size, value, true)
 }
 
 // formatGitHubSignature writes an X-Hub-Signature-256 value.

@@ -49,7 +49,7 @@ func (intercomScheme) authenticate(req *Request, secrets []string, _ time.Time) 
 	if err != nil {
 		return meta{}, err
 	}
-	sig, err := parseHexSig(intercomSignatureHeader, intercomPrefix, sha1.Size, value)
+	sig, err := parseHexSig(intercomSignatureHeader, intercomPrefix, sha1.Size, value, false)
 	if err != nil {
 		return meta{}, err
 	}

@@ -66,7 +66,7 @@ func (s linearScheme) authenticate(req *Request, secrets []string, now time.Time
 	if err != nil {
 		return meta{}, err
 	}
-	sig, err := parseHexSig(linearSignatureHeader, "", sha256.Size, value)
+	sig, err := parseHexSig(linearSignatureHeader, "", sha256.Size, value, false)
 	if err != nil {
 		return meta{}, err
 	}

@@ -51,7 +51,7 @@ type paddleHeader struct {
 }
 
 // parsePaddleHeader parses Paddle-Signature. It needs exactly one ts and at
-// least one h1 of 32 bytes in lowercase hex; other h1 entries are skipped.
+// least one h1 of 32 bytes in hex; other h1 entries are skipped.
 func parsePaddleHeader(value string) (paddleHeader, error) {
 	ts, timestamp, sigs, err := paddleFormat.parse(value)
 	if err != nil {

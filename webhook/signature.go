@@ -44,29 +44,40 @@ func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute f
 }
 
 // parseHexSig parses a header value carrying prefix + hex digest (Slack and
-// Zoom "v0=", Twitch "sha256=", Intercom "sha1=", Linear no prefix). A value
-// that lacks the prefix or is not size bytes in lowercase hex is
-// ErrMalformedHeader.
-func parseHexSig(name, prefix string, size int, value string) ([]byte, error) {
+// Zoom "v0=", Twitch and GitHub "sha256=", Intercom "sha1=", Linear no
+// prefix). A value that lacks the prefix or is not size bytes of hex is
+// ErrMalformedHeader. anyCase takes upper-case digits too, as the
+// provider's SDK does where it decodes the hex (GitHub's octokit); where
+// the SDK or docs compare hex strings, only lowercase matches, as there.
+func parseHexSig(name, prefix string, size int, value string, anyCase bool) ([]byte, error) {
 	enc, ok := strings.CutPrefix(value, prefix)
-	sig, hexOK := decodeHex(enc)
+	decode, digits := decodeLowerHex, "lowercase hex digits"
+	if anyCase {
+		decode, digits = decodeHex, "hex digits"
+	}
+	sig, hexOK := decode(enc)
 	if !ok || !hexOK || len(sig) != size {
-		return nil, fmt.Errorf("%s: want %q followed by %d lowercase hex digits: %w", name, prefix, 2*size, ErrMalformedHeader)
+		return nil, fmt.Errorf("%s: want %q followed by %d %s: %w", name, prefix, 2*size, digits, ErrMalformedHeader)
 	}
 	return sig, nil
 }
 
-// decodeHex decodes lowercase hex, the one spelling every hex-signing
-// provider sends and its SDK accepts (they compare hex strings, so an
-// upper-case digest is refused there too).
+// decodeHex decodes hex in either case. The digest is then compared in
+// constant time as bytes, so the spelling changes nothing but acceptance.
 func decodeHex(s string) ([]byte, bool) {
+	b, err := hex.DecodeString(s)
+	return b, err == nil
+}
+
+// decodeLowerHex decodes lowercase hex only: the one spelling a provider
+// sends, and the only one its SDK accepts where it compares hex strings.
+func decodeLowerHex(s string) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return nil, false
 		}
 	}
-	b, err := hex.DecodeString(s)
-	return b, err == nil
+	return decodeHex(s)
 }
 
 // parseBase64Sig parses a header value carrying a standard base64 digest
@@ -143,8 +154,7 @@ func formDoc(raw []byte) (map[string]any, url.Values, error) {
 	return doc, vals, nil
 }
 
-// hexString is lowercase hex, as every hex-signing provider sends it and
-// decodeHex reads it.
+// hexString is lowercase hex, as every hex-signing provider sends it.
 func hexString(b []byte) string {
 	return hex.EncodeToString(b)
 }

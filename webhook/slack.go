@@ -67,7 +67,7 @@ func (s slackScheme) authenticate(req *Request, secrets []string, now time.Time)
 	if err != nil {
 		return meta{}, fmt.Errorf("%s: %w", slackTimestampHeader, err)
 	}
-	sig, err := parseHexSig(slackSignatureHeader, slackVersion+"=", sha256.Size, value)
+	sig, err := parseHexSig(slackSignatureHeader, slackVersion+"=", sha256.Size, value, false)
 	if err != nil {
 		return meta{}, err
 	}

@@ -36,7 +36,7 @@ type stripeHeader struct {
 
 // parseStripeHeader parses Stripe-Signature. It needs exactly one timestamp
 // (a second one means the header was repeated and joined) and at least one
-// valid v1 signature; v1 entries that are not lowercase hex are skipped.
+// valid v1 signature; v1 entries that are not hex are skipped.
 func parseStripeHeader(value string) (stripeHeader, error) {
 	ts, timestamp, sigs, err := stripeFormat.parse(value)
 	if err != nil {

@@ -140,7 +140,7 @@ type GenericConfig struct {
 	Algorithm       string `json:"algorithm,omitempty"`        // sha1 | sha256 (default) | sha512
 	SignatureHeader string `json:"signature_header,omitempty"` // default "X-Signature"
 	Prefix          string `json:"prefix,omitempty"`           // e.g. "sha256=" (stripped before decoding)
-	Encoding        string `json:"encoding,omitempty"`         // hex (default; lowercase only) | base64 (standard, padded, canonical)
+	Encoding        string `json:"encoding,omitempty"`         // hex (default; either case) | base64 (standard, padded, canonical)
 	TimestampHeader string `json:"timestamp_header,omitempty"` // if set, signed content is timestamp + "." + body and tolerance applies (unix seconds)
 	IDHeader        string `json:"id_header,omitempty"`        // header carrying the event id, if any; a comma in it is read as a repeated header
 	TypeHeader      string `json:"type_header,omitempty"`      // header carrying the event type, if any; likewise
@@ -300,10 +300,11 @@ func New(cfg Config) (*Verifier, error) {
 			return nil, fmt.Errorf("webhook config: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", cfg.Provider)
 		}
 		if strings.Contains(cfg.URL, "{") {
-			return nil, fmt.Errorf("webhook config: url %q has a placeholder; the receiver's sources config fills {source} and {tenant} per tenant, anything else takes the URL as configured at the provider", cfg.URL)
+			return nil, errors.New("webhook config: url has a placeholder ({...}); the receiver's sources config fills {source} and {tenant} per tenant, anything else takes the URL as configured at the provider")
 		}
 		if u, err := url.Parse(cfg.URL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return nil, fmt.Errorf("webhook config: url %q: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"", cfg.URL)
+			// Not quoted: a URL may carry credentials (https://user:pass@...).
+			return nil, errors.New("webhook config: url: want an absolute http(s) URL such as \"https://hooks.example.com/webhooks/src/tenant\"")
 		}
 	}
 	s, err := spec.build(cfg, tol)

@@ -84,7 +84,7 @@ func (s zoomScheme) authenticate(req *Request, secrets []string, now time.Time) 
 	if err != nil {
 		return meta{}, fmt.Errorf("%s: %w", zoomTimestampHeader, err)
 	}
-	sig, err := parseHexSig(zoomSignatureHeader, zoomVersion+"=", sha256.Size, value)
+	sig, err := parseHexSig(zoomSignatureHeader, zoomVersion+"=", sha256.Size, value, false)
 	if err != nil {
 		return meta{}, err
 	}

@@ -47,16 +47,48 @@ type Client struct {
 // New returns a client for cfg's region, credentials and base endpoint
 // (AWS_ENDPOINT_URL, for an emulator).
 func New(cfg aws.Config) *Client {
-	c := &Client{cfg: cfg, http: cfg.HTTPClient, signer: v4.NewSigner(), now: time.Now}
-	if c.http == nil {
-		c.http = awshttp.NewBuildableClient()
-	}
+	c := &Client{cfg: cfg, http: noRedirects(cfg.HTTPClient), signer: v4.NewSigner(), now: time.Now}
 	if cfg.Retryer != nil {
 		c.retry = cfg.Retryer()
 	} else {
 		c.retry = retry.NewStandard()
 	}
 	return c
+}
+
+// noRedirects returns h, made to stop at the first answer: a 3xx is an
+// error answer, never followed (the SDK's client follows 307 and 308, which
+// resend the signed request elsewhere and take the secret from there).
+// A client of another type is wrapped, and a followed answer refused.
+func noRedirects(h aws.HTTPClient) aws.HTTPClient {
+	var hc *http.Client
+	switch t := h.(type) {
+	case nil:
+		hc, _ = awshttp.NewBuildableClient().Freeze().(*http.Client)
+	case *awshttp.BuildableClient:
+		hc, _ = t.Freeze().(*http.Client)
+	case *http.Client:
+		hc = t
+	}
+	if hc == nil {
+		return firstAnswer{h}
+	}
+	cp := *hc
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
+// firstAnswer refuses an answer that came from elsewhere than the request
+// went: a client that followed a redirect.
+type firstAnswer struct{ aws.HTTPClient }
+
+func (f firstAnswer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := f.HTTPClient.Do(req)
+	if err == nil && resp.Request != nil && resp.Request.URL.String() != req.URL.String() {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered with a redirect, which is not followed", req.URL.Host)
+	}
+	return resp, err
 }
 
 // APIError is an error answer: the service's code and message, and the HTTP

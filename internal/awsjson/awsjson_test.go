@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go"
 )
@@ -92,5 +93,42 @@ func TestEndpoint(t *testing.T) {
 	}
 	if got := New(aws.Config{Region: "cn-north-1"}).endpoint("lambda"); got != "https://lambda.cn-north-1.amazonaws.com.cn" {
 		t.Errorf("China endpoint %s", got)
+	}
+}
+
+// following is an HTTP client of its own type that follows redirects.
+type following struct{ c *http.Client }
+
+func (f following) Do(r *http.Request) (*http.Response, error) { return f.c.Do(r) }
+
+// A redirect is an answer, never followed: the signed request is not sent
+// again elsewhere, and no secret is taken from there. Before, a 307 or 308
+// was followed (the SDK's client follows them).
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{"Parameter":{"Name":"/p/one","Value":"whsec_from_elsewhere"},"SecretString":"whsec_from_elsewhere"}`))
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", other.URL+"/")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	for name, client := range map[string]aws.HTTPClient{"none": nil, "sdk": awshttp.NewBuildableClient(), "net/http": &http.Client{}, "own type": following{&http.Client{}}} {
+		elsewhere.Store(0)
+		cfg := testConfig(srv.URL)
+		cfg.HTTPClient = client
+		if v, err := NewSSM(cfg).GetParameter(context.Background(), "/p/one"); err == nil || v != "" {
+			t.Errorf("%s client: GetParameter = %q, %v; want an error", name, v, err)
+		}
+		if v, err := NewSecretsManager(cfg).GetSecretValue(context.Background(), "p/one"); err == nil || v != "" {
+			t.Errorf("%s client: GetSecretValue = %q, %v; want an error", name, v, err)
+		}
+		if name != "own type" && elsewhere.Load() != 0 {
+			t.Errorf("%s client: the request went to the redirect's target %d times", name, elsewhere.Load())
+		}
 	}
 }

@@ -262,6 +262,9 @@ func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("reconcile %s/%s: the %s API credential: %w", s.Source, s.Tenant, src.Provider, err)
 	}
+	if source.JSONObject(cred) {
+		return Job{}, fmt.Errorf("reconcile %s/%s: the %s API credential %s holds a JSON key/value secret; store the API key or token alone, as plaintext", s.Source, s.Tenant, src.Provider, ref)
+	}
 	switch src.Provider {
 	case "stripe":
 		job.Provider, err = NewStripe(StripeOptions{APIKey: cred, BaseURL: s.APIURL, TrustBaseURL: s.TrustAPIURL, Account: s.Account, Client: c.Client, All: s.All, Types: s.Types, Thin: s.Thin})

@@ -334,6 +334,43 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
+// A JSON key/value secret as the API credential gets the credential's own
+// message, and neither it nor an api_url with credentials is quoted.
+// Before, the first got the signing secrets' message, the second was
+// quoted whole.
+func TestCredentialErrorsNeverQuoteAValue(t *testing.T) {
+	t.Parallel()
+	srcs, err := source.Parse([]byte(`{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_1"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := &source.Secrets{SecretsManager: credentialStore{"stripe-api": `{"api_key":"sk_live_51ReconcileLeakCanary"}`}}
+	reg, err := source.NewRegistry(srcs, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{Sources: srcs, Registry: reg, Secrets: secrets, Retention: 168 * time.Hour}
+	_, err = c.Job(t.Context(), Spec{Source: "stripe", Tenant: "acme", Credential: "secretsmanager:stripe-api"}, true)
+	if err == nil || !strings.Contains(err.Error(), "API credential secretsmanager:stripe-api holds a JSON key/value secret; store the API key") ||
+		strings.Contains(err.Error(), "ReconcileLeakCanary") {
+		t.Fatalf("Job: %v, want the credential's own message, not quoting the value", err)
+	}
+	for _, u := range []string{"https://user:sk_live_51ReconcileLeakCanary@ghe.example.com/api/v3", "http://ghe.example.com/?token=sk_live_51ReconcileLeakCanary",
+		"ftp://sk_live_51ReconcileLeakCanary"} {
+		err := c.Check(Spec{Source: "stripe", Tenant: "acme", Credential: "literal:x", APIURL: u})
+		if err == nil || !strings.Contains(err.Error(), "api_url") || strings.Contains(err.Error(), "ReconcileLeakCanary") {
+			t.Errorf("api_url %q: %v, want an api_url error not quoting it", u, err)
+		}
+	}
+}
+
+// credentialStore is a Secrets Manager holding string secrets by id.
+type credentialStore map[string]string
+
+func (m credentialStore) GetSecretValue(_ context.Context, id string) (string, error) {
+	return m[id], nil
+}
+
 func TestNextLink(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ header, want string }{

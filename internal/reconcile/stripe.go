@@ -230,13 +230,19 @@ func baseURL(v, def string, trusted bool) (string, error) {
 	if v == "" {
 		return def, nil
 	}
+	// Errors name the host at most: the URL may carry credentials.
 	u, err := url.Parse(v)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
-		return "", fmt.Errorf("api_url %q: want an absolute https URL such as %s", v, def)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return "", fmt.Errorf("api_url (%d bytes): want an absolute https URL such as %s", len(v), def)
+	case u.User != nil:
+		return "", errors.New("api_url has user info (user:password@); the API credential goes in \"credential\"")
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("api_url of %s has a query or fragment; want the API's base, such as %s", u.Host, def)
 	}
 	local := loopback(u.Hostname())
 	if u.Scheme == "http" && !local {
-		return "", fmt.Errorf("api_url %q: plain http would send the API credential in clear text; use https (http is allowed only to localhost, 127.0.0.1 or ::1, for local stubs)", v)
+		return "", fmt.Errorf("api_url of %s is plain http, which would send the API credential in clear text; use https (http is allowed only to localhost, 127.0.0.1 or ::1, for local stubs)", u.Host)
 	}
 	d, _ := url.Parse(def)
 	own := u.Scheme == "https" && strings.EqualFold(u.Hostname(), d.Hostname()) && (u.Port() == "" || u.Port() == "443")
@@ -245,8 +251,8 @@ func baseURL(v, def string, trusted bool) (string, error) {
 		if def == GitHubAPI {
 			hint = "GitHub Enterprise Server (https://HOST/api/v3), a proxy or a test host you run"
 		}
-		return "", fmt.Errorf("api_url %q is not the provider's API (%s): the API credential would go there, and the events it answers would be signed with the tenant's webhook secret and fed to the pipeline; remove api_url, or, for %s, also set \"trust_api_url\": true (CLI: --trust-api-url)",
-			v, d.Host, hint)
+		return "", fmt.Errorf("api_url of %s is not the provider's API (%s): the API credential would go there, and the events it answers would be signed with the tenant's webhook secret and fed to the pipeline; remove api_url, or, for %s, also set \"trust_api_url\": true (CLI: --trust-api-url)",
+			u.Host, d.Host, hint)
 	}
 	return strings.TrimRight(v, "/"), nil
 }

@@ -126,5 +126,6 @@ func unknownScheme(scheme, s string) error {
 	if want, ok := nearMisses[lower]; ok {
 		return fmt.Errorf("%w: unknown scheme %q; did you mean %q? (schemes are lower case: literal:, env:, ssm:, secretsmanager:)", ErrBadRef, scheme+":", want+":")
 	}
-	return fmt.Errorf("%w: unknown scheme %q; want literal:, env:, ssm: or secretsmanager: (a secret that contains a colon is written literal:<secret>)", ErrBadRef, scheme+":")
+	// Not quoted: the "scheme" may be the start of a secret.
+	return fmt.Errorf("%w: an entry of %d bytes starts with an unknown scheme (%d bytes before its first colon); want literal:, env:, ssm: or secretsmanager: (a secret that contains a colon is written literal:<secret>)", ErrBadRef, len(s), len(scheme))
 }

@@ -82,8 +82,8 @@ var (
 	ErrSecretGone = errors.New("secret does not exist")
 	// ErrSecretDenied means the function may not read it (IAM or KMS).
 	ErrSecretDenied = errors.New("access to the secret denied")
-	// ErrSecretUnusable means it was read but cannot be a signing key
-	// (empty, binary, or a JSON key/value secret).
+	// ErrSecretUnusable means it was read but cannot serve: empty, binary,
+	// or (as a signing secret) a JSON key/value secret.
 	ErrSecretUnusable = errors.New("secret value unusable")
 	// ErrSecretTransient means throttling, a 5xx, a timeout or a broken
 	// connection: retrying later may work.
@@ -153,12 +153,17 @@ func (r Resolved) Only(target error) bool {
 // Err joins the failures (nil when none).
 func (r Resolved) Err() error { return errors.Join(r.Errors...) }
 
-// Resolve resolves every reference on its own: one that fails does not stop
-// the others, so a rotation list [new, deleted-old] still verifies with new.
+// Resolve resolves signing secrets, every reference on its own: one that
+// fails does not stop the others, so a rotation list [new, deleted-old]
+// still verifies with new. A JSON key/value secret is refused: it is no
+// provider's signing secret.
 func (s *Secrets) Resolve(ctx context.Context, refs []Ref) Resolved {
 	var out Resolved
 	for _, ref := range refs {
 		v, err := s.resolve(ctx, ref)
+		if err == nil && ref.Scheme == SchemeSecretsManager && JSONObject(v) {
+			err = fmt.Errorf("%w: %w: %s holds a JSON key/value secret; store the signing secret as plaintext (console: Other type of secret, Plaintext; CLI: --secret-string 'whsec_...')", ErrSecretUnavailable, ErrSecretUnusable, ref)
+		}
 		if err != nil {
 			out.Errors = append(out.Errors, err)
 			out.Failed = append(out.Failed, ref)
@@ -169,7 +174,8 @@ func (s *Secrets) Resolve(ctx context.Context, refs []Ref) Resolved {
 	return out
 }
 
-// Value resolves one secret reference, cached like Resolve.
+// Value resolves one secret reference, cached like Resolve, and returns
+// what the store holds as is, a JSON document too: its user decides.
 func (s *Secrets) Value(ctx context.Context, ref Ref) (string, error) { return s.resolve(ctx, ref) }
 
 // Document reads what an "ssm:" or "secretsmanager:" reference holds, as
@@ -220,9 +226,6 @@ func (s *Secrets) resolve(ctx context.Context, ref Ref) (string, error) {
 		return s.staleOr(entry, now, entry.err)
 	}
 	v, err := s.fetch(ctx, ref)
-	if err == nil && ref.Scheme == SchemeSecretsManager && isJSONObject(v) {
-		err = fmt.Errorf("%w: %w: %s holds a JSON key/value secret; store the signing secret as plaintext (console: Other type of secret, Plaintext; CLI: --secret-string 'whsec_...')", ErrSecretUnavailable, ErrSecretUnusable, ref)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {
@@ -282,15 +285,15 @@ func (s *Secrets) fetch(ctx context.Context, ref Ref) (string, error) {
 			return "", classify(ref, err)
 		}
 		if v == "" {
-			return "", fmt.Errorf("%w: %w: %s has no string value (binary secrets are not signing secrets; store the secret as plaintext)", ErrSecretUnavailable, ErrSecretUnusable, ref)
+			return "", fmt.Errorf("%w: %w: %s has no string value (a binary secret); store it as a string", ErrSecretUnavailable, ErrSecretUnusable, ref)
 		}
 		return v, nil
 	}
 }
 
-// isJSONObject reports whether v is a JSON object, which is how the console
-// stores key/value secrets. No provider's signing secret looks like one.
-func isJSONObject(v string) bool {
+// JSONObject reports whether v is a JSON object, which is how the console
+// stores key/value secrets. No signing secret or API key looks like one.
+func JSONObject(v string) bool {
 	t := strings.TrimSpace(v)
 	if !strings.HasPrefix(t, "{") {
 		return false

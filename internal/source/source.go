@@ -139,8 +139,8 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		// own, so with several tenants it must say where the tenant goes.
 		perTenant := strings.Contains(src.URL, "{")
 		if src.URL != "" && !perTenant && len(src.Tenants) > 1 && webhook.SignsURL(src.Provider) {
-			return nil, fmt.Errorf("source %q: url %q is one URL, but its %d tenants each post to their own and %s signs it: write it with {tenant}, e.g. %q",
-				name, src.URL, len(src.Tenants), src.Provider, "https://hooks.example.com/webhooks/"+name+"/{tenant}")
+			return nil, fmt.Errorf("source %q: url is one URL, but its %d tenants each post to their own and %s signs it: write it with {tenant}, e.g. %q",
+				name, len(src.Tenants), src.Provider, "https://hooks.example.com/webhooks/"+name+"/{tenant}")
 		}
 		base := src.Config
 		if perTenant {

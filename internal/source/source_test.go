@@ -69,7 +69,7 @@ func TestReferenceThatIsNotValidIsAStartupError(t *testing.T) {
 		{"Ssm:/hookledger/prod/x", `did you mean "ssm:"`},
 		{"arn:aws:secretsmanager:us-east-1:123456789012:secret:hookledger/prod/x", `write "secretsmanager:arn:aws:secretsmanager:`},
 		{"arn:aws:ssm:us-east-1:123456789012:parameter/hookledger/prod/x", `write "ssm:arn:aws:ssm:`},
-		{"vault:secret/x", `unknown scheme "vault:"`},
+		{"vault:secret/x", "unknown scheme (5 bytes before its first colon)"},
 		{"/hookledger/prod/x", `"ssm:/hookledger/prod/x"`},
 		{"whsec_bare_secret_value", `write an inline secret as "literal:<secret>"`},
 		{"env:not a name", "want an environment variable name"},

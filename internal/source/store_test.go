@@ -15,7 +15,8 @@ import (
 // Against the emulator's real SSM and Secrets Manager: a rotation list
 // whose old secret was deleted still verifies with the new one, a secret
 // scheduled for deletion stops working, and a key/value JSON secret is
-// unusable (it used to become the HMAC key, so every delivery got 401).
+// unusable as a signing secret (it used to become the HMAC key, so every
+// delivery got 401).
 func TestSecretStoresInTheEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
@@ -56,8 +57,8 @@ func TestSecretStoresInTheEmulator(t *testing.T) {
 	if _, err := fresh.Value(t.Context(), Ref{SchemeSecretsManager, base + "/scheduled"}); !errors.Is(err, ErrSecretGone) {
 		t.Errorf("a secret scheduled for deletion: %v, want ErrSecretGone", err)
 	}
-	if _, err := fresh.Value(t.Context(), Ref{SchemeSecretsManager, base + "/kv"}); !errors.Is(err, ErrSecretUnusable) {
-		t.Errorf("a key/value JSON secret: %v, want ErrSecretUnusable", err)
+	if res := fresh.Resolve(t.Context(), []Ref{{SchemeSecretsManager, base + "/kv"}}); len(res.Errors) != 1 || !res.Only(ErrSecretUnusable) {
+		t.Errorf("a key/value JSON signing secret: %v, want ErrSecretUnusable", res.Err())
 	}
 	if _, err := fresh.Value(t.Context(), Ref{SchemeSSM, "/" + base + "/missing"}); !errors.Is(err, ErrSecretGone) {
 		t.Errorf("a missing parameter: %v, want ErrSecretGone", err)
