@@ -164,8 +164,8 @@ var hexDigest = regexp.MustCompile(`[0-9a-f]{40,}`)
 // Before, upper case was refused everywhere.
 func TestHexSignatureCaseFollowsEachSDK(t *testing.T) {
 	t.Parallel()
-	anyCase := map[string]bool{"stripe": true, "github": true, "paddle": true, "generic": true, "generic-derived": true,
-		"slack": false, "linear": false, "zoom": false, "twitch": false, "intercom": false}
+	anyCase := map[string]bool{"stripe": true, "github": true, "paddle": true, "twitch": true, "generic": true, "generic-derived": true,
+		"slack": false, "linear": false, "zoom": false, "intercom": false}
 	for name, pc := range providerCases() {
 		upperOK, hexSigned := anyCase[name]
 		if !hexSigned {

@@ -91,7 +91,7 @@ func (s twitchScheme) authenticate(req *Request, secrets []string, now time.Time
 	if err != nil {
 		return meta{}, err
 	}
-	sig, err := parseHexSig(twitchSignatureHeader, twitchPrefix, sha256.Size, value, false)
+	sig, err := parseHexSig(twitchSignatureHeader, twitchPrefix, sha256.Size, value, true)
 	if err != nil {
 		return meta{}, err
 	}
