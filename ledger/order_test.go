@@ -350,3 +350,42 @@ func TestReplayApplyStaleIsForOneReplay(t *testing.T) {
 		t.Fatalf("plain replay: %+v, %v", rec, err)
 	}
 }
+
+// ResetOrder forgets a resource's position once its holder's run is over,
+// so that the next event takes the resource as its first; it refuses while
+// that run is live.
+func TestResetOrder(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	if _, err := f.l.ResetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("reset of no item: %v", err)
+	}
+	far := running(t, f, awstest.Name("evt_far"))
+	if _, err := f.l.TakeOrder(ctx, far, res, 1<<62, false); err != nil {
+		t.Fatal(err)
+	}
+	oe := orderErr(t, func() error { _, err := f.l.ResetOrder(ctx, "stripe", "acme", res); return err }(), ledger.ErrBusy)
+	if oe.Holder == nil || oe.Order.Holder != far.ID.Key {
+		t.Fatalf("busy: %+v", oe)
+	}
+	if _, err := f.l.Complete(ctx, far); err != nil {
+		t.Fatal(err)
+	}
+	real := running(t, f, awstest.Name("evt_real"))
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, real, res, 100, false); return err }(), ledger.ErrStale)
+	was, err := f.l.ResetOrder(ctx, "stripe", "acme", res)
+	if err != nil || was.Position != 1<<62 || was.Holder != far.ID.Key {
+		t.Fatalf("reset: %+v, %v", was, err)
+	}
+	if _, err := f.l.GetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("after the reset: %v", err)
+	}
+	if took, err := f.l.TakeOrder(ctx, real, res, 100, false); err != nil || took.Before != nil {
+		t.Fatalf("take after the reset: %+v, %v", took, err)
+	}
+	if _, err := f.l.ResetOrder(ctx, "stripe", "acme", ""); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("empty resource: %v", err)
+	}
+}

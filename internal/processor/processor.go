@@ -425,7 +425,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
-		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
+		ReceivedAt: receivedAt(m, lease.Record),
 	}, order.Engine{Engine: run, Guard: w})
 	herr := safeRun(ctx, handler, ev)
 	changes := ledgerChanges(run.Pending())
@@ -467,6 +467,15 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	default:
 		return h.retry(ctx, m, w.lease, herr, changes...)
 	}
+}
+
+// receivedAt is when the receiver accepted the event: the message says,
+// or else its record's creation.
+func receivedAt(m queue.Message, rec ledger.Record) time.Time {
+	if m.ReceivedAt == 0 {
+		return rec.CreatedAt
+	}
+	return time.UnixMilli(m.ReceivedAt).UTC()
 }
 
 // unrouted settles an event no route matches: done (default) or dead, each
