@@ -97,7 +97,8 @@ func InOrder(f OrderFunc) RouteOption {
 
 // SkipStale makes an InOrder route skip stale events instead of running
 // its handler: such an event is marked done, with the reason recorded in
-// the ledger, a log line and the metric Stale. Its steps do not run.
+// the ledger, a log line and the metric Stale (StaleAfterRun when an
+// earlier run of it may have applied it). Its steps do not run.
 func SkipStale() RouteOption { return RouteOption{func(r *route) { r.skip = true }} }
 
 // route is a handler with route options: what Router.Lookup returns for a

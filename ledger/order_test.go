@@ -389,3 +389,48 @@ func TestResetOrder(t *testing.T) {
 		t.Fatalf("empty resource: %v", err)
 	}
 }
+
+// EarlierRun says what the record shows of earlier runs that may have
+// reached the handler: not the run in progress, not runs given back.
+func TestEarlierRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	claim := func(id ledger.ID) ledger.Lease {
+		t.Helper()
+		f.clock.Advance(2 * time.Minute) // past any earlier lease and backoff
+		l, err := f.l.ClaimEvent(ctx, id, time.Minute, createdAs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a := running(t, f, awstest.Name("evt_a"))
+	if got := a.Record.EarlierRun(); got != "" {
+		t.Fatalf("first run: %q", got)
+	}
+	if _, err := f.l.Release(ctx, a, "resource busy", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a = claim(a.ID)
+	if got := a.Record.EarlierRun(); got != "" || a.Record.GivenBack != 1 || a.Record.Interrupted != 2 {
+		t.Fatalf("after a run given back: %q (%+v)", got, a.Record)
+	}
+	a = claim(a.ID) // the run before it was killed
+	if got := a.Record.EarlierRun(); got != "1 run interrupted" {
+		t.Fatalf("after a killed run: %q", got)
+	}
+	if _, err := f.l.Fail(ctx, a, "503", time.Second, ledger.StepChange{Name: "charge", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	a = claim(a.ID)
+	if got := a.Record.EarlierRun(); got != "step charge started, 1 run failed by the handler, 1 run interrupted" {
+		t.Fatalf("after a failed run: %q", got)
+	}
+	if _, err := f.l.Bury(ctx, a, "gave up"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := f.l.Replay(ctx, a.ID); err != nil || rec.GivenBack != 0 || rec.Interrupted != 0 {
+		t.Fatalf("replay resets the run counters: %+v, %v", rec, err)
+	}
+}

@@ -94,3 +94,47 @@ func TestOrderShowAndReset(t *testing.T) {
 		t.Fatalf("the next event: %+v, %v", took, err)
 	}
 }
+
+// inspect tells an event skipped as stale after a run that may have
+// applied it from one that never ran.
+func TestInspectShowsStaleAfterRun(t *testing.T) {
+	cfg := awstest.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := awstest.Table(t, cfg)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", table)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	ctx := t.Context()
+	past, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	l, _ := ledger.New(db, ledger.Options{Table: table})
+	for _, k := range []string{"evt_killed", "evt_never"} {
+		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: k}
+		if _, _, err := past.Create(ctx, ledger.NewEvent{ID: id, Type: "customer.subscription.updated", BodySHA256: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if k == "evt_killed" { // a run an hour ago, killed after its effect
+			if _, err := past.Claim(ctx, id, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lease, err := l.Claim(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Skip(ctx, lease, "skipped as stale"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, want := range map[string]string{"evt_killed": "stale_after_run", "evt_never": "stale"} {
+		var out, errb bytes.Buffer
+		if code := run(ctx, []string{"inspect", k}, &out, &errb); code != 0 {
+			t.Fatalf("inspect %s: exit %d: %s", k, code, errb.String())
+		}
+		var got struct {
+			SkippedAs string `json:"skipped_as"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.SkippedAs != want {
+			t.Errorf("inspect %s: skipped_as %q, want %q (%v)\n%s", k, got.SkippedAs, want, err, out.String())
+		}
+	}
+}

@@ -368,6 +368,69 @@ func TestOrderedEventCosts(t *testing.T) {
 	measure(o.event(t, "evt_0", subUpdated, "sub_1", 50), 2, 1)  // claim, skip; the item
 }
 
+// A run applied its update and was killed before its completion was
+// recorded; a newer update took the resource; the killed run's retry is
+// stale. Its record, outcome and metric say that an earlier run may have
+// applied it, not that it never ran. An event that never ran, or was only
+// given back while its resource was busy, stays plain stale.
+func TestStaleAfterARunSaysSo(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t)
+	killed := o.event(t, "evt_killed", subUpdated, "sub_1", 100)
+	o.crash = "processor.after_effect"
+	if f := o.handle(t, killed); !f["m-evt_killed"] || o.crash != "" {
+		t.Fatalf("the killed run: failures %v, crash point %q not hit", f, o.crash)
+	}
+	o.clock.Advance(2 * time.Minute) // its lease runs out
+	if f := o.handle(t, o.event(t, "evt_newer", subUpdated, "sub_1", 300)); len(f) != 0 {
+		t.Fatalf("newer: %v", f)
+	}
+	if f := o.handle(t, killed); len(f) != 0 {
+		t.Fatalf("retry: %v", f)
+	}
+	if got := o.appliedTo("sub_1"); got != "[100 300]" {
+		t.Fatalf("applied %s", got)
+	}
+	rec := o.record(t, "evt_killed")
+	if rec.Status != ledger.Done || !strings.HasPrefix(rec.Skipped, "skipped as stale after a run that may have applied it (1 run interrupted)") {
+		t.Fatalf("the killed run's retry: %s, skipped %q", rec.Status, rec.Skipped)
+	}
+
+	// Never ran: plain stale.
+	o.handle(t, o.event(t, "evt_older", subUpdated, "sub_1", 50))
+	// Given back while sub_2 was busy, then stale: it never ran either.
+	ctx := t.Context()
+	o.event(t, "evt_holder", subUpdated, "sub_2", 100)
+	holder, err := o.l.ClaimEvent(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.l.TakeOrder(ctx, holder, "sub_2", 100*int64(time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	waited := o.event(t, "evt_waited", subUpdated, "sub_2", 200)
+	if f := o.handle(t, waited); !f["m-evt_waited"] {
+		t.Fatalf("busy event acknowledged: %v", f)
+	}
+	if _, err := o.l.Complete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	o.handle(t, o.event(t, "evt_latest", subUpdated, "sub_2", 300))
+	o.handle(t, waited)
+	for _, k := range []string{"evt_older", "evt_waited"} {
+		if rec := o.record(t, k); rec.Status != ledger.Done || !strings.HasPrefix(rec.Skipped, "skipped as stale: resource") {
+			t.Errorf("%s: %s, skipped %q", k, rec.Status, rec.Skipped)
+		}
+	}
+	if got := o.appliedTo("sub_2"); got != "[300]" {
+		t.Fatalf("applied to sub_2 %s", got)
+	}
+	emf := o.emf.String()
+	if a, s := strings.Count(emf, `"StaleAfterRun":1`), strings.Count(emf, `"Stale":1`); a != 1 || s != 2 {
+		t.Fatalf("StaleAfterRun counted %d times, Stale %d; want 1 and 2:\n%s", a, s, emf)
+	}
+}
+
 // An update whose position lies far after its arrival (a producer's clock
 // years ahead, a body put on the bus with created in 2255) must not take
 // its resource: it would make every real update stale for the retention.
