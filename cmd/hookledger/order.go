@@ -13,9 +13,9 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-const orderHelp = `usage: hookledger order show|reset --source S --tenant T [--yes] RESOURCE
+const orderUsage = "usage: hookledger order show|reset --source S --tenant T [--yes] RESOURCE\n\n"
 
-An InOrder route keeps, per (source, tenant, resource), the newest position
+const orderHelp = `An InOrder route keeps, per (source, tenant, resource), the newest position
 an event of the resource took and which event took it. Older events are
 stale. show prints that order item; reset forgets it, so that the
 resource's next event takes it as its first.
@@ -33,13 +33,13 @@ applying it.
 
 func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, orderHelp)
+		fmt.Fprint(stderr, orderUsage+orderHelp)
 		return 2
 	}
 	sub := args[0]
 	switch sub {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, orderHelp)
+		fmt.Fprint(stdout, orderUsage+orderHelp)
 		return 0
 	case "show", "reset":
 	default:
@@ -47,12 +47,21 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	cmd := "order " + sub
-	fs := cli.NewFlags("hookledger", cmd, cmd+" --source S --tenant T RESOURCE", stderr)
+	synopsis := cmd + " --source S --tenant T RESOURCE"
+	if sub == "reset" {
+		synopsis = cmd + " --source S --tenant T --yes RESOURCE"
+	}
+	fs := cli.NewFlags("hookledger", cmd, synopsis, stderr)
 	src := fs.String("source", "", "the resource's source, the {source} of its webhook URL (required)")
 	tenant := fs.String("tenant", "", "the resource's tenant, the {tenant} of its webhook URL (required)")
 	yes := false
 	if sub == "reset" {
 		fs.BoolVar(&yes, "yes", false, "forget the resource's position (check it first with hookledger order show)")
+	}
+	flags := fs.Usage
+	fs.Usage = func() {
+		flags()
+		fmt.Fprint(fs.Output(), "\n"+orderHelp)
 	}
 	if code := cli.Parse(fs, args[1:], stdout); code >= 0 {
 		return code
