@@ -2,26 +2,62 @@ package hookledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// OrderFunc says what an event is about and where it stands: resource
-// names the thing whose state the event carries (a subscription's id),
-// position orders the events of that resource (higher is newer), and ok is
-// false when the event has no such place (then it is applied unordered,
-// with a warning and the metric Unordered).
+// OrderFunc says what an event is about and where it stands among the
+// events of that resource (a Position). It returns ErrNoPosition (wrapped)
+// when the event has no such place: the event is then applied unordered,
+// with a warning and the metric Unordered. Any other error means the body
+// carries a position that cannot be read (a created of "abc"): the event
+// goes dead with the error as its cause, never applied unordered.
 //
-// Positions are compared only between events of one source, tenant and
-// resource, so any number that grows with the resource's state works: a
-// version counter, or a time in one unit (the built-in ones return Unix
-// nanoseconds). Read them from the signed body, never from an unsigned
-// header, and make the function give the same answer on every run of an
-// event. A resource is at most 512 bytes of UTF-8.
-type OrderFunc func(ev *Event) (resource string, position int64, ok bool)
+// Read positions from the signed body, never from an unsigned header, and
+// give the same answer on every run of an event.
+type OrderFunc func(ev *Event) (Position, error)
+
+// ErrNoPosition is what an OrderFunc returns for an event that has no
+// place among the events of a resource (one about no single resource, a
+// deletion payload without a time).
+var ErrNoPosition = webhook.ErrNoPosition
+
+// Position is an event's place among the events of one resource: a time
+// (At) or, when At is zero, a sequence number (Seq). Positions are compared
+// only between events of one source, tenant and resource; later or higher
+// is newer. A route's OrderFunc gives one kind for all its events.
+type Position struct {
+	// Resource names the thing whose state the event carries (a
+	// subscription's id): 1 to 512 bytes of UTF-8.
+	Resource string
+	// At is when the sender wrote that state (Stripe's created, Paddle's
+	// occurred_at), from 1678 to 2262. An event whose At lies more than
+	// MaxAhead after it arrived goes dead: taking its resource would make
+	// every real event of it stale until then.
+	At time.Time
+	// Seq grows with the resource's state: a version counter, a sequence
+	// number. No clock can judge it, so nothing refuses a wrong one; an
+	// operator clears a resource's position with hookledger order reset.
+	Seq int64
+}
+
+// MaxAhead is how far after its arrival an event's time position may lie:
+// senders' clocks run a little ahead, and signed webhook timestamps are
+// trusted to the same 5 minutes.
+const MaxAhead = 5 * time.Minute
+
+// Time positions are Unix nanoseconds in the ledger, which int64 holds
+// from 1678 to 2262.
+var (
+	minAt = time.Unix(0, math.MinInt64)
+	maxAt = time.Unix(0, math.MaxInt64)
+)
 
 // RouteOption configures one route: InOrder, SkipStale.
 type RouteOption struct{ apply func(*route) }
@@ -42,6 +78,9 @@ type RouteOption struct{ apply func(*route) }
 //     tell which is newer: re-read the resource from the provider's API if
 //     it matters.
 //
+// An event whose position cannot be read, or lies more than MaxAhead
+// after its arrival, goes dead at once without taking the resource.
+//
 // It costs one more ledger write per event (and one or two reads); a stale
 // event costs none. docs/ordering.md has the details.
 func InOrder(f OrderFunc) RouteOption {
@@ -58,7 +97,8 @@ func InOrder(f OrderFunc) RouteOption {
 
 // SkipStale makes an InOrder route skip stale events instead of running
 // its handler: such an event is marked done, with the reason recorded in
-// the ledger, a log line and the metric Stale. Its steps do not run.
+// the ledger, a log line and the metric Stale (StaleAfterRun when an
+// earlier run of it may have applied it). Its steps do not run.
 func SkipStale() RouteOption { return RouteOption{func(r *route) { r.skip = true }} }
 
 // route is a handler with route options: what Router.Lookup returns for a
@@ -79,11 +119,11 @@ func (r *route) HandleEvent(ctx context.Context, ev *Event) error {
 	if !ok {
 		return order.ErrNoGuard
 	}
-	res, pos, ok := r.order(ev)
-	if ok && (res == "" || len(res) > order.MaxResource || !utf8.ValidString(res)) {
-		return Permanent(fmt.Errorf("hookledger: InOrder: the route's OrderFunc returned a resource the ledger cannot keep (%d bytes; want 1 to %d bytes of UTF-8)", len(res), order.MaxResource))
+	k, err := r.key(ev)
+	if err != nil {
+		return Permanent(fmt.Errorf("hookledger: InOrder: %w; the event was not applied and took no resource", err))
 	}
-	place, err := g.Take(ctx, order.Key{Resource: res, Position: pos, OK: ok})
+	place, err := g.Take(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -92,6 +132,30 @@ func (r *route) HandleEvent(ctx context.Context, ev *Event) error {
 		return &order.StaleError{Place: place}
 	}
 	return r.h.HandleEvent(ctx, ev)
+}
+
+// key asks the route's OrderFunc where the event stands, and refuses a
+// position the ledger cannot keep or must not take.
+func (r *route) key(ev *Event) (order.Key, error) {
+	p, err := r.order(ev)
+	switch {
+	case errors.Is(err, ErrNoPosition):
+		return order.Key{}, nil
+	case err != nil:
+		return order.Key{}, fmt.Errorf("the event's position cannot be read (%w); fix the sender or the route's OrderFunc", err)
+	case p.Resource == "" || len(p.Resource) > order.MaxResource || !utf8.ValidString(p.Resource):
+		return order.Key{}, fmt.Errorf("the route's OrderFunc returned a resource the ledger cannot keep (%d bytes; want 1 to %d bytes of UTF-8)", len(p.Resource), order.MaxResource)
+	case p.At.IsZero():
+		return order.Key{Resource: p.Resource, Position: p.Seq, OK: true}, nil
+	case p.Seq != 0:
+		return order.Key{}, errors.New("the route's OrderFunc returned a Position with both At and Seq; give one")
+	case p.At.Before(minAt) || p.At.After(maxAt):
+		return order.Key{}, fmt.Errorf("the event's position %s is outside the years 1678 to 2262", p.At.UTC().Format(time.RFC3339Nano))
+	case !ev.ReceivedAt.IsZero() && p.At.Sub(ev.ReceivedAt) > MaxAhead:
+		return order.Key{}, fmt.Errorf("the event's position %s lies more than %v after the event arrived (%s): the sender's clock is wrong or the body is not what it sent (hookledger.MaxAhead)",
+			p.At.UTC().Format(time.RFC3339Nano), MaxAhead, ev.ReceivedAt.UTC().Format(time.RFC3339))
+	}
+	return order.Key{Resource: p.Resource, Position: p.At.UnixNano(), OK: true}, nil
 }
 
 // Order is what an InOrder route knew of an event's place among the
@@ -136,7 +200,7 @@ func (e *Event) Stale() bool { return e.Order().Stale }
 // event's created time, as Stripe's docs suggest for working out the order
 // of events that arrive out of order. created counts whole seconds, so two
 // updates of one object within a second tie (see InOrder).
-func StripeObject(ev *Event) (resource string, position int64, ok bool) {
+func StripeObject(ev *Event) (Position, error) {
 	return fromProvider(webhook.StripePosition(ev.Body))
 }
 
@@ -144,20 +208,20 @@ func StripeObject(ev *Event) (resource string, position int64, ok bool) {
 // products, customers, ...): the resource's global id
 // (admin_graphql_api_id) and its updated_at, in whole seconds. Deletion
 // payloads carry neither and are applied unordered.
-func ShopifyResource(ev *Event) (resource string, position int64, ok bool) {
+func ShopifyResource(ev *Event) (Position, error) {
 	return fromProvider(webhook.ShopifyPosition(ev.Body))
 }
 
 // PaddleEntity is the OrderFunc of Paddle Billing events: the entity the
 // event is about (data.id) and when the event occurred (occurred_at), the
 // field Paddle's docs name for ordering.
-func PaddleEntity(ev *Event) (resource string, position int64, ok bool) {
+func PaddleEntity(ev *Event) (Position, error) {
 	return fromProvider(webhook.PaddlePosition(ev.Body))
 }
 
-func fromProvider(p webhook.Position, err error) (string, int64, bool) {
+func fromProvider(p webhook.Position, err error) (Position, error) {
 	if err != nil {
-		return "", 0, false
+		return Position{}, err
 	}
-	return p.Resource, p.At, true
+	return Position{Resource: p.Resource, At: time.Unix(0, p.At)}, nil
 }

@@ -2,10 +2,14 @@ package hookledger_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/hookledgertest"
 )
 
 func TestRouteOptionsRefuseMistakes(t *testing.T) {
@@ -64,20 +68,75 @@ func TestOrderOutsideOrderedRoutesIsZero(t *testing.T) {
 func TestBuiltInOrderFuncs(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
+		f         hookledger.OrderFunc
+		body      string
+		res       string
+		malformed []string // bodies whose position is there but cannot be read
+	}{
+		{hookledger.StripeObject, `{"created":1700000000,"data":{"object":{"id":"sub_1"}}}`, "sub_1", []string{
+			`{"created":"abc","data":{"object":{"id":"sub_1"}}}`, `{"created":1.5,"data":{"object":{"id":"sub_1"}}}`,
+			`{"created":1e3,"data":{"object":{"id":"sub_1"}}}`, `not json`,
+		}},
+		{hookledger.ShopifyResource, `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"2024-01-01T00:00:00Z"}`, "gid://shopify/Order/1", []string{
+			`{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"yesterday"}`, `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":1700000000}`,
+		}},
+		{hookledger.PaddleEntity, `{"occurred_at":"2024-01-01T00:00:00.123456Z","data":{"id":"sub_01"}}`, "sub_01", []string{
+			`{"occurred_at":"2024-13-01T00:00:00Z","data":{"id":"sub_01"}}`,
+		}},
+	} {
+		p, err := tc.f(&hookledger.Event{Body: []byte(tc.body)})
+		if err != nil || p.Resource != tc.res || p.At.Year() != 2023 && p.At.Year() != 2024 || p.Seq != 0 {
+			t.Errorf("%s: %+v %v", tc.body, p, err)
+		}
+		if _, err := tc.f(&hookledger.Event{Body: []byte(`{}`)}); !errors.Is(err, hookledger.ErrNoPosition) {
+			t.Errorf("empty body: %v, want ErrNoPosition", err)
+		}
+		for _, body := range tc.malformed {
+			if _, err := tc.f(&hookledger.Event{Body: []byte(body)}); err == nil || errors.Is(err, hookledger.ErrNoPosition) {
+				t.Errorf("%s: %v, want an error other than ErrNoPosition", body, err)
+			}
+		}
+	}
+}
+
+// Only a time position is judged against the event's arrival: one more
+// than MaxAhead after it goes dead, whatever the provider; a sequence
+// number is taken as it is. A malformed position goes dead too.
+func TestPositionsTheRouteRefuses(t *testing.T) {
+	t.Parallel()
+	arrived := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	far := arrived.Add(hookledger.MaxAhead + time.Second)
+	near := arrived.Add(hookledger.MaxAhead)
+	seq := func(n int64) hookledger.OrderFunc {
+		return func(*hookledger.Event) (hookledger.Position, error) {
+			return hookledger.Position{Resource: "r", Seq: n}, nil
+		}
+	}
+	both := func(*hookledger.Event) (hookledger.Position, error) {
+		return hookledger.Position{Resource: "r", At: arrived, Seq: 1}, nil
+	}
+	for _, tc := range []struct {
+		name string
 		f    hookledger.OrderFunc
 		body string
-		res  string
+		want hookledgertest.Status
 	}{
-		{hookledger.StripeObject, `{"created":1700000000,"data":{"object":{"id":"sub_1"}}}`, "sub_1"},
-		{hookledger.ShopifyResource, `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"2024-01-01T00:00:00Z"}`, "gid://shopify/Order/1"},
-		{hookledger.PaddleEntity, `{"occurred_at":"2024-01-01T00:00:00.123456Z","data":{"id":"sub_01"}}`, "sub_01"},
+		{"stripe far ahead", hookledger.StripeObject, fmt.Sprintf(`{"created":%d,"data":{"object":{"id":"sub_1"}}}`, far.Unix()), hookledgertest.Dead},
+		{"stripe within MaxAhead", hookledger.StripeObject, fmt.Sprintf(`{"created":%d,"data":{"object":{"id":"sub_1"}}}`, near.Unix()), hookledgertest.Done},
+		{"stripe in 2255", hookledger.StripeObject, `{"created":8993721600,"data":{"object":{"id":"sub_1"}}}`, hookledgertest.Dead},
+		{"stripe malformed", hookledger.StripeObject, `{"created":"abc","data":{"object":{"id":"sub_1"}}}`, hookledgertest.Dead},
+		{"shopify far ahead", hookledger.ShopifyResource, `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"` + far.Format(time.RFC3339) + `"}`, hookledgertest.Dead},
+		{"paddle far ahead", hookledger.PaddleEntity, `{"occurred_at":"` + far.Format(time.RFC3339Nano) + `","data":{"id":"sub_01"}}`, hookledgertest.Dead},
+		{"paddle in the past", hookledger.PaddleEntity, `{"occurred_at":"2020-01-01T00:00:00Z","data":{"id":"sub_01"}}`, hookledgertest.Done},
+		{"a sequence number is not a time", seq(far.UnixNano()), `{}`, hookledgertest.Done},
+		{"both At and Seq", both, `{}`, hookledgertest.Dead},
 	} {
-		res, pos, ok := tc.f(&hookledger.Event{Body: []byte(tc.body)})
-		if !ok || res != tc.res || pos <= 0 {
-			t.Errorf("%s: %q %d %v", tc.body, res, pos, ok)
-		}
-		if _, _, ok := tc.f(&hookledger.Event{Body: []byte(`{}`)}); ok {
-			t.Errorf("a position in an empty body")
+		r := hookledger.NewRouter()
+		r.HandleFunc("p", "t", func(context.Context, *hookledger.Event) error { return nil }, hookledger.InOrder(tc.f))
+		res := hookledgertest.New(r.Lookup("p", "t")).Run(t.Context(), hookledger.Event{Source: "p", Tenant: "t", ID: "evt_1", Type: "t",
+			Body: []byte(tc.body), ReceivedAt: arrived})
+		if res.Status != tc.want || tc.want == hookledgertest.Dead && !strings.Contains(res.Cause, "hookledger: InOrder: ") {
+			t.Errorf("%s: %s (%s), want %s", tc.name, res.Status, res.Cause, tc.want)
 		}
 	}
 }

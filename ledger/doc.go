@@ -72,6 +72,10 @@
 //     and the run's answer (Complete, Fail, Bury) takes the count back, so
 //     a run that dies anywhere stays counted with no write of its own, and
 //     the run in progress counts while the record is processing.
+//   - given_back: of the interrupted runs, those given back before the
+//     handler ran (Release: the resource was busy, the body unreadable).
+//     Record.EarlierRun reads the counters and steps to tell whether an
+//     earlier run may have reached the handler.
 //   - reclaims: re-drives by the reclaimer, which sets its backoff.
 //
 // Interruptions do not spend MaxAttempts. They are bounded by time instead:

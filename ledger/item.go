@@ -20,6 +20,7 @@ const (
 	attrReclaims   = "reclaims"
 	attrFailures   = "failures"
 	attrInterrupts = "interrupted"
+	attrGivenBack  = "given_back"
 	attrReplayed   = "replayed_at"
 	attrOwner      = "lease_owner"
 	attrLeaseUntil = "lease_until"
@@ -88,6 +89,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		Attempts:   int(getN(item, attrAttempts)),
 		Failures:   int(getN(item, attrFailures)),
 		Reclaims:   int(getN(item, attrReclaims)),
+		GivenBack:  int(getN(item, attrGivenBack)),
 		LeaseOwner: getS(item, attrOwner),
 		LeaseUntil: getMS(item, attrLeaseUntil),
 		CreatedAt:  getMS(item, attrCreated),

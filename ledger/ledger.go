@@ -571,6 +571,7 @@ const (
 	interruptedUp   = attrInterrupts + " = if_not_exists(" + attrInterrupts + ", :zero) + :one"
 	interruptedDown = attrInterrupts + " = if_not_exists(" + attrInterrupts + ", :zero) - :one"
 	failuresUp      = attrFailures + " = if_not_exists(" + attrFailures + ", :zero) + :one"
+	givenBackUp     = attrGivenBack + " = if_not_exists(" + attrGivenBack + ", :zero) + :one"
 )
 
 // owned runs a lease holder's write: p plus the step changes, conditioned on
@@ -676,9 +677,10 @@ func (l *Ledger) Fail(ctx context.Context, lease Lease, cause string, retryAfter
 
 // Release gives a leased record back after a run that the infrastructure,
 // not the handler, cut short (the body could not be read from the ledger or
-// the payload store): like Fail, but the run stays counted as interrupted
-// and no failure is counted, so the event's MaxAttempts is not spent on
-// trouble its handler never saw.
+// the payload store, or the event's resource stayed busy) before the
+// handler ran: like Fail, but the run stays counted as interrupted, and as
+// given back (Record.GivenBack), and no failure is counted, so the event's
+// MaxAttempts is not spent on trouble its handler never saw.
 func (l *Ledger) Release(ctx context.Context, lease Lease, cause string, retryAfter time.Duration, changes ...StepChange) (Record, error) {
 	return l.fail(ctx, "release", lease, cause, retryAfter, changes)
 }
@@ -689,6 +691,8 @@ func (l *Ledger) fail(ctx context.Context, op string, lease Lease, cause string,
 	set := []string{"#st = :failed", "updated_at = :now", "last_error = :err", "due_shard = :shard", "due_at = :due"}
 	if op == "fail" {
 		set = append(set, failuresUp, interruptedDown)
+	} else {
+		set = append(set, givenBackUp) // still interrupted, and before the handler
 	}
 	for try := 0; ; try++ {
 		now := l.now()

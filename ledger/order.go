@@ -304,6 +304,43 @@ func (l *Ledger) writeOrder(ctx context.Context, lease Lease, resource string, p
 	return false, old, nil // nil: the item we saw is gone (TTL): judge again from none
 }
 
+// ResetOrder forgets the position taken for (source, tenant, resource):
+// the resource's next event takes it as its first. It is the operator's
+// way out when a wrong position (a sequence number a broken producer sent,
+// a time taken far ahead) makes every real event of the resource stale.
+// It refuses, with ErrBusy, while the holder's run may still be applying
+// its event, and returns the order item as it was (ErrNotFound: none).
+// The write expires the item, which TakeOrder then treats as absent; it is
+// conditioned on the item being as read.
+func (l *Ledger) ResetOrder(ctx context.Context, source, tenant, resource string) (Order, error) {
+	o, err := l.GetOrder(ctx, source, tenant, resource)
+	if err != nil {
+		return Order{}, err
+	}
+	holder, over, err := l.runOver(ctx, ID{Source: source, Tenant: tenant, Key: o.Holder}, o.HoldToken)
+	if err != nil {
+		return Order{}, err
+	}
+	if !over {
+		return Order{}, &OrderError{Err: ErrBusy, Order: o, Holder: holder}
+	}
+	_, err = l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &l.opt.Table,
+		Key:                       orderKey(source, tenant, resource),
+		UpdateExpression:          aws.String("SET " + attrExpires + " = :exp"),
+		ConditionExpression:       aws.String(attrHoldTok + " = :seen"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": n(l.now().Unix()), ":seen": s(o.HoldToken)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return Order{}, &OrderError{Err: ErrBusy, Order: o} // another event took it since
+	case err != nil:
+		return Order{}, fmt.Errorf("reset order %s/%s/%s: %w: %v", source, tenant, resource, ErrUnavailable, err)
+	}
+	return o, nil
+}
+
 // Skip marks a leased record done without its handler having run, saying
 // why in the record (Record.Skipped): the event is stale, older than a
 // state of its resource that a newer event applied. It is Complete's one

@@ -350,3 +350,87 @@ func TestReplayApplyStaleIsForOneReplay(t *testing.T) {
 		t.Fatalf("plain replay: %+v, %v", rec, err)
 	}
 }
+
+// ResetOrder forgets a resource's position once its holder's run is over,
+// so that the next event takes the resource as its first; it refuses while
+// that run is live.
+func TestResetOrder(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	res := "sub_" + awstest.Name("r")
+	if _, err := f.l.ResetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("reset of no item: %v", err)
+	}
+	far := running(t, f, awstest.Name("evt_far"))
+	if _, err := f.l.TakeOrder(ctx, far, res, 1<<62, false); err != nil {
+		t.Fatal(err)
+	}
+	oe := orderErr(t, func() error { _, err := f.l.ResetOrder(ctx, "stripe", "acme", res); return err }(), ledger.ErrBusy)
+	if oe.Holder == nil || oe.Order.Holder != far.ID.Key {
+		t.Fatalf("busy: %+v", oe)
+	}
+	if _, err := f.l.Complete(ctx, far); err != nil {
+		t.Fatal(err)
+	}
+	real := running(t, f, awstest.Name("evt_real"))
+	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, real, res, 100, false); return err }(), ledger.ErrStale)
+	was, err := f.l.ResetOrder(ctx, "stripe", "acme", res)
+	if err != nil || was.Position != 1<<62 || was.Holder != far.ID.Key {
+		t.Fatalf("reset: %+v, %v", was, err)
+	}
+	if _, err := f.l.GetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("after the reset: %v", err)
+	}
+	if took, err := f.l.TakeOrder(ctx, real, res, 100, false); err != nil || took.Before != nil {
+		t.Fatalf("take after the reset: %+v, %v", took, err)
+	}
+	if _, err := f.l.ResetOrder(ctx, "stripe", "acme", ""); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("empty resource: %v", err)
+	}
+}
+
+// EarlierRun says what the record shows of earlier runs that may have
+// reached the handler: not the run in progress, not runs given back.
+func TestEarlierRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	claim := func(id ledger.ID) ledger.Lease {
+		t.Helper()
+		f.clock.Advance(2 * time.Minute) // past any earlier lease and backoff
+		l, err := f.l.ClaimEvent(ctx, id, time.Minute, createdAs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a := running(t, f, awstest.Name("evt_a"))
+	if got := a.Record.EarlierRun(); got != "" {
+		t.Fatalf("first run: %q", got)
+	}
+	if _, err := f.l.Release(ctx, a, "resource busy", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a = claim(a.ID)
+	if got := a.Record.EarlierRun(); got != "" || a.Record.GivenBack != 1 || a.Record.Interrupted != 2 {
+		t.Fatalf("after a run given back: %q (%+v)", got, a.Record)
+	}
+	a = claim(a.ID) // the run before it was killed
+	if got := a.Record.EarlierRun(); got != "1 run interrupted" {
+		t.Fatalf("after a killed run: %q", got)
+	}
+	if _, err := f.l.Fail(ctx, a, "503", time.Second, ledger.StepChange{Name: "charge", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	a = claim(a.ID)
+	if got := a.Record.EarlierRun(); got != "step charge started, 1 run failed by the handler, 1 run interrupted" {
+		t.Fatalf("after a failed run: %q", got)
+	}
+	if _, err := f.l.Bury(ctx, a, "gave up"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := f.l.Replay(ctx, a.ID); err != nil || rec.GivenBack != 0 || rec.Interrupted != 0 {
+		t.Fatalf("replay resets the run counters: %+v, %v", rec, err)
+	}
+}

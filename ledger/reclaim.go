@@ -486,7 +486,7 @@ func (l *Ledger) replay(ctx context.Context, id ID, applyStale bool, changes []S
 	}
 	now := l.now()
 	token := newToken()
-	p := parts([]string{"#st = :received", "attempts = :zero", attrFailures + " = :zero", attrInterrupts + " = :zero", "reclaims = :zero",
+	p := parts([]string{"#st = :received", "attempts = :zero", attrFailures + " = :zero", attrInterrupts + " = :zero", attrGivenBack + " = :zero", "reclaims = :zero",
 		"updated_at = :now", attrReplayed + " = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
 		[]string{"lease_owner"},
 		map[string]types.AttributeValue{

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -110,6 +113,10 @@ type Record struct {
 	// progress counts while the record is processing. Interruptions are
 	// bounded by time, not by a count (see the package doc).
 	Interrupted int `json:"interrupted"`
+	// GivenBack is how many of the interrupted runs were given back before
+	// the handler ran (Release: the event's resource was busy, its body
+	// could not be read).
+	GivenBack int `json:"given_back,omitempty"`
 
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
@@ -180,6 +187,38 @@ func (r Record) Mismatch(ev Identity) string {
 // event to be applied even if stale: a later plain replay forgets it.
 func (r Record) AppliesStale() bool {
 	return !r.ApplyStale.IsZero() && r.ApplyStale.Equal(r.ReplayedAt)
+}
+
+// EarlierRun says what the record shows of earlier runs that may have
+// reached the handler, and so applied some of its effects: steps recorded
+// (done, or started and not done), runs the handler failed, runs
+// interrupted after the point where a run is given back. "" when it shows
+// none: every earlier run was given back, or there was none. The run in
+// progress (a processing record's) is not an earlier one.
+func (r Record) EarlierRun() string {
+	var what []string
+	names := slices.Sorted(maps.Keys(r.Steps))
+	for _, name := range names {
+		what = append(what, fmt.Sprintf("step %s %s", name, r.Steps[name].Status))
+	}
+	if r.Failures > 0 {
+		what = append(what, count(r.Failures, "run")+" failed by the handler")
+	}
+	n := r.Interrupted - r.GivenBack
+	if r.Status == Processing {
+		n--
+	}
+	if n > 0 {
+		what = append(what, count(n, "run")+" interrupted")
+	}
+	return strings.Join(what, ", ")
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Expired reports whether the record is past its retention at now.

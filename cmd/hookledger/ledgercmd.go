@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
@@ -95,6 +96,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	out := map[string]any{"record": rec, "runs": runsLine(rec)}
+	if rec.Skipped != "" {
+		// Skipped as stale: never ran, or after a run that may have applied it.
+		out["skipped_as"] = processor.Stale
+		if rec.EarlierRun() != "" {
+			out["skipped_as"] = processor.StaleAfterRun
+		}
+	}
 	if until := reclaimer.GiveUpAt(rec); !rec.Status.Terminal() && !until.IsZero() {
 		// When the reclaimer stops re-driving it, should its runs keep
 		// being interrupted, and marks it dead instead.
@@ -115,6 +123,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func runsLine(r ledger.Record) string {
 	line := fmt.Sprintf("%s begun: %s failed by the handler (HOOKLEDGER_MAX_ATTEMPTS counts these), %s interrupted (crashes, timeouts, lost leases, AWS errors; not counted)",
 		plural(r.Attempts, "run"), plural(r.Failures, "run"), plural(r.Interrupted, "run"))
+	if r.GivenBack > 0 {
+		line += fmt.Sprintf(", %d of them given back before the handler ran (resource busy, body unreadable)", r.GivenBack)
+	}
 	if r.Status == ledger.Processing {
 		line += ", the one in progress included"
 	}

@@ -1,8 +1,8 @@
 // Command hookledger is the operator and developer CLI of hookledger: run
 // the whole pipeline locally (dev), send signed webhooks (send, sign), verify
 // a delivery (verify), read the ledger (inspect, list), replay dead events
-// (replay), recover events a sender gave up on (reconcile) and create local
-// resources (setup). The proof tooling (demo,
+// (replay), show or reset a resource's order (order), recover events a
+// sender gave up on (reconcile) and create local resources (setup). The proof tooling (demo,
 // chaos, bench, stubs) is a separate program, lab/cmd/hooklab.
 package main
 
@@ -26,6 +26,7 @@ func commands() map[string]cli.Command {
 		"list":      {Summary: "list ledger records, optionally by status", Run: runList},
 		"setup":     {Summary: "create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", Run: runSetup},
 		"replay":    {Summary: "replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", Run: runReplay},
+		"order":     {Summary: "show or reset the position an InOrder route keeps for one resource", Run: runOrder},
 		"reconcile": {Summary: "ask a provider's API what it sent and feed events the ledger lacks through the receiver (after an outage)", Run: runReconcile},
 	}
 }

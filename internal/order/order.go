@@ -51,7 +51,7 @@ func (p Place) String() string {
 	case p.Resource == "":
 		return "not ordered"
 	case p.Stale:
-		return fmt.Sprintf("stale: resource %s is at position %d (event %s); this event's is %d", p.Resource, p.Newest, p.NewestEvent, p.Position)
+		return "stale: " + p.newer()
 	case p.Forced && p.Known && p.Newest > p.Position:
 		return fmt.Sprintf("applied although stale (replayed with --apply-stale): resource %s was at %d (event %s), now at this event's %d", p.Resource, p.Newest, p.NewestEvent, p.Position)
 	case p.Tie:
@@ -60,6 +60,11 @@ func (p Place) String() string {
 		return fmt.Sprintf("resource %s at position %d (before: %d)", p.Resource, p.Position, p.Newest)
 	}
 	return "resource " + p.Resource + " at position " + strconv.FormatInt(p.Position, 10) + " (its first event)"
+}
+
+// newer says which newer position made the event stale.
+func (p Place) newer() string {
+	return fmt.Sprintf("resource %s is at position %d (event %s); this event's is %d", p.Resource, p.Newest, p.NewestEvent, p.Position)
 }
 
 // Guard answers an InOrder route for one run of one event.
@@ -79,10 +84,20 @@ type Engine struct {
 }
 
 // StaleError is what an InOrder route with SkipStale returns instead of
-// running its handler: the runner marks the event done as stale.
-type StaleError struct{ Place Place }
+// running its handler: the runner marks the event done as stale. The
+// runner sets EarlierRun when the event's record shows that an earlier run
+// may have applied it (ledger.Record.EarlierRun).
+type StaleError struct {
+	Place      Place
+	EarlierRun string
+}
 
-func (e *StaleError) Error() string { return "skipped as " + e.Place.String() }
+func (e *StaleError) Error() string {
+	if e.EarlierRun != "" {
+		return "skipped as stale after a run that may have applied it (" + e.EarlierRun + "): " + e.Place.newer()
+	}
+	return "skipped as " + e.Place.String()
+}
 
 // BusyError says another event's run holds the resource: the event is
 // retried later, when that run is over.

@@ -27,7 +27,7 @@ var _ order.Guard = (*work)(nil)
 // counts ResourceWaited.
 func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 	if !k.OK {
-		w.log.WarnContext(ctx, "InOrder route found no position in the event (its OrderFunc returned ok=false): applied unordered")
+		w.log.WarnContext(ctx, "InOrder route found no position in the event (its OrderFunc returned ErrNoPosition): applied unordered")
 		w.h.Metrics.Count("Unordered")
 		return order.Place{}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -25,9 +27,13 @@ const subUpdated = "customer.subscription.updated"
 // events in order: "customer.subscription.updated" skips stale events,
 // "customer.subscription.deleted" lets its handler see them. applied
 // lists, per subscription, the created times the handlers applied, in the
-// order they did; hold, when set, makes the handler wait for it.
+// order they did; hold, when set, makes the handler wait for it. The
+// ledger and the processor read clock; crash, when set, is the point where
+// the next run stops dead (as a killed process would).
 type ordered struct {
 	l       *ledger.Ledger
+	clock   *fakeclock.Clock
+	crash   string
 	h       *processor.Handler
 	emf     *bytes.Buffer
 	mu      sync.Mutex
@@ -41,11 +47,12 @@ func setupOrdered(t *testing.T) *ordered {
 	t.Helper()
 	m := awstest.NewMeter()
 	cfg := awstest.Config(t, m.APIOption)
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg)})
+	c := fakeclock.New(time.Now().UTC())
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg), Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &ordered{l: l, applied: map[string][]int64{}, emf: &bytes.Buffer{}, meter: m}
+	o := &ordered{l: l, clock: c, applied: map[string][]int64{}, emf: &bytes.Buffer{}, meter: m}
 	apply := func(ctx context.Context, ev *hookledger.Event) error {
 		o.mu.Lock()
 		hold := o.hold
@@ -64,19 +71,37 @@ func setupOrdered(t *testing.T) *ordered {
 	r.HandleFunc("stripe", subUpdated, apply, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
 	r.HandleFunc("stripe", "customer.subscription.deleted", apply, hookledger.InOrder(hookledger.StripeObject))
 	o.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, OrderWait: 300 * time.Millisecond,
-		Metrics: metric.New(o.emf, "test")}
+		Metrics: metric.New(o.emf, "test"), Now: c.Now,
+		Point: func(p string) {
+			o.mu.Lock()
+			hit := p == o.crash
+			if hit {
+				o.crash = ""
+			}
+			o.mu.Unlock()
+			if hit {
+				runtime.Goexit()
+			}
+		}}
 	return o
 }
 
 // event creates the record of a subscription event and returns its message.
 func (o *ordered) event(t *testing.T, key, typ, sub string, created int64) events.SQSMessage {
 	t.Helper()
-	body := fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"created":%d,"data":{"object":{"id":%q,"object":"subscription"}}}`, key, typ, created, sub)
+	return o.message(t, key, typ, fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"created":%d,"data":{"object":{"id":%q,"object":"subscription"}}}`, key, typ, created, sub))
+}
+
+// message creates the record of an event with this body, received now, and
+// returns its message.
+func (o *ordered) message(t *testing.T, key, typ, body string) events.SQSMessage {
+	t.Helper()
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
 	if _, _, err := o.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(body)})
+	msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(body),
+		ReceivedAt: o.clock.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,4 +366,121 @@ func TestOrderedEventCosts(t *testing.T) {
 	measure(o.event(t, "evt_1", subUpdated, "sub_1", 100), 3, 1) // claim, take, complete; the item
 	measure(o.event(t, "evt_2", subUpdated, "sub_1", 200), 3, 2) // and the holder's record
 	measure(o.event(t, "evt_0", subUpdated, "sub_1", 50), 2, 1)  // claim, skip; the item
+}
+
+// A run applied its update and was killed before its completion was
+// recorded; a newer update took the resource; the killed run's retry is
+// stale. Its record, outcome and metric say that an earlier run may have
+// applied it, not that it never ran. An event that never ran, or was only
+// given back while its resource was busy, stays plain stale.
+func TestStaleAfterARunSaysSo(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t)
+	killed := o.event(t, "evt_killed", subUpdated, "sub_1", 100)
+	o.crash = "processor.after_effect"
+	if f := o.handle(t, killed); !f["m-evt_killed"] || o.crash != "" {
+		t.Fatalf("the killed run: failures %v, crash point %q not hit", f, o.crash)
+	}
+	o.clock.Advance(2 * time.Minute) // its lease runs out
+	if f := o.handle(t, o.event(t, "evt_newer", subUpdated, "sub_1", 300)); len(f) != 0 {
+		t.Fatalf("newer: %v", f)
+	}
+	if f := o.handle(t, killed); len(f) != 0 {
+		t.Fatalf("retry: %v", f)
+	}
+	if got := o.appliedTo("sub_1"); got != "[100 300]" {
+		t.Fatalf("applied %s", got)
+	}
+	rec := o.record(t, "evt_killed")
+	if rec.Status != ledger.Done || !strings.HasPrefix(rec.Skipped, "skipped as stale after a run that may have applied it (1 run interrupted)") {
+		t.Fatalf("the killed run's retry: %s, skipped %q", rec.Status, rec.Skipped)
+	}
+
+	// Never ran: plain stale.
+	o.handle(t, o.event(t, "evt_older", subUpdated, "sub_1", 50))
+	// Given back while sub_2 was busy, then stale: it never ran either.
+	ctx := t.Context()
+	o.event(t, "evt_holder", subUpdated, "sub_2", 100)
+	holder, err := o.l.ClaimEvent(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.l.TakeOrder(ctx, holder, "sub_2", 100*int64(time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	waited := o.event(t, "evt_waited", subUpdated, "sub_2", 200)
+	if f := o.handle(t, waited); !f["m-evt_waited"] {
+		t.Fatalf("busy event acknowledged: %v", f)
+	}
+	if _, err := o.l.Complete(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	o.handle(t, o.event(t, "evt_latest", subUpdated, "sub_2", 300))
+	o.handle(t, waited)
+	for _, k := range []string{"evt_older", "evt_waited"} {
+		if rec := o.record(t, k); rec.Status != ledger.Done || !strings.HasPrefix(rec.Skipped, "skipped as stale: resource") {
+			t.Errorf("%s: %s, skipped %q", k, rec.Status, rec.Skipped)
+		}
+	}
+	if got := o.appliedTo("sub_2"); got != "[300]" {
+		t.Fatalf("applied to sub_2 %s", got)
+	}
+	emf := o.emf.String()
+	if a, s := strings.Count(emf, `"StaleAfterRun":1`), strings.Count(emf, `"Stale":1`); a != 1 || s != 2 {
+		t.Fatalf("StaleAfterRun counted %d times, Stale %d; want 1 and 2:\n%s", a, s, emf)
+	}
+}
+
+// An update whose position lies far after its arrival (a producer's clock
+// years ahead, a body put on the bus with created in 2255) must not take
+// its resource: it would make every real update stale for the retention.
+// It goes dead, alarmed, with the cause; later real updates apply. A
+// position a minute ahead (clock drift) is applied.
+func TestFarFuturePositionDoesNotTakeTheResource(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t)
+	now := o.clock.Now()
+	far := time.Date(2255, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	if f := o.handle(t, o.event(t, "evt_2255", subUpdated, "sub_1", far)); len(f) != 0 {
+		t.Fatalf("far-future event: %v", f)
+	}
+	rec := o.record(t, "evt_2255")
+	if rec.Status != ledger.Dead || !strings.Contains(rec.LastError, "after the event arrived") {
+		t.Fatalf("far-future event: %s, %q", rec.Status, rec.LastError)
+	}
+	if !strings.Contains(o.emf.String(), `"NeedsOperator":1`) {
+		t.Fatalf("no NeedsOperator:\n%s", o.emf)
+	}
+	for i, at := range []int64{now.Unix() - 20, now.Unix() - 10, now.Add(time.Minute).Unix()} {
+		if f := o.handle(t, o.event(t, fmt.Sprintf("evt_real_%d", i), subUpdated, "sub_1", at)); len(f) != 0 {
+			t.Fatalf("real update %d: %v", i, f)
+		}
+	}
+	if got, want := o.appliedTo("sub_1"), fmt.Sprint([]int64{now.Unix() - 20, now.Unix() - 10, now.Add(time.Minute).Unix()}); got != want {
+		t.Fatalf("applied %s, want %s", got, want)
+	}
+}
+
+// A position that is there but malformed is a permanent failure: the
+// event goes dead with the cause, never applied unordered over newer state.
+func TestMalformedPositionIsPermanent(t *testing.T) {
+	t.Parallel()
+	o := setupOrdered(t)
+	o.handle(t, o.event(t, "evt_new", subUpdated, "sub_1", 300))
+	for i, created := range []string{`"abc"`, `1.5`, `1e3`, `true`} {
+		k := fmt.Sprintf("evt_bad_%d", i)
+		body := `{"id":"` + k + `","object":"event","created":` + created + `,"data":{"object":{"id":"sub_1","object":"subscription"}}}`
+		if f := o.handle(t, o.message(t, k, subUpdated, body)); len(f) != 0 {
+			t.Fatalf("created %s: %v", created, f)
+		}
+		if rec := o.record(t, k); rec.Status != ledger.Dead || !strings.Contains(rec.LastError, "created") {
+			t.Errorf("created %s: %s, %q", created, rec.Status, rec.LastError)
+		}
+	}
+	if got := o.appliedTo("sub_1"); got != "[300]" {
+		t.Fatalf("applied %s; want only the well-formed update", got)
+	}
+	if got := o.appliedTo(""); got != "[]" {
+		t.Fatalf("applied unordered %s", got)
+	}
 }

@@ -138,6 +138,10 @@ const (
 	// a state of its resource that a newer event applied; its record is
 	// done, with the reason.
 	Stale Outcome = "stale"
+	// StaleAfterRun is Stale for an event whose record shows an earlier run
+	// that may have applied it (killed after its effect, before recording
+	// it): skipped now, but not "never ran" (ledger.Record.EarlierRun).
+	StaleAfterRun Outcome = "stale_after_run"
 	// ResourceBusy: another event's run held the event's resource for
 	// longer than the processor waits (OrderWait); the event is given back
 	// (failed, not counted against MaxAttempts) and retried later.
@@ -165,6 +169,8 @@ func (o Outcome) metrics() []string {
 		return []string{"Parked", "NeedsOperator"}
 	case Stale:
 		return []string{"Stale"}
+	case StaleAfterRun:
+		return []string{"StaleAfterRun"}
 	case ResourceBusy:
 		return []string{"ResourceBusy"}
 	default:
@@ -175,7 +181,7 @@ func (o Outcome) metrics() []string {
 // acked reports whether the message is done with (deleted from the queue).
 func (o Outcome) acked() bool {
 	switch o {
-	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Indeterminate, Gone, Stale:
+	case Processed, Unrouted, AlreadyDone, AlreadyDead, Buried, Indeterminate, Gone, Stale, StaleAfterRun:
 		return true
 	}
 	return false
@@ -253,7 +259,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		switch {
 		case out == Buried || out == Indeterminate:
 			level = slog.LevelError
-		case !out.acked() && out != ResourceBusy || out == Unrouted:
+		case !out.acked() && out != ResourceBusy || out == Unrouted || out == StaleAfterRun:
 			level = slog.LevelWarn
 		}
 		log.Log(ctx, level, "event", attrs...)
@@ -425,7 +431,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	})
 	ev := hookledger.NewEvent(hookledger.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
-		ReceivedAt: time.UnixMilli(m.ReceivedAt).UTC(),
+		ReceivedAt: receivedAt(m, lease.Record),
 	}, order.Engine{Engine: run, Guard: w})
 	herr := safeRun(ctx, handler, ev)
 	changes := ledgerChanges(run.Pending())
@@ -448,10 +454,14 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		// The handler did not run: give the event back for a later try.
 		return h.yield(ctx, m, w.lease, busy)
 	case errors.As(herr, &stale) && len(changes) == 0:
+		out := Stale
+		if stale.EarlierRun = w.lease.Record.EarlierRun(); stale.EarlierRun != "" {
+			out = StaleAfterRun
+		}
 		if _, err := h.Ledger.Skip(ctx, w.lease, stale.Error()); err != nil {
 			return h.completeFailed(err)
 		}
-		return Stale, stale
+		return out, stale
 	case herr == nil:
 		h.point(inject.ProcessorAfterEffect)
 		if _, err := h.Ledger.Complete(ctx, w.lease, changes...); err != nil {
@@ -467,6 +477,15 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 	default:
 		return h.retry(ctx, m, w.lease, herr, changes...)
 	}
+}
+
+// receivedAt is when the receiver accepted the event: the message says,
+// or else its record's creation.
+func receivedAt(m queue.Message, rec ledger.Record) time.Time {
+	if m.ReceivedAt == 0 {
+		return rec.CreatedAt
+	}
+	return time.UnixMilli(m.ReceivedAt).UTC()
 }
 
 // unrouted settles an event no route matches: done (default) or dead, each
