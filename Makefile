@@ -30,7 +30,7 @@ lint: lint-template
 demo:
 	bash lab/scripts/demo.sh $(ARGS)
 
-## outage: deliveries lost in an outage, healed by hookledger reconcile (docs/reconcile.md)
+## outage: deliveries lost in an outage, healed by hookledger reconcile; messages the queue lost, recovered by the reclaimer
 outage:
 	bash lab/scripts/outage.sh $(ARGS)
 

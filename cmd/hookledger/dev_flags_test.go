@@ -30,7 +30,7 @@ func checkUsage(t *testing.T, cases []usageCase) {
 // TestDevRefusesBadNumbers: --reclaim-every 0 used to panic in
 // time.NewTicker, --function-timeout 0 or less started every batch past its
 // deadline, and --pollers 0 was silently raised to 1. Each is refused
-// before any configuration is read.
+// before any configuration is read, as is an --only that names no part.
 func TestDevRefusesBadNumbers(t *testing.T) {
 	t.Setenv("HOOKLEDGER_TABLE", "") // nothing configured: the flags are refused first
 	checkUsage(t, []usageCase{
@@ -40,6 +40,10 @@ func TestDevRefusesBadNumbers(t *testing.T) {
 		{[]string{"dev", "--function-timeout", "0"}, "--function-timeout 0s"},
 		{[]string{"dev", "--pollers", "0"}, "--pollers 0: want at least 1"},
 		{[]string{"dev", "--pollers", "-2"}, "--pollers -2"},
+		// --only names parts; anything else is refused with the list.
+		{[]string{"dev", "--only", "recever"}, `--only "recever": unknown part "recever"; want a comma-separated list of receiver, processor, reclaimer, e.g. --only receiver`},
+		{[]string{"dev", "--only", "receiver,,processor"}, `unknown part ""`},
+		{[]string{"dev", "--only", ""}, `--only "": unknown part ""`},
 		// A normal build has no crash points: --crash says how to get them.
 		{[]string{"dev", "--crash", "step.notify.ran"}, "go run -tags crashpoints ./cmd/hookledger dev"},
 	})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,8 +52,9 @@ const (
 // process's exit code: 2 for a usage or configuration error, 1 for a
 // failure at run time.
 func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags(d.Program, "dev", "dev [--addr "+DefaultAddr+"] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2] [--crash POINT[:N],...]", stderr)
+	fs := cli.NewFlags(d.Program, "dev", "dev [--addr "+DefaultAddr+"] [--only receiver,processor,reclaimer] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2] [--crash POINT[:N],...]", stderr)
 	addr := fs.String("addr", DefaultAddr, "address to serve the receiver on (POST /webhooks/{source}/{tenant})")
+	only := fs.String("only", strings.Join(parts, ","), "the parts to run, comma-separated: receiver, processor, reclaimer; e.g. --only receiver runs a front door alone, whose events wait on the queue (to stage an outage of the rest)")
 	every := fs.Duration("reclaim-every", DefaultReclaimEvery, "how often to run the reclaimer")
 	timeout := fs.Duration("function-timeout", DefaultFunctionTimeout, "deadline given to each processor batch, as Lambda's timeout would")
 	workers := fs.Int("pollers", DefaultPollers, "concurrent SQS pollers (at least 1)")
@@ -63,7 +65,11 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
-	if err := flagsOK(*every, *timeout, *workers); err != nil {
+	run, err := parseParts(*only)
+	if err == nil {
+		err = flagsOK(*every, *timeout, *workers)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 2
 	}
@@ -110,27 +116,31 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 			return 1
 		}
 	}
-	settings, err := processor.EffectSettings(c, cfg, os.Getenv, true)
-	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 2
-	}
-	routes := hookledger.NewRouter()
-	if err := d.Register(routes, settings); err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 2
+	routes, settings := hookledger.NewRouter(), &hookledger.Settings{}
+	if run[partProcessor] { // only the processor's effects read their settings
+		if settings, err = processor.EffectSettings(c, cfg, os.Getenv, true); err == nil {
+			err = d.Register(routes, settings)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "dev: %v\n", err)
+			return 2
+		}
 	}
 	p, err := New(c, cfg, routes, os.Getenv, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
-		return 1
+	p.only(run)
+	var ln net.Listener
+	if p.Receiver != nil {
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
+			return 1
+		}
+		*addr = ln.Addr().String()
 	}
-	log.Info("dev pipeline up", "addr", ln.Addr().String(), "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
+	log.Info("dev pipeline up", "parts", *only, "addr", *addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
 		"routes", routes.Routes(), "effect_settings", settings.Names())
 	if err := p.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
@@ -177,6 +187,41 @@ func (d DevCommand) supervise(ctx context.Context, crash string, points bool, st
 			return 0
 		}
 	}
+}
+
+// The parts of the pipeline dev runs (--only), in the order of an event's path.
+const (
+	partReceiver  = "receiver"
+	partProcessor = "processor"
+	partReclaimer = "reclaimer"
+)
+
+var parts = []string{partReceiver, partProcessor, partReclaimer}
+
+// only drops the handlers of the parts not in run: Run leaves them out.
+func (d *Pipeline) only(run map[string]bool) {
+	if !run[partReceiver] {
+		d.Receiver = nil
+	}
+	if !run[partProcessor] {
+		d.Processor = nil
+	}
+	if !run[partReclaimer] {
+		d.Reclaimer = nil
+	}
+}
+
+// parseParts reads --only: a comma-separated list of parts, at least one.
+func parseParts(s string) (map[string]bool, error) {
+	run := map[string]bool{}
+	for p := range strings.SplitSeq(s, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(parts, p) {
+			return nil, fmt.Errorf("--only %q: unknown part %q; want a comma-separated list of %s, e.g. --only receiver", s, p, strings.Join(parts, ", "))
+		}
+		run[p] = true
+	}
+	return run, nil
 }
 
 // flagsOK checks dev's numeric flags: each must be positive, or the ticker

@@ -42,9 +42,17 @@ type Pipeline struct {
 	Log       *slog.Logger
 }
 
+// ReceiverTimeout is the deadline each receiver request gets: the
+// template's receiver Timeout. A record's first write then lands within it
+// of the time it was stamped with, well inside the lag the reclaimer's marks
+// keep (reclaimer.DefaultLag); without it, a write retried for minutes could
+// fall behind a mark and never be looked at.
+const ReceiverTimeout = 10 * time.Second
+
 // Run serves the receiver on ln, runs pollers SQS pollers that hand each
 // batch to the processor with a deadline of timeout, and runs the reclaimer
-// every tick with the same deadline, until ctx ends. It refuses (with an
+// every tick with the same deadline, until ctx ends. A nil handler's part
+// does not run (without a receiver, ln may be nil). It refuses (with an
 // error, serving nothing) fewer than one poller and a timeout or tick that is
 // not positive.
 func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeout, every time.Duration) error {
@@ -56,28 +64,21 @@ func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeou
 	case every <= 0:
 		return fmt.Errorf("local: reclaimer interval %v: want a positive interval", every)
 	}
-	srv := &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	for range pollers {
-		wg.Go(func() { d.poll(ctx, timeout) })
-	}
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				// A deadline as Lambda gives the function: the run keeps
-				// to its budget, and its run lock expires with it should
-				// the process die.
-				rctx, cancel := context.WithTimeout(ctx, timeout)
-				d.Reclaimer.Handle(rctx, nil)
-				cancel()
-			}
+		if d.Processor != nil {
+			wg.Go(func() { d.poll(ctx, timeout) })
 		}
-	})
+	}
+	if d.Reclaimer != nil {
+		wg.Go(func() { d.tick(ctx, timeout, every) })
+	}
+	if d.Receiver == nil {
+		<-ctx.Done()
+		wg.Wait()
+		return ctx.Err()
+	}
+	srv := &http.Server{Handler: d, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -90,6 +91,25 @@ func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeou
 		return ctx.Err()
 	}
 	return err
+}
+
+// tick is the schedule: it runs the reclaimer every tick until ctx ends.
+func (d *Pipeline) tick(ctx context.Context, timeout, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// A deadline as Lambda gives the function: the run keeps
+			// to its budget, and its run lock expires with it should
+			// the process die.
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			d.Reclaimer.Handle(rctx, nil)
+			cancel()
+		}
+	}
 }
 
 // ServeHTTP turns an HTTP request into API Gateway's v2 event, as the HTTP
@@ -128,7 +148,9 @@ func (d *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
 	}
-	resp, _ := d.Receiver.Handle(r.Context(), ev)
+	ctx, cancel := context.WithTimeout(r.Context(), ReceiverTimeout)
+	defer cancel()
+	resp, _ := d.Receiver.Handle(ctx, ev)
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
 	}

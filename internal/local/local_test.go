@@ -1,12 +1,25 @@
 package local
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/receiver"
+	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/webhook"
+	"gopkg.in/yaml.v3"
 )
 
 func TestHealthz(t *testing.T) {
@@ -44,5 +57,131 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Run(pollers %d, timeout %v, every %v): %v; want an error about the %s", tc.pollers, tc.timeout, tc.every, err, tc.want)
 		}
+	}
+}
+
+// deadlines is a ledger for the receiver that notes whether each write's
+// context had a deadline, and how far off.
+type deadlines struct {
+	mu   sync.Mutex
+	left []time.Duration // 0: none
+}
+
+func (d *deadlines) note(ctx context.Context) {
+	var left time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	d.mu.Lock()
+	d.left = append(d.left, left)
+	d.mu.Unlock()
+}
+
+func (d *deadlines) Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error) {
+	d.note(ctx)
+	return ledger.Record{ID: ev.ID, Status: ledger.Received, EventType: ev.Type, BodySHA256: ev.BodySHA256}, true, nil
+}
+
+func (d *deadlines) PutPayload(ctx context.Context, _ ledger.ID, _ []byte, _ string) error {
+	d.note(ctx)
+	return nil
+}
+
+func (d *deadlines) ClaimBody(context.Context, ledger.ID, ledger.Identity) (string, error) {
+	return "", nil
+}
+
+func (d *deadlines) Send(ctx context.Context, _ queue.Message) error {
+	d.note(ctx)
+	return nil
+}
+
+// TestReceiverRequestsHaveTheDeployedDeadline: the deployed receiver has
+// the template's 10 s; dev used to give a request no deadline at all, so a
+// write retried for minutes could land behind the reclaimer's marks. Each
+// write of a request now runs under ReceiverTimeout, the template's value.
+func TestReceiverRequestsHaveTheDeployedDeadline(t *testing.T) {
+	t.Parallel()
+	var tmpl struct {
+		Resources struct {
+			ReceiverFunction struct {
+				Properties struct {
+					Timeout int `yaml:"Timeout"`
+				} `yaml:"Properties"`
+			} `yaml:"ReceiverFunction"`
+		} `yaml:"Resources"`
+	}
+	raw, err := os.ReadFile("../../template.yaml")
+	if err == nil {
+		err = yaml.Unmarshal(raw, &tmpl)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(tmpl.Resources.ReceiverFunction.Properties.Timeout) * time.Second; got != ReceiverTimeout {
+		t.Fatalf("the template's receiver Timeout is %v, ReceiverTimeout %v", got, ReceiverTimeout)
+	}
+
+	const secret = "whsec_local_deadline"
+	reg, err := source.NewRegistry(map[string]source.Source{"stripe": {Config: webhook.Config{Provider: "stripe"},
+		Tenants: map[string]source.Tenant{"acme": {Secrets: []string{"literal:" + secret}}}}}, &source.Secrets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &deadlines{}
+	p := &Pipeline{Receiver: &receiver.Handler{Sources: reg, Ledger: seen, Queue: seen}}
+	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
+	body := []byte(`{"id":"evt_deadline","type":"invoice.paid"}`)
+	hdr, err := v.Sign(webhook.Message{Body: body, Now: time.Now()}, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhooks/stripe/acme", bytes.NewReader(body))
+	maps.Copy(req.Header, hdr)
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, req)
+	if rec.Code/100 != 2 {
+		t.Fatalf("answer %d %s", rec.Code, rec.Body.String())
+	}
+	if len(seen.left) != 3 {
+		t.Fatalf("%d writes, want the record, the payload and the message", len(seen.left))
+	}
+	for i, left := range seen.left {
+		if left <= 0 || left > ReceiverTimeout {
+			t.Errorf("write %d ran with %v left before its deadline (0: none); want at most %v", i, left, ReceiverTimeout)
+		}
+	}
+}
+
+// TestRunLeavesOutTheMissingParts: a Pipeline without a processor or a
+// reclaimer (dev --only receiver) serves the receiver and nothing else:
+// Run used to start SQS pollers and the reclaimer's ticker regardless, on
+// nil handlers. Without a receiver it serves nothing and needs no listener.
+func TestRunLeavesOutTheMissingParts(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- (&Pipeline{Receiver: &receiver.Handler{}}).Run(ctx, ln, 2, time.Second, time.Millisecond)
+	}()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || resp.StatusCode != http.StatusOK {
+		t.Fatalf("receiver only: healthz %d, Run returned %v", resp.StatusCode, err)
+	}
+
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() { done <- (&Pipeline{}).Run(ctx, nil, 2, time.Second, time.Millisecond) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("no parts: Run returned %v", err)
 	}
 }

@@ -321,18 +321,21 @@ func contains(xs []int, x int) bool {
 }
 
 // Depth is the approximate number of messages waiting on the queue
-// (visible, not in flight): what a new message queues behind.
-func (s *BatchSender) Depth(ctx context.Context) (int, error) {
-	out, err := s.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.URL,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+// (visible: what a new message queues behind) and of those in flight
+// (received, not yet deleted), in one request.
+func (s *BatchSender) Depth(ctx context.Context) (waiting, inFlight int, err error) {
+	visible, taken := types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible
+	out, err := s.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.URL, AttributeNames: []types.QueueAttributeName{visible, taken}})
 	if err != nil {
-		return 0, fmt.Errorf("queue depth: %w: %v", ErrUnavailable, err)
+		return 0, 0, fmt.Errorf("queue depth: %w: %v", ErrUnavailable, err)
 	}
-	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	if err != nil {
-		return 0, fmt.Errorf("queue depth: %w: ApproximateNumberOfMessages %q", ErrUnavailable, out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	var n [2]int
+	for i, name := range []types.QueueAttributeName{visible, taken} {
+		if n[i], err = strconv.Atoi(out.Attributes[string(name)]); err != nil {
+			return 0, 0, fmt.Errorf("queue depth: %w: %s %q", ErrUnavailable, name, out.Attributes[string(name)])
+		}
 	}
-	return n, nil
+	return n[0], n[1], nil
 }
 
 // MaxGroupIDLen is the longest message group id SQS accepts.

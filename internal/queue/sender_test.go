@@ -223,23 +223,23 @@ func TestSendBatchWholeCallFailureIsUnknown(t *testing.T) {
 func TestDepthCountsWaitingMessages(t *testing.T) {
 	t.Parallel()
 	f := setupSQS(t)
-	if n, err := f.snd.Depth(t.Context()); err != nil || n != 0 {
-		t.Fatalf("empty queue: depth %d, %v", n, err)
+	if n, taken, err := f.snd.Depth(t.Context()); err != nil || n != 0 || taken != 0 {
+		t.Fatalf("empty queue: depth %d, in flight %d, %v", n, taken, err)
 	}
 	msgs := make([]queue.Message, 7)
 	for i := range msgs {
 		msgs[i] = queue.Message{Source: "s", Tenant: "t", Key: fmt.Sprintf("k%d", i)}
 	}
 	f.snd.SendBatch(t.Context(), msgs)
-	if n, err := f.snd.Depth(t.Context()); err != nil || n != 7 {
-		t.Fatalf("depth %d, %v; want 7", n, err)
+	if n, taken, err := f.snd.Depth(t.Context()); err != nil || n != 7 || taken != 0 {
+		t.Fatalf("depth %d, in flight %d, %v; want 7 and 0", n, taken, err)
 	}
 	// In-flight messages are not waiting: a new event does not queue behind them.
 	if _, err := f.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: &f.url, MaxNumberOfMessages: 3, VisibilityTimeout: 60}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.snd.Depth(t.Context()); err != nil || n != 4 {
-		t.Fatalf("depth %d, %v after 3 were received; want 4", n, err)
+	if n, taken, err := f.snd.Depth(t.Context()); err != nil || n != 4 || taken != 3 {
+		t.Fatalf("depth %d, in flight %d, %v after 3 were received; want 4 and 3", n, taken, err)
 	}
 }
 

@@ -15,12 +15,15 @@ import (
 // backoff is a minute or more). It also keeps the reclaimer from adding to
 // a backlog the processor already has: records waiting on a full queue are
 // overdue in the ledger too, and re-driving them would send them twice.
+// Its first reading, before the run sends anything, also tells whether the
+// queue was idle (see Handler.next).
 type pacer struct {
 	max  int
-	read func(context.Context) (int, error)
+	read func(context.Context) (waiting, inFlight int, err error)
 	now  func() time.Time // the handler's clock, for the budget
 
 	mu       sync.Mutex
+	idle     bool      // the first reading found nothing waiting or in flight
 	depth    int       // the last reading
 	sent     int       // messages sent since the last reading
 	inflight int       // messages admitted pages may still send
@@ -44,10 +47,13 @@ func (p *pacer) admit(ctx context.Context, n int, end time.Time) (waited time.Du
 		p.mu.Lock()
 		age := time.Since(p.readAt)
 		if p.readAt.IsZero() || age >= paceFresh || p.estimate()+n > p.max && age >= paceRetry {
-			d, err := p.read(ctx)
+			d, taken, err := p.read(ctx)
 			if err != nil {
 				p.mu.Unlock()
 				return waited, false, err
+			}
+			if p.readAt.IsZero() {
+				p.idle = d == 0 && taken == 0
 			}
 			// A send that finishes while the depth is read may be counted
 			// twice: the estimate errs on the full side.
@@ -80,3 +86,11 @@ func (p *pacer) release(n, sent int) {
 }
 
 func (p *pacer) estimate() int { return p.depth + p.sent + p.inflight }
+
+// wasIdle reports whether the queue was idle when the run began; false
+// before the first reading.
+func (p *pacer) wasIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle
+}

@@ -71,10 +71,10 @@ type store interface {
 }
 
 // sender enqueues events for the processor in batches and tells how many
-// wait on the queue.
+// wait on the queue and how many are in flight.
 type sender interface {
 	SendBatch(ctx context.Context, msgs []queue.Message) []error
-	Depth(ctx context.Context) (int, error)
+	Depth(ctx context.Context) (waiting, inFlight int, err error)
 }
 
 // locker is the reclaimer's run lock (ledger.LockRun, UnlockRun), which
@@ -157,7 +157,8 @@ type Handler struct {
 	// (default DefaultLag).
 	Lag time.Duration
 	// Backoff is the wait before the next look after the n-th reclaim
-	// (default 1 minute doubling, at most 1 hour).
+	// (default 1 minute doubling, at most 1 hour; see next for when a
+	// record waits only Backoff(0)).
 	Backoff func(reclaims int) time.Duration
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
@@ -809,7 +810,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 		}
 	}
 	if len(drive) > 0 {
-		h.redrive(ctx, drive, now, rep)
+		h.redrive(ctx, drive, now, r.pace != nil && r.pace.wasIdle(), rep)
 	}
 	w.last = entries[len(entries)-1].At
 	for id := range rep.held {
@@ -911,8 +912,9 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // buryBodiless when its body is stored nowhere). A message SQS failed is
 // taken back (Unsent) and due again soon; one whose fate is unknown stays
 // counted and is due again after its backoff, like one whose send never
-// happened because the run died.
-func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, rep *Report) {
+// happened because the run died. idle: the queue was idle when the run
+// began (see next).
+func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, idle bool, rep *Report) {
 	var inLedger []ledger.Record // the rest keep their body in the payload store
 	for _, rec := range recs {
 		if rec.PayloadRef == "" {
@@ -929,7 +931,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	var taken []ledger.Record
 	var reset []bool // taken[i] was processing with an expired lease
 	for _, rec := range recs {
-		next := h.next(rec, now)
+		next := h.next(rec, now, idle)
 		body, ok := bodies[rec.ID]
 		if rec.PayloadRef != "" {
 			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
@@ -993,9 +995,15 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 		taken = append(taken, took)
 		reset = append(reset, rec.Status == ledger.Processing)
 	}
-	if len(msgs) == 0 {
-		return
+	if len(msgs) > 0 {
+		h.send(ctx, msgs, taken, reset, now, idle, rep)
 	}
+}
+
+// send sends the messages of the records redrive took (taken[i] as its
+// write left it; reset[i]: it was processing) and books SQS's answer for
+// each.
+func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger.Record, reset []bool, now time.Time, idle bool, rep *Report) {
 	sent := 0
 	retry := h.RetryAfter
 	if retry <= 0 {
@@ -1018,6 +1026,14 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			rep.Unsent++
 		case errors.Is(err, queue.ErrRejected):
 			rep.Rejected++
+			if idle && !reset[i] && rec.Status == ledger.Received {
+				// Refused, not lost: the short wait (next) is not for it.
+				prev := rec
+				prev.Reclaims--
+				if _, perr := h.Ledger.Postpone(ctx, rec, h.next(prev, now, false)); perr != nil {
+					h.count(ctx, rec, perr, rep)
+				}
+			}
 			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts, and the event is dead at its give-up time unless a send succeeds first",
 				"source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
 		default:
@@ -1078,8 +1094,19 @@ func GiveUpAt(rec ledger.Record) time.Time {
 // next is when to look at rec again after re-driving it now: after its
 // backoff, and no later than its give-up time, so that the look that
 // buries it comes on time.
-func (h *Handler) next(rec ledger.Record, now time.Time) time.Time {
-	next := now.Add(h.backoff(rec.Reclaims))
+//
+// The backoff spares a consumer that takes messages and fails. A received
+// record shows no such consumer: nobody claimed its last message. If,
+// besides, nothing waited on the queue or was in flight when the run
+// began (idle), that message is gone, not slow: the queue lost it. Such a
+// record waits only the first step, however often it was re-driven, so
+// that it is re-driven within a step of the queue working again.
+func (h *Handler) next(rec ledger.Record, now time.Time, idle bool) time.Time {
+	wait := h.backoff(rec.Reclaims)
+	if idle && rec.Status == ledger.Received {
+		wait = h.backoff(0)
+	}
+	next := now.Add(wait)
 	if until := GiveUpAt(rec); !until.IsZero() && next.After(until) {
 		return until
 	}

@@ -254,8 +254,13 @@ func TestRejectedEntriesAreRetriedUntilTheGiveUpTime(t *testing.T) {
 		if rep := f.run(t); rep.Rejected != 1 {
 			t.Fatalf("round %d: %+v", round, rep)
 		}
-		if rec := f.get(t, id); rec.Reclaims != round || rec.Status != ledger.Received {
+		rec := f.get(t, id)
+		if rec.Reclaims != round || rec.Status != ledger.Received {
 			t.Fatalf("round %d: %s, reclaims %d", round, rec.Status, rec.Reclaims)
+		}
+		// Refused, not lost: the queue stays idle, but the wait grows.
+		if want := min(time.Minute<<(round-1), time.Hour); rec.DueAt.Sub(f.clock.Now()).Round(time.Second) != want {
+			t.Fatalf("round %d: next look in %v, want %v", round, rec.DueAt.Sub(f.clock.Now()), want)
 		}
 	}
 	f.clock.Advance(reclaimer.GiveUpAt(f.get(t, id)).Sub(f.clock.Now()))

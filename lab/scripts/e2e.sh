@@ -22,8 +22,14 @@
 # HOOKLEDGER_E2E_KEEP=1 keeps the stack and the emulator for poking at afterwards.
 # make demo reuses this script to deploy the same stack: HOOKLEDGER_E2E_TAGS adds Go build tags
 # (crashpoints), HOOKLEDGER_E2E_PARAMS is a JSON object of extra template parameters, and
-# HOOKLEDGER_E2E_RUN replaces step 4 with a command that gets the same HOOKLEDGER_E2E_* variables.
+# HOOKLEDGER_E2E_RUN replaces step 4 with a command that gets the same HOOKLEDGER_E2E_* variables;
+# no payments stub is started then: the command serves its own and points the effect at it with
+# EffectSettings in HOOKLEDGER_E2E_PARAMS, as make demo does.
+# --help prints this.
 set -euo pipefail
+case "${1:-}" in
+  -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"

@@ -62,6 +62,8 @@ func TestLabCommandsRefuseBadNumbers(t *testing.T) {
 		{[]string{"demo", "--timeout", "0s"}, "demo: --timeout 0s: want a positive duration (default 3m0s)"},
 		{[]string{"demo", "--timeout", "-1m"}, "demo: --timeout -1m0s"},
 		{[]string{"outage", "--timeout", "0s"}, "outage: --timeout 0s: want a positive duration (default 2m0s)"},
+		{[]string{"queue-outage", "--length", "1m"}, "queue-outage: --length 1m0s: want at least 4m0s"},
+		{[]string{"queue-outage", "--events", "0"}, "queue-outage: --events 0: want at least 4"},
 		{[]string{"payments", "--fail-every", "-1"}, "payments: --fail-every -1: want at least 0 (default 0) (0: never fail)"},
 	} {
 		var out, errb bytes.Buffer

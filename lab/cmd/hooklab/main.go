@@ -19,12 +19,13 @@ import (
 
 func commands() map[string]cli.Command {
 	return map[string]cli.Command{
-		"dev":      {Summary: "hookledger dev with the lab's sample effect and AWS fault injection (HOOKLEDGER_FAULTS): the chaos fleet's processes", Run: runDev},
-		"demo":     {Summary: "run the pipeline end to end with duplicates and crashes, and check every charge and notification happened once", Run: runDemo},
-		"chaos":    {Summary: "inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", Run: runChaos},
-		"bench":    {Summary: "measure requests, write units, dollars, cold start and throughput per event against the emulator", Run: runBench},
-		"payments": {Summary: "serve the local payments stub (honours Idempotency-Key) and notification stub (does not)", Run: runPayments},
-		"outage":   {Summary: "lose deliveries in a simulated outage and heal it with hookledger reconcile, checked by the payments stub", Run: runOutage},
+		"dev":          {Summary: "hookledger dev with the lab's sample effect and AWS fault injection (HOOKLEDGER_FAULTS): the chaos fleet's processes", Run: runDev},
+		"demo":         {Summary: "run the pipeline end to end with duplicates and crashes, and check every charge and notification happened once", Run: runDemo},
+		"chaos":        {Summary: "inject crashes, duplicates, AWS faults and slow handlers into the real pipeline and check every effect happened once", Run: runChaos},
+		"bench":        {Summary: "measure requests, write units, dollars, cold start and throughput per event against the emulator", Run: runBench},
+		"payments":     {Summary: "serve the local payments stub (honours Idempotency-Key) and notification stub (does not)", Run: runPayments},
+		"outage":       {Summary: "lose deliveries in a simulated outage and heal it with hookledger reconcile, checked by the payments stub", Run: runOutage},
+		"queue-outage": {Summary: "lose every message on the queue for hours (injected clock) and check the reclaimer recovers within two minutes of its return", Run: runQueueOutage},
 	}
 }
 
