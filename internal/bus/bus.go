@@ -155,8 +155,12 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	switch result {
 	case receiver.Accepted:
 		return Accepted
-	case receiver.Duplicate, receiver.Requeued, receiver.Mismatched:
-		// A mismatch keeps the record's body, as over HTTP (counted there).
+	case receiver.Duplicate, receiver.Requeued:
+		return Duplicate
+	case receiver.Mismatched:
+		// The record keeps its body, as over HTTP; counted and alarmed
+		// as there.
+		h.Metrics.Count(result.Metrics()...)
 		return Duplicate
 	case receiver.Unavailable:
 		reason = "the ledger or the queue is unavailable; the intake queue hands the event back"

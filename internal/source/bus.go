@@ -24,6 +24,12 @@ const ProviderEventBridge = "eventbridge"
 // (a Stripe account's own events, not a connected account's).
 const AnyAccount = "*"
 
+// StripePartnerSource starts the EventBridge source of the events Stripe's
+// partner event sources put on a bus. EventBridge refuses a PutEvents entry
+// whose source starts with "aws.", so Stripe alone writes these: the only
+// bus events that may share a tenant's key space with its signed HTTP door.
+const StripePartnerSource = "aws.partner/stripe.com/"
+
 // busProviders may take events from the bus: Stripe (its partner event
 // source, snapshot and thin events alike) and ProviderEventBridge.
 var busProviders = map[string]bool{"stripe": true, ProviderEventBridge: true}
@@ -163,6 +169,11 @@ func newBusSource(name string, src Source) (*busSource, error) {
 		}
 		b.patterns = append(b.patterns, p)
 	}
+	if src.Provider != ProviderEventBridge { // an eventbridge source has no HTTP door
+		if err := checkSharedKeys(name, src, b.patterns); err != nil {
+			return nil, err
+		}
+	}
 	cfg := src.Config
 	cfg.Tolerance, cfg.URL = "", ""
 	if src.Provider == ProviderEventBridge {
@@ -197,6 +208,26 @@ func newBusSource(name string, src Source) (*busSource, error) {
 		return nil, fmt.Errorf("source %q: takes events from the bus (\"bus_sources\") but no tenant lists \"accounts\": give the tenant they are for \"accounts\": [\"*\"] (every event), or the accounts whose events are its", name)
 	}
 	return b, nil
+}
+
+// checkSharedKeys refuses a tenant whose signed deliveries and bus events
+// would share event ids with a bus source other than Stripe's partner event
+// source: whoever may put events on that bus could claim a signed event's
+// id first, and the genuine delivery would be a duplicate.
+func checkSharedKeys(name string, src Source, patterns []string) error {
+	for _, tn := range sortedTenants(src) {
+		if t := src.Tenants[tn]; len(t.Secrets) == 0 || len(t.Accounts) == 0 {
+			continue
+		}
+		for i, p := range patterns {
+			if !strings.HasPrefix(p, StripePartnerSource) {
+				return fmt.Errorf("source %q tenant %q takes signed deliveries and bus events, which share its event ids, but bus_sources[%d] %q is not Stripe's partner event source (%s...): "+
+					"whoever may put events on the bus could take a signed event's id first. List only the partner event source, or give the bus events a tenant without secrets (docs/eventbridge.md)",
+					name, tn, i, p, StripePartnerSource)
+			}
+		}
+	}
+	return nil
 }
 
 // checkBusOverlap refuses two sources that would both take one EventBridge
