@@ -320,6 +320,8 @@ func TestBusParksWhatItCannotTake(t *testing.T) {
 		{envelope("eb-6", stripeBus, "invoice.paid", "1", now, `{"id":"evt_\ufffd","type":"invoice.paid"}`), "characters the pipeline cannot carry"},
 		{envelope("eb-7", stripeBus, "invoice.paid", "1", now.Add(-30*24*time.Hour), snapshot("evt_old", "")), "longer than source \"stripe\"'s records live"},
 		{envelope("eb-8", stripeBus, "invoice.paid", "1", now, `{"id":"evt_two","type":"invoice.paid","account":"acct_1ACME","context":"acct_2B"}`), "names two accounts"},
+		{envelope("eb-9", stripeBus, "invoice.paid", "1", now.Add(10*365*24*time.Hour), snapshot("evt_ahead", "")), "ahead of this clock, more than 15m0s"},
+		{strings.Replace(envelope("eb-10", stripeBus, "invoice.paid", "1", now, snapshot("evt_untimed", "")), `"time":"`+now.UTC().Format(time.RFC3339)+`",`, "", 1), "the event has no time"},
 	}
 	var bodies []string
 	for _, c := range cases {
@@ -351,6 +353,21 @@ func TestBusParksWhatItCannotTake(t *testing.T) {
 	}
 	if n := f.emf.count("BusParked"); n != len(cases) {
 		t.Errorf("BusParked counted %d times, want %d", n, len(cases))
+	}
+}
+
+// An event whose time is a little ahead of the door's clock (a producer's
+// clock off by less than bus.MaxAhead) is taken.
+func TestBusTakesAnEventALittleAhead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	at := f.clock.Now().Add(bus.MaxAhead - time.Minute)
+	if back := f.handle(t, envelope("eb-1", stripeBus, "invoice.paid", "1", at, snapshot("evt_ahead_a_little", ""))); len(back) != 0 {
+		t.Fatalf("handed back %v", back)
+	}
+	f.record(t, "stripe", "platform", "evt_ahead_a_little")
+	if p := f.parkedMessages(t); len(p) != 0 {
+		t.Errorf("parked %+v", p)
 	}
 }
 

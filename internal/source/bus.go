@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	hname "github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -166,6 +167,9 @@ func newBusSource(name string, src Source) (*busSource, error) {
 	for i, p := range src.BusSources {
 		if !eventSourceName.MatchString(p) || strings.Contains(strings.TrimSuffix(p, "*"), "*") || p == "*" {
 			return nil, fmt.Errorf("source %q bus_sources[%d] %q: want an EventBridge source name (aws.partner/stripe.com/ed_..., com.example.orders), or a prefix ending in * (aws.partner/stripe.com/*)", name, i, p)
+		}
+		if overlap(p, hname.ForwardSource+"*") {
+			return nil, fmt.Errorf("source %q bus_sources[%d] %q matches the events hookledger forwards (EventBridge source %s<source>): taken back in, each would become a new event; narrow it", name, i, p, hname.ForwardSource)
 		}
 		b.patterns = append(b.patterns, p)
 	}

@@ -130,6 +130,8 @@ func TestBadBusConfigsAreClearErrors(t *testing.T) {
 		`{"a":{"provider":"stripe","bus_sources":["p.*"],"tenants":{"a":{"accounts":["*"]}}},"b":{"provider":"eventbridge","bus_sources":["p.q"],"tenants":{"a":{"accounts":["*"]}}}}`: "both take bus events",
 		`{"s":{"provider":"stripe","bus_sources":["stripe.relay"],"tenants":{"t":{"secrets":["literal:s"],"accounts":["acct_1"]}}}}`:                                                   "is not Stripe's partner event source",
 		`{"s":{"provider":"stripe","bus_sources":["aws.partner/stripe.com/ed_1","aws.partner/*"],"tenants":{"t":{"secrets":["literal:s"],"accounts":["*"]}}}}`:                         "is not Stripe's partner event source",
+		`{"o":{"provider":"eventbridge","bus_sources":["hookledger.stripe"],"tenants":{"a":{"accounts":["*"]}}}}`:                                                                      "matches the events hookledger forwards",
+		`{"o":{"provider":"eventbridge","bus_sources":["hook*"],"tenants":{"a":{"accounts":["*"]}}}}`:                                                                                  "matches the events hookledger forwards",
 	} {
 		parsed, err := Parse([]byte(cfg))
 		if err == nil {
