@@ -7,6 +7,7 @@ package hookledger_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -191,6 +192,67 @@ func TestForwardPutsOnOneBus(t *testing.T) {
 	for _, p := range get(tp.resource("ProcessorRole"), "Properties", "Policies").Content {
 		if p.Tag == "!If" && get(p.Content[1], "PolicyName").Value == "processor-forward" && p.Content[0].Value != "HasForwardBus" {
 			t.Error("the forward policy exists without ForwardEventBus")
+		}
+	}
+}
+
+// evalRule evaluates a rule expression of !Not, !Equals, !Ref and strings
+// with the given parameter values.
+func evalRule(t *testing.T, n *yaml.Node, params map[string]string) string {
+	t.Helper()
+	switch n.Tag {
+	case "!Ref":
+		return params[n.Value]
+	case "!Not":
+		if evalRule(t, n.Content[0], params) == "true" {
+			return "false"
+		}
+		return "true"
+	case "!Equals":
+		return strconv.FormatBool(evalRule(t, n.Content[0], params) == evalRule(t, n.Content[1], params))
+	case "!!str":
+		return n.Value
+	}
+	t.Fatalf("rule expression %s not evaluated here", n.Tag)
+	return ""
+}
+
+// A deploy that forwards to the inbound bus is refused: the bus door would
+// park every forwarded event (its sources refuse hookledger.* patterns,
+// source.TestBadBusConfigsAreClearErrors).
+func TestForwardToTheInboundBusIsRefused(t *testing.T) {
+	t.Parallel()
+	rule := get(loadTemplate(t).root, "Rules", "ForwardNotToTheInboundBus")
+	if rule == nil {
+		t.Fatal("no rule ForwardNotToTheInboundBus")
+	}
+	for _, c := range []struct {
+		forward, inbound string
+		refused          bool
+	}{{"", "", false}, {"", "in", false}, {"out", "", false}, {"out", "in", false}, {"in", "in", true}} {
+		params := map[string]string{"ForwardEventBus": c.forward, "InboundEventBus": c.inbound}
+		refused := false
+		if evalRule(t, get(rule, "RuleCondition"), params) == "true" {
+			for _, a := range get(rule, "Assertions").Content {
+				refused = refused || evalRule(t, get(a, "Assert"), params) != "true"
+			}
+		}
+		if refused != c.refused {
+			t.Errorf("forward %q, inbound %q: refused %v, want %v", c.forward, c.inbound, refused, c.refused)
+		}
+	}
+}
+
+// The bus door's queues hold any event EventBridge delivers with room for
+// the parking's attributes (a reason of at most 1 KB), whatever SQS's default
+// was when the stack was created: a parked event keeps its reason.
+func TestBusQueuesHoldAnEventAndItsReason(t *testing.T) {
+	t.Parallel()
+	tp := loadTemplate(t)
+	for _, q := range []string{"BusIntakeQueue", "BusDeadLetterQueue"} {
+		n := get(tp.resource(q), "Properties", "MaximumMessageSize")
+		if n == nil || n.Value != "1048576" {
+			t.Errorf("%s's MaximumMessageSize is %v, want SQS's most, 1048576", q, n)
 		}
 	}
 }

@@ -7,11 +7,11 @@
 //
 // An event that cannot become a ledger event (no source takes its
 // EventBridge source, no tenant its account, no usable key, a body the
-// ledger cannot hold, older than its source's records live) is parked: sent
-// to the bus's dead-letter queue with the reason, counted (BusParked) and
-// alarmed, never dropped. A ledger or queue outage fails the message, which
-// the intake queue hands back until its redrive policy moves it to the same
-// dead-letter queue.
+// ledger cannot hold, no time, a time far ahead or older than its source's
+// records live) is parked: sent to the bus's dead-letter queue with the
+// reason, counted (BusParked) and alarmed, never dropped. A ledger or queue
+// outage fails the message, which the intake queue hands back until its
+// redrive policy moves it to the same dead-letter queue.
 package bus
 
 import (
@@ -58,6 +58,12 @@ var (
 // record expire, and taking it as new could apply its effects twice, so it
 // is parked instead.
 const AgeMargin = time.Hour
+
+// MaxAhead is how far past the door's clock an event's time may be: AWS
+// refuses a request signed more than 15 minutes off its clock, so no
+// producer that can put events is further off. A time beyond it, like no
+// time at all, would let the event pass the age check forever.
+const MaxAhead = 15 * time.Minute
 
 // Handler is the bus door. Its fields are its dependencies.
 type Handler struct {
@@ -155,8 +161,12 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	switch result {
 	case receiver.Accepted:
 		return Accepted
-	case receiver.Duplicate, receiver.Requeued, receiver.Mismatched:
-		// A mismatch keeps the record's body, as over HTTP (counted there).
+	case receiver.Duplicate, receiver.Requeued:
+		return Duplicate
+	case receiver.Mismatched:
+		// The record keeps its body, as over HTTP; counted and alarmed
+		// as there.
+		h.Metrics.Count(result.Metrics()...)
 		return Duplicate
 	case receiver.Unavailable:
 		reason = "the ledger or the queue is unavailable; the intake queue hands the event back"
@@ -239,7 +249,13 @@ func (h *Handler) read(raw string) (delivery, string) {
 	if dl.d.Key == "" {
 		return dl, "no usable key: the event has no id"
 	}
-	if age := h.now().Sub(env.Time); !env.Time.IsZero() && age > src.Retention-AgeMargin {
+	switch age := h.now().Sub(env.Time); {
+	case env.Time.IsZero():
+		return dl, "the event has no time: its age cannot be checked against how long its record lives, so taking it could apply its effects twice (EventBridge gives every event it delivers a time)"
+	case age < -MaxAhead:
+		return dl, fmt.Sprintf("the event's time %s is %s ahead of this clock, more than %s: its age cannot be checked against how long its record lives, so taking it could apply its effects twice",
+			env.Time.UTC().Format(time.RFC3339), (-age).Round(time.Minute), MaxAhead)
+	case age > src.Retention-AgeMargin:
 		return dl, fmt.Sprintf("put on the bus %s ago, longer than source %q's records live (%s, less %s): its record may be gone, so taking it could apply its effects twice",
 			age.Round(time.Minute), src.Name, src.Retention, AgeMargin)
 	}

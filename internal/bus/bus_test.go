@@ -31,14 +31,23 @@ import (
 
 const stripeSecret = "whsec_test_bus_acme"
 
+// stripeBus is the EventBridge source of Stripe's partner event source in
+// the tests (EventBridge refuses it in a PutEvents entry; Stripe alone
+// writes it, so the tests hand its envelopes to the door directly).
+const stripeBus = source.StripePartnerSource + "ed_test"
+
 // sources is the sources JSON of the tests: a Stripe source with both
 // doors (acme signs deliveries and owns a connected account; platform takes
-// every other bus event), an eventbridge source keyed on a detail field,
-// and one keyed on the EventBridge event id whose tenant is an AWS account.
+// every other bus event), a Stripe source whose events anyone may put on a
+// custom bus (its tenant has no HTTP door), an eventbridge source keyed on
+// a detail field, and one keyed on the EventBridge event id whose tenant is
+// an AWS account.
 const sources = `{
-  "stripe": {"provider": "stripe", "bus_sources": ["stripe.test"],
+  "stripe": {"provider": "stripe", "bus_sources": ["` + stripeBus + `"],
     "tenants": {"acme": {"secrets": ["literal:` + stripeSecret + `"], "accounts": ["acct_1ACME"]},
                 "platform": {"accounts": ["*"]}}},
+  "relay": {"provider": "stripe", "bus_sources": ["stripe.test"],
+    "tenants": {"relayed": {"accounts": ["*"]}}},
   "orders": {"provider": "eventbridge", "bus_sources": ["com.example.orders"], "key_path": "order_id",
     "tenants": {"shop": {"accounts": ["*"]}}},
   "audit": {"provider": "eventbridge", "bus_sources": ["com.example.audit"],
@@ -207,7 +216,7 @@ func TestBusEventPutTwiceMinutesApartIsClaimedOnce(t *testing.T) {
 	f := setup(t)
 	first := f.clock.Now()
 	detail := snapshot("evt_bus_twice", "acct_1ACME")
-	if back := f.handle(t, envelope("eb-1", "stripe.test", "invoice.paid", "123456789012", first, detail)); len(back) != 0 {
+	if back := f.handle(t, envelope("eb-1", stripeBus, "invoice.paid", "123456789012", first, detail)); len(back) != 0 {
 		t.Fatalf("handed back %v", back)
 	}
 	rec := f.record(t, "stripe", "acme", "evt_bus_twice")
@@ -234,7 +243,7 @@ func TestBusEventPutTwiceMinutesApartIsClaimedOnce(t *testing.T) {
 	// The same event again, as EventBridge hands it over the second time:
 	// a new EventBridge id, and the detail as another serializer wrote it.
 	again := strings.ReplaceAll(detail, `,"`, `, "`)
-	if back := f.handle(t, envelope("eb-2", "stripe.test", "invoice.paid", "123456789012", f.clock.Now(), again)); len(back) != 0 {
+	if back := f.handle(t, envelope("eb-2", stripeBus, "invoice.paid", "123456789012", f.clock.Now(), again)); len(back) != 0 {
 		t.Fatalf("handed back %v", back)
 	}
 	if msgs := f.messages(t); len(msgs) != 0 {
@@ -263,9 +272,9 @@ func TestBusTenantComesFromTheAccount(t *testing.T) {
 	f := setup(t)
 	now := f.clock.Now()
 	back := f.handle(t,
-		envelope("eb-1", "stripe.test", "v1.billing.meter.no_meter_found", "123456789012", now, thin("evt_thin_acme", "acct_1ACME")),
-		envelope("eb-2", "stripe.test", "v1.billing.meter.no_meter_found", "123456789012", now, thin("evt_thin_own", "")),
-		envelope("eb-3", "stripe.test", "invoice.paid", "123456789012", now, snapshot("evt_snap_other", "acct_9OTHER")),
+		envelope("eb-1", stripeBus, "v1.billing.meter.no_meter_found", "123456789012", now, thin("evt_thin_acme", "acct_1ACME")),
+		envelope("eb-2", stripeBus, "v1.billing.meter.no_meter_found", "123456789012", now, thin("evt_thin_own", "")),
+		envelope("eb-3", stripeBus, "invoice.paid", "123456789012", now, snapshot("evt_snap_other", "acct_9OTHER")),
 		envelope("eb-4", "com.example.audit", "UserDeleted", "111122223333", now, `{"user":"u-1"}`),
 		envelope("eb-5", "com.example.audit", "UserDeleted", "999988887777", now, `{"user":"u-2"}`),
 	)
@@ -304,13 +313,15 @@ func TestBusParksWhatItCannotTake(t *testing.T) {
 		{`not json`, "not an EventBridge event"},
 		{`{"id":"x","source":"stripe.test"}`, "no source, id or detail"},
 		{envelope("eb-1", "com.example.unknown", "X", "1", now, `{}`), `no source takes events from this EventBridge source "com.example.unknown"`},
-		{envelope("eb-2", "stripe.test", "invoice.paid", "1", now, `[1,2]`), "detail is not a JSON object"},
-		{envelope("eb-3", "stripe.test", "invoice.paid", "1", now, `{"object":"event","type":"invoice.paid"}`), "no usable key"},
-		{envelope("eb-4", "stripe.test", "invoice.paid", "1", now, `{"id":42,"type":"invoice.paid"}`), "no usable key"},
+		{envelope("eb-2", stripeBus, "invoice.paid", "1", now, `[1,2]`), "detail is not a JSON object"},
+		{envelope("eb-3", stripeBus, "invoice.paid", "1", now, `{"object":"event","type":"invoice.paid"}`), "no usable key"},
+		{envelope("eb-4", stripeBus, "invoice.paid", "1", now, `{"id":42,"type":"invoice.paid"}`), "no usable key"},
 		{envelope("eb-5", "com.example.orders", "OrderPlaced", "1", now, `{"total":5}`), "no usable key"},
-		{envelope("eb-6", "stripe.test", "invoice.paid", "1", now, `{"id":"evt_\ufffd","type":"invoice.paid"}`), "characters the pipeline cannot carry"},
-		{envelope("eb-7", "stripe.test", "invoice.paid", "1", now.Add(-30*24*time.Hour), snapshot("evt_old", "")), "longer than source \"stripe\"'s records live"},
-		{envelope("eb-8", "stripe.test", "invoice.paid", "1", now, `{"id":"evt_two","type":"invoice.paid","account":"acct_1ACME","context":"acct_2B"}`), "names two accounts"},
+		{envelope("eb-6", stripeBus, "invoice.paid", "1", now, `{"id":"evt_\ufffd","type":"invoice.paid"}`), "characters the pipeline cannot carry"},
+		{envelope("eb-7", stripeBus, "invoice.paid", "1", now.Add(-30*24*time.Hour), snapshot("evt_old", "")), "longer than source \"stripe\"'s records live"},
+		{envelope("eb-8", stripeBus, "invoice.paid", "1", now, `{"id":"evt_two","type":"invoice.paid","account":"acct_1ACME","context":"acct_2B"}`), "names two accounts"},
+		{envelope("eb-9", stripeBus, "invoice.paid", "1", now.Add(10*365*24*time.Hour), snapshot("evt_ahead", "")), "ahead of this clock, more than 15m0s"},
+		{strings.Replace(envelope("eb-10", stripeBus, "invoice.paid", "1", now, snapshot("evt_untimed", "")), `"time":"`+now.UTC().Format(time.RFC3339)+`",`, "", 1), "the event has no time"},
 	}
 	var bodies []string
 	for _, c := range cases {
@@ -345,6 +356,21 @@ func TestBusParksWhatItCannotTake(t *testing.T) {
 	}
 }
 
+// An event whose time is a little ahead of the door's clock (a producer's
+// clock off by less than bus.MaxAhead) is taken.
+func TestBusTakesAnEventALittleAhead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	at := f.clock.Now().Add(bus.MaxAhead - time.Minute)
+	if back := f.handle(t, envelope("eb-1", stripeBus, "invoice.paid", "1", at, snapshot("evt_ahead_a_little", ""))); len(back) != 0 {
+		t.Fatalf("handed back %v", back)
+	}
+	f.record(t, "stripe", "platform", "evt_ahead_a_little")
+	if p := f.parkedMessages(t); len(p) != 0 {
+		t.Errorf("parked %+v", p)
+	}
+}
+
 // A ledger outage fails the message so the intake queue hands it back, as a
 // 503 makes an HTTP sender retry; nothing is parked.
 func TestBusHandsBackWhenTheLedgerIsDown(t *testing.T) {
@@ -356,7 +382,7 @@ func TestBusHandsBackWhenTheLedgerIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.rcv.Ledger = gone
-	back := f.handle(t, envelope("eb-1", "stripe.test", "invoice.paid", "1", f.clock.Now(), snapshot("evt_outage", "")))
+	back := f.handle(t, envelope("eb-1", stripeBus, "invoice.paid", "1", f.clock.Now(), snapshot("evt_outage", "")))
 	if len(back) != 1 || back[0] != "a" {
 		t.Fatalf("handed back %v, want the message", back)
 	}
@@ -385,24 +411,9 @@ func TestBusHandsBackWhatItCannotPark(t *testing.T) {
 func TestBothDoorsClaimAnEventOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	sv, _ := webhook.New(webhook.Config{Provider: "stripe"})
-	post := func(id string) receiver.Result {
-		body := []byte(snapshot(id, "acct_1ACME"))
-		hdr, err := sv.Sign(webhook.Message{Body: body, Now: f.clock.Now()}, stripeSecret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := events.APIGatewayV2HTTPRequest{RawPath: "/webhooks/stripe/acme", Body: string(body), Headers: map[string]string{},
-			PathParameters: map[string]string{"source": "stripe", "tenant": "acme"},
-			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost}}}
-		for k := range hdr {
-			req.Headers[strings.ToLower(k)] = hdr.Get(k)
-		}
-		resp, _ := f.rcv.Handle(t.Context(), req)
-		return receiver.Result(resp.Headers["X-Hookledger-Result"])
-	}
+	post := func(id string) receiver.Result { return f.post(t, snapshot(id, "acct_1ACME")) }
 	put := func(id string) {
-		if back := f.handle(t, envelope("eb-"+id, "stripe.test", "invoice.paid", "1", f.clock.Now(), snapshot(id, "acct_1ACME"))); len(back) != 0 {
+		if back := f.handle(t, envelope("eb-"+id, stripeBus, "invoice.paid", "1", f.clock.Now(), snapshot(id, "acct_1ACME"))); len(back) != 0 {
 			t.Fatalf("handed back %v", back)
 		}
 	}
@@ -423,6 +434,101 @@ func TestBothDoorsClaimAnEventOnce(t *testing.T) {
 	}
 	if f.record(t, "stripe", "acme", "evt_http_first").BodySHA256 == "" {
 		t.Error("no digest")
+	}
+}
+
+// post delivers body, signed for acme, to the HTTP door.
+func (f fixture) post(t *testing.T, body string) receiver.Result {
+	t.Helper()
+	sv, _ := webhook.New(webhook.Config{Provider: "stripe"})
+	hdr, err := sv.Sign(webhook.Message{Body: []byte(body), Now: f.clock.Now()}, stripeSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := events.APIGatewayV2HTTPRequest{RawPath: "/webhooks/stripe/acme", Body: body, Headers: map[string]string{},
+		PathParameters: map[string]string{"source": "stripe", "tenant": "acme"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost}}}
+	for k := range hdr {
+		req.Headers[strings.ToLower(k)] = hdr.Get(k)
+	}
+	resp, _ := f.rcv.Handle(t.Context(), req)
+	return receiver.Result(resp.Headers["X-Hookledger-Result"])
+}
+
+// refunded is snapshot's event with another type.
+func refunded(id, account string) string {
+	return strings.Replace(snapshot(id, account), `"invoice.paid"`, `"charge.refunded"`, 1)
+}
+
+// A key that holds another event raises the mismatch alarm whichever door
+// brings the second: a signed delivery whose id Stripe's partner bus
+// recorded with another type, a bus event whose id a signed delivery
+// recorded with another type, a bus event with another body. Nothing of
+// the second is written or enqueued; under reject the signed one gets 409.
+func TestAnotherEventUnderAKeyIsAMismatchWhicheverDoor(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := f.clock.Now()
+	put := func(id, detailType, detail string) {
+		t.Helper()
+		if back := f.handle(t, envelope("eb-"+id+detailType, stripeBus, detailType, "1", now, detail)); len(back) != 0 {
+			t.Fatalf("handed back %v", back)
+		}
+	}
+	put("evt_bus_then_signed", "invoice.paid", snapshot("evt_bus_then_signed", "acct_1ACME"))
+	if r := f.post(t, refunded("evt_bus_then_signed", "acct_1ACME")); r != receiver.Mismatched {
+		t.Errorf("signed delivery of another type after the bus: %s, want %s", r, receiver.Mismatched)
+	}
+	if r := f.post(t, snapshot("evt_signed_then_bus", "acct_1ACME")); r != receiver.Accepted {
+		t.Fatalf("signed: %s", r)
+	}
+	put("evt_signed_then_bus", "charge.refunded", refunded("evt_signed_then_bus", "acct_1ACME"))
+	put("evt_bus_twice", "invoice.paid", snapshot("evt_bus_twice", "acct_1ACME"))
+	put("evt_bus_twice", "invoice.paid", strings.Replace(snapshot("evt_bus_twice", "acct_1ACME"), "4900", "1", 1))
+	if n, m := f.emf.count("BodyMismatch"), f.emf.count("NeedsOperator"); n != 3 || m != 3 {
+		t.Errorf("BodyMismatch counted %d times, NeedsOperator %d, want 3 each", n, m)
+	}
+	for _, key := range []string{"evt_bus_then_signed", "evt_signed_then_bus", "evt_bus_twice"} {
+		if rec := f.record(t, "stripe", "acme", key); rec.EventType != "invoice.paid" {
+			t.Errorf("%s: the record's type became %q", key, rec.EventType)
+		}
+	}
+	if msgs := f.messages(t); len(msgs) != 3 {
+		t.Errorf("%d messages, want one per event: %+v", len(msgs), msgs)
+	}
+	if p := f.parkedMessages(t); len(p) != 0 {
+		t.Errorf("parked %+v", p)
+	}
+	f.rcv.Mismatch = receiver.MismatchReject
+	if r := f.post(t, refunded("evt_bus_then_signed", "acct_1ACME")); r != receiver.Conflict {
+		t.Errorf("under reject: %s, want %s", r, receiver.Conflict)
+	}
+}
+
+// A Stripe-shaped event that anyone allowed to put events on a custom bus
+// could have put cannot take a signed event's id: a source whose tenant
+// signs is refused such a bus source, and the source that takes it gives
+// its events to a tenant without an HTTP door, so the signed delivery of
+// the same id is a new event.
+func TestCustomBusEventCannotTakeASignedEventsID(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	shared := strings.Replace(sources, stripeBus, "stripe.custom", 1)
+	parsed, err := source.Parse([]byte(shared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := source.NewRegistry(parsed, &source.Secrets{}); err == nil || !strings.Contains(err.Error(), "is not Stripe's partner event source") {
+		t.Errorf("a signing tenant taking events of a custom bus source: %v", err)
+	}
+	if back := f.handle(t, envelope("eb-1", "stripe.test", "charge.refunded", "1", f.clock.Now(), refunded("evt_taken_over", "acct_1ACME"))); len(back) != 0 {
+		t.Fatalf("handed back %v", back)
+	}
+	if r := f.post(t, snapshot("evt_taken_over", "acct_1ACME")); r != receiver.Accepted {
+		t.Errorf("the signed delivery after a custom bus event of its id: %s, want accepted", r)
+	}
+	if rec := f.record(t, "stripe", "acme", "evt_taken_over"); rec.EventType != "invoice.paid" || strings.HasPrefix(rec.BodySHA256, receiver.BusDigestPrefix) {
+		t.Errorf("the signed event's record %+v", rec)
 	}
 }
 
@@ -467,7 +573,7 @@ func TestBusTakesWhatARuleDelivers(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%+v %v", resp, err)
 	}
-	if rec := f.record(t, "stripe", "acme", "evt_via_rule"); rec.EventType != "invoice.paid" {
+	if rec := f.record(t, "relay", "relayed", "evt_via_rule"); rec.EventType != "invoice.paid" {
 		t.Errorf("record %+v", rec)
 	}
 	if p := f.parkedMessages(t); len(p) != 0 {

@@ -16,13 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/internal/steps"
 )
 
 // SourcePrefix starts the EventBridge "source" of every forwarded event:
 // "hookledger." and the hookledger source's name ("hookledger.stripe"), so
 // a consumer's rule selects them by prefix.
-const SourcePrefix = "hookledger."
+const SourcePrefix = name.ForwardSource
 
 // MaxEntryBytes is EventBridge's limit on one PutEvents entry (256 KB,
 // source, detail-type and detail counted together).

@@ -36,6 +36,11 @@ func Source(s string) bool { return identifier.MatchString(s) }
 // Step reports whether s may name a step.
 func Step(s string) bool { return identifier.MatchString(s) }
 
+// ForwardSource starts the EventBridge "source" of every event hookledger
+// forwards: "hookledger." and the source's name ("hookledger.stripe"). The
+// bus door takes no EventBridge source that starts so.
+const ForwardSource = "hookledger."
+
 // SourceRule and StepRule say in words what Source and Step accept, for
 // error messages.
 const (

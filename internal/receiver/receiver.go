@@ -187,16 +187,16 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		level = slog.LevelWarn
 	}
 	log.Log(ctx, level, "webhook", attrs...)
-	h.Metrics.Count(a.result.metrics()...)
+	h.Metrics.Count(a.result.Metrics()...)
 	return respond(a), nil
 }
 
-// metrics names the counts an outcome adds to. The happy path (accepted,
+// Metrics names the counts an outcome adds to. The happy path (accepted,
 // duplicate) adds to none: a custom metric costs $0.30 a month for as long
 // as it receives data, and the AWS metrics of the function and the queue
 // count deliveries and new events already (docs/deploy.md). What needs a
 // person also counts NeedsOperator, the one metric its alarm watches.
-func (r Result) metrics() []string {
+func (r Result) Metrics() []string {
 	switch r {
 	case Accepted, Duplicate, Requeued:
 		return nil
@@ -354,8 +354,7 @@ type Delivery struct {
 // BusDigestPrefix starts the digest of a body that came from the bus door
 // (BusDigest). The two doors deliver one event as different bytes (Stripe's
 // webhook body and its EventBridge detail), so digests compare only within
-// a door: an event delivered by both is a duplicate, never a body reused
-// under its key.
+// a door; across doors the record's type must match (Handler.duplicate).
 const BusDigestPrefix = "bus:"
 
 // BusDigest is the digest the ledger keeps of a body taken from the bus.
@@ -506,11 +505,17 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	// The record decides where its body lives, not this delivery's size.
 	msg.Ref = rec.PayloadRef
 	if rec.BodySHA256 != "" && !sameDoor(rec.BodySHA256, msg.SHA256) {
-		// The same event through the other door (a source taking Stripe's
-		// events by HTTP and from the bus): the bytes differ by nature, so
-		// the digests say nothing. The record keeps the first door's body
-		// and its door re-drives it, should it need to; nothing of this one
-		// is written.
+		// The same id through the other door: a tenant with both doors
+		// takes bus events from Stripe's partner event source only
+		// (source.StripePartnerSource), so Stripe wrote both. The bytes
+		// differ by nature and the digests say nothing; the type must
+		// match. Nothing of this delivery is written: the record keeps the
+		// first door's body, and its door re-drives it.
+		if msg.Type != rec.EventType {
+			log.WarnContext(ctx, "event id already recorded from the other door with another type; nothing stored",
+				"event_key", msg.Key, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
+			return h.mismatch()
+		}
 		log.InfoContext(ctx, "event already recorded from the other door; duplicate",
 			"event_key", msg.Key, "status", string(rec.Status))
 		return ansDuplicate
@@ -526,12 +531,7 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		// same digest: the provider's volatile fields are left out of it.
 		log.WarnContext(ctx, "idempotency key reused with a different body; nothing stored",
 			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
-		if h.Mismatch == MismatchReject {
-			return jsonAnswer(http.StatusConflict, Conflict, `{"error":"idempotency key reused with a different body"}`)
-		}
-		a := ansDuplicate
-		a.result = Mismatched
-		return a
+		return h.mismatch()
 	}
 	// The same body (or a record from before digests were kept). The
 	// record is the event's identity: whatever is stored or enqueued from
@@ -585,6 +585,17 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	}
 	a := ansDuplicate
 	a.result = Requeued
+	return a
+}
+
+// mismatch answers a key that holds another event: a duplicate counted
+// and alarmed (MismatchFlag), or 409 (MismatchReject).
+func (h *Handler) mismatch() answer {
+	if h.Mismatch == MismatchReject {
+		return jsonAnswer(http.StatusConflict, Conflict, `{"error":"idempotency key reused with a different body"}`)
+	}
+	a := ansDuplicate
+	a.result = Mismatched
 	return a
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	hname "github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -23,6 +24,12 @@ const ProviderEventBridge = "eventbridge"
 // no other tenant of the source lists, including events that name none
 // (a Stripe account's own events, not a connected account's).
 const AnyAccount = "*"
+
+// StripePartnerSource starts the EventBridge source of the events Stripe's
+// partner event sources put on a bus. EventBridge refuses a PutEvents entry
+// whose source starts with "aws.", so Stripe alone writes these: the only
+// bus events that may share a tenant's key space with its signed HTTP door.
+const StripePartnerSource = "aws.partner/stripe.com/"
 
 // busProviders may take events from the bus: Stripe (its partner event
 // source, snapshot and thin events alike) and ProviderEventBridge.
@@ -161,7 +168,15 @@ func newBusSource(name string, src Source) (*busSource, error) {
 		if !eventSourceName.MatchString(p) || strings.Contains(strings.TrimSuffix(p, "*"), "*") || p == "*" {
 			return nil, fmt.Errorf("source %q bus_sources[%d] %q: want an EventBridge source name (aws.partner/stripe.com/ed_..., com.example.orders), or a prefix ending in * (aws.partner/stripe.com/*)", name, i, p)
 		}
+		if overlap(p, hname.ForwardSource+"*") {
+			return nil, fmt.Errorf("source %q bus_sources[%d] %q matches the events hookledger forwards (EventBridge source %s<source>): taken back in, each would become a new event; narrow it", name, i, p, hname.ForwardSource)
+		}
 		b.patterns = append(b.patterns, p)
+	}
+	if src.Provider != ProviderEventBridge { // an eventbridge source has no HTTP door
+		if err := checkSharedKeys(name, src, b.patterns); err != nil {
+			return nil, err
+		}
 	}
 	cfg := src.Config
 	cfg.Tolerance, cfg.URL = "", ""
@@ -197,6 +212,26 @@ func newBusSource(name string, src Source) (*busSource, error) {
 		return nil, fmt.Errorf("source %q: takes events from the bus (\"bus_sources\") but no tenant lists \"accounts\": give the tenant they are for \"accounts\": [\"*\"] (every event), or the accounts whose events are its", name)
 	}
 	return b, nil
+}
+
+// checkSharedKeys refuses a tenant whose signed deliveries and bus events
+// would share event ids with a bus source other than Stripe's partner event
+// source: whoever may put events on that bus could claim a signed event's
+// id first, and the genuine delivery would be a duplicate.
+func checkSharedKeys(name string, src Source, patterns []string) error {
+	for _, tn := range sortedTenants(src) {
+		if t := src.Tenants[tn]; len(t.Secrets) == 0 || len(t.Accounts) == 0 {
+			continue
+		}
+		for i, p := range patterns {
+			if !strings.HasPrefix(p, StripePartnerSource) {
+				return fmt.Errorf("source %q tenant %q takes signed deliveries and bus events, which share its event ids, but bus_sources[%d] %q is not Stripe's partner event source (%s...): "+
+					"whoever may put events on the bus could take a signed event's id first. List only the partner event source, or give the bus events a tenant without secrets (docs/eventbridge.md)",
+					name, tn, i, p, StripePartnerSource)
+			}
+		}
+	}
+	return nil
 }
 
 // checkBusOverlap refuses two sources that would both take one EventBridge

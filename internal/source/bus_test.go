@@ -73,6 +73,24 @@ func TestBusSourceMapsAccountsToTenants(t *testing.T) {
 	}
 }
 
+// A tenant's signed deliveries share event ids only with Stripe's partner
+// event source; another bus source's Stripe-shaped events go to a tenant
+// without an HTTP door, so they cannot take a signed event's id.
+func TestBusSharesSignedKeysOnlyWithStripe(t *testing.T) {
+	t.Parallel()
+	reg := busRegistry(t, `{"stripe": {"provider": "stripe", "bus_sources": ["aws.partner/stripe.com/*"],
+	    "tenants": {"acme": {"secrets": ["literal:whsec_a"], "accounts": ["*"]}}},
+	  "relay": {"provider": "stripe", "bus_sources": ["com.example.stripe-relay"],
+	    "tenants": {"acme": {"secrets": ["literal:whsec_a"]}, "relayed": {"accounts": ["*"]}}}}`)
+	b, err := reg.Bus("com.example.stripe-relay", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn, _ := b.Tenant("acct_1A"); tn != "relayed" {
+		t.Errorf("a relayed event went to tenant %q", tn)
+	}
+}
+
 // Without an account map, a Stripe bus event is for no tenant: parked by
 // the bus door, not given to someone.
 func TestBusTenantWithoutCatchAll(t *testing.T) {
@@ -110,6 +128,10 @@ func TestBadBusConfigsAreClearErrors(t *testing.T) {
 		`{"s":{"provider":"stripe","bus_sources":["x"],"key_header":"Id","tenants":{"a":{"accounts":["*"]}}}}`:                                                                         "has no headers",
 		`{"o":{"provider":"eventbridge","bus_sources":["x"],"replay_guard":true,"tenants":{"a":{"accounts":["*"]}}}}`:                                                                  "replay_guard",
 		`{"a":{"provider":"stripe","bus_sources":["p.*"],"tenants":{"a":{"accounts":["*"]}}},"b":{"provider":"eventbridge","bus_sources":["p.q"],"tenants":{"a":{"accounts":["*"]}}}}`: "both take bus events",
+		`{"s":{"provider":"stripe","bus_sources":["stripe.relay"],"tenants":{"t":{"secrets":["literal:s"],"accounts":["acct_1"]}}}}`:                                                   "is not Stripe's partner event source",
+		`{"s":{"provider":"stripe","bus_sources":["aws.partner/stripe.com/ed_1","aws.partner/*"],"tenants":{"t":{"secrets":["literal:s"],"accounts":["*"]}}}}`:                         "is not Stripe's partner event source",
+		`{"o":{"provider":"eventbridge","bus_sources":["hookledger.stripe"],"tenants":{"a":{"accounts":["*"]}}}}`:                                                                      "matches the events hookledger forwards",
+		`{"o":{"provider":"eventbridge","bus_sources":["hook*"],"tenants":{"a":{"accounts":["*"]}}}}`:                                                                                  "matches the events hookledger forwards",
 	} {
 		parsed, err := Parse([]byte(cfg))
 		if err == nil {

@@ -203,9 +203,10 @@ fi
 # The EventBridge doors (docs/eventbridge.md): MiniStack cannot deliver a partner event source's
 # events (PutPartnerEvents answers and drops them) and PutEvents refuses aws.* sources, so a custom
 # bus, <stack>-stripe, stands in for Stripe's partner event bus, its events carrying the source
-# e2e.stripe; the stripe source takes them for acme (its connected account) and platform (any
-# other). The forward bus, <stack>-out, has a rule to the queue <stack>-forwarded, the consumer the
-# test reads. The lab's effect fetches thin events' objects from the same Stripe stand-in, with an
+# e2e.stripe; the stripe source takes them for platform, a tenant without an HTTP door (a custom
+# bus is not Stripe's partner event source, so acme, which signs, may take none of its events).
+# The forward bus, <stack>-out, has a rule to the queue <stack>-forwarded, the consumer the test
+# reads. The lab's effect fetches thin events' objects from the same Stripe stand-in, with an
 # API key kept as a secret under the prefix (not reconcile/, which the processor is denied).
 providers_port="${HOOKLEDGER_E2E_PROVIDERS_PORT:-$((port + 1002))}"
 eval "$("$py" - "$build_dir/params.yaml" "$secret" "${HOOKLEDGER_E2E_PARAMS:-{\}}" "$endpoint" "$payments_port" "$root/samconfig.toml" "$stack" "$providers_port" <<'EOF'
@@ -253,7 +254,7 @@ eb.put_targets(Rule=f"{stack}-consumer", EventBusName=forward_bus, Targets=[{"Id
 stripe_key_ref = f"ssm:/{prefix}/stripe/{stack}-platform/api-key"
 ssm.put_parameter(Name=stripe_key_ref[4:], Value="sk_test_stub", Type="SecureString", Overwrite=True)
 sources = {"stripe": {"provider": "stripe", "bus_sources": ["e2e.stripe"],
-                      "tenants": {"acme": {"secrets": [acme_ref], "accounts": ["acct_1E2EACME"]}, "globex": {"secrets": [globex_ref]},
+                      "tenants": {"acme": {"secrets": [acme_ref]}, "globex": {"secrets": [globex_ref]},
                                   "platform": {"accounts": ["*"]}}},
            "orders": {"provider": "eventbridge", "bus_sources": ["e2e.orders"], "key_path": "order_id", "tenants": {"shop": {"accounts": ["*"]}}},
            "github": {"provider": "github", "retention": "240h", "tenants": {"acme": {"secrets": [github_ref]}}},

@@ -138,7 +138,9 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 
 	// The bus door next to the HTTP door: one event each, claimed,
 	// recorded and enqueued by the same code.
-	srcs, err := source.Parse([]byte(fmt.Sprintf(`{"stripe":{"provider":"stripe","bus_sources":["bench.stripe"],"tenants":{"acme":{"secrets":[%q],"accounts":["*"]}}}}`, "literal:"+benchSecret)))
+	// Stripe's partner event source: acme signs deliveries too, so its bus events may come from Stripe only.
+	partner := source.StripePartnerSource + "ed_bench"
+	srcs, err := source.Parse([]byte(fmt.Sprintf(`{"stripe":{"provider":"stripe","bus_sources":[%q],"tenants":{"acme":{"secrets":[%q],"accounts":["*"]}}}}`, partner, "literal:"+benchSecret)))
 	if err != nil {
 		return err
 	}
@@ -157,7 +159,7 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 		var recs []events.SQSMessage
 		for j := range batch {
 			key := fmt.Sprintf("evt_door_bus_%d", i+j)
-			envelope, _ := json.Marshal(map[string]any{"version": "0", "id": fmt.Sprintf("eb-%d", i+j), "detail-type": "invoice.paid", "source": "bench.stripe",
+			envelope, _ := json.Marshal(map[string]any{"version": "0", "id": fmt.Sprintf("eb-%d", i+j), "detail-type": "invoice.paid", "source": partner,
 				"account": "123456789012", "time": time.Now().UTC().Format(time.RFC3339), "region": "us-east-1", "resources": []string{},
 				"detail": json.RawMessage(testbody.JSON(key, 3<<10))})
 			recs = append(recs, events.SQSMessage{MessageId: fmt.Sprint(j), Body: string(envelope)})
