@@ -132,7 +132,7 @@ func TestRegisterNamesMissingSettings(t *testing.T) {
 	for env, want := range map[string]string{
 		"":               "effect setting PAYMENTS_URL is missing (read at effect/effect.go:",
 		"payments":       "effect setting NOTIFY_URL is missing (read at effect/effect.go:",
-		"payments,bogus": `effect setting NOTIFY_URL is "ftp://x": want an http or https URL`,
+		"payments,bogus": `effect setting NOTIFY_URL has a scheme other than http or https`,
 	} {
 		vals := map[string]string{}
 		if strings.Contains(env, "payments") {
