@@ -34,8 +34,8 @@ var devWithoutEffects = local.DevCommand{Program: "hookledger",
 func devEnv(t *testing.T, table, queueURL string) config.Config {
 	t.Helper()
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": queueURL, "HOOKLEDGER_DLQ_URL": "",
-		"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_dev_dlq"]}}}}`,
-		"LOG_LEVEL":          "info", "AWS_ENDPOINT_URL": awstest.Endpoint(t)}
+		"LOG_LEVEL": "info", "AWS_ENDPOINT_URL": awstest.Endpoint(t),
+		"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_dev_dlq"]}}}}`}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
