@@ -778,6 +778,24 @@ func TestReconcilerIsOptionalAndAlarmed(t *testing.T) {
 	}
 }
 
+// sam deploy --guided asks every parameter. Enter keeps the default it
+// shows (samconfig.toml's or the template's), but a NoEcho parameter shows
+// none and is asked again until something is typed. So only SourcesConfig
+// (the senders: a first deploy needs them) may be NoEcho or lack a default;
+// ReconcileConfig was NoEcho, and guided asked until one typed [].
+func TestGuidedDeployAsksOnlyForSourcesConfig(t *testing.T) {
+	t.Parallel()
+	params := get(loadTemplate(t).root, "Parameters")
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		name, p := params.Content[i].Value, params.Content[i+1]
+		noEcho := get(p, "NoEcho")
+		mustType := get(p, "Default") == nil || (noEcho != nil && noEcho.Value == "true")
+		if mustType != (name == "SourcesConfig") {
+			t.Errorf("%s: NoEcho %v, Default %v; want a visible default (Enter keeps it) for all but SourcesConfig", name, noEcho != nil, get(p, "Default") != nil)
+		}
+	}
+}
+
 // overrides reads a samconfig.toml section's parameter_overrides.
 func overrides(t *testing.T, section string) map[string]string {
 	t.Helper()

@@ -134,9 +134,9 @@ func (p *Payments) Find(ctx context.Context, key string) (string, error) {
 		ID string `json:"id"`
 	}
 	err := call(ctx, p.Client, http.MethodGet, p.BaseURL+"/v1/charges?idempotency_key="+url.QueryEscape(key), "", nil, &out)
-	if errors.Is(err, errNotFound) {
+	if he := notFound(err); he != nil {
 		// A GET of the exact charge: 404 is the API saying there is none.
-		return "", fmt.Errorf("%w: %w", err, hookledger.ErrNotDone)
+		return "", fmt.Errorf("%w: %w", he, hookledger.ErrNotDone)
 	}
 	if err != nil {
 		return "", err
@@ -181,7 +181,7 @@ func (n *Notifier) Sent(ctx context.Context, key string) (string, error) {
 		ID string `json:"id"`
 	}
 	err := call(ctx, n.Client, http.MethodGet, n.BaseURL+"/v1/notifications?reference="+url.QueryEscape(key), "", nil, &out)
-	if errors.Is(err, errNotFound) {
+	if notFound(err) != nil {
 		return "", fmt.Errorf("%w: the notification search is not there, so it cannot say whether the notification was sent", err)
 	}
 	if err != nil {
@@ -193,13 +193,19 @@ func (n *Notifier) Sent(ctx context.Context, key string) (string, error) {
 	return out[0].ID, nil
 }
 
-// errNotFound is a GET answered 404. What it means is the caller's to say:
-// for a GET of one exact object, that there is none (ErrNotDone); for a
-// search, that the lookup failed (retried).
-var errNotFound = errors.New("not found (404)")
+// notFound is err's 404 answer, or nil. What a 404 means is the caller's
+// to say: for a GET of one exact object, that there is none (ErrNotDone);
+// for a search, that the lookup failed (retried).
+func notFound(err error) *hookledger.HTTPError {
+	var he *hookledger.HTTPError
+	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {
+		return he
+	}
+	return nil
+}
 
-// call makes one JSON request. 404 on a GET is errNotFound; 4xx other than
-// 409 and 429 is permanent; everything else that is not 2xx is retried.
+// call makes one JSON request; hookledger.ResponseError says what an
+// answer other than 2xx means (retried or permanent).
 func call(ctx context.Context, client *http.Client, method, u, idemKey string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -224,20 +230,13 @@ func call(ctx context.Context, client *http.Client, method, u, idemKey string, i
 		return fmt.Errorf("%s %s: %w", method, req.URL.Path, err) // retried
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	switch {
-	case resp.StatusCode < 300:
-		if out != nil {
-			if err := json.Unmarshal(data, out); err != nil {
-				return fmt.Errorf("%s %s: unreadable answer: %w", method, req.URL.Path, err)
-			}
-		}
-		return nil
-	case resp.StatusCode == http.StatusNotFound && method == http.MethodGet:
-		return fmt.Errorf("%s %s: %w", method, req.URL.Path, errNotFound)
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500:
-		return fmt.Errorf("%s %s answered %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data)) // retried
-	default:
-		return hookledger.Permanent(fmt.Errorf("%s %s refused with %d: %s", method, req.URL.Path, resp.StatusCode, bytes.TrimSpace(data)))
+	if err := hookledger.ResponseError(resp); err != nil {
+		return err
 	}
+	if out != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: unreadable answer: %w", method, req.URL.Path, err)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
+	"github.com/hookledger/hookledger/idempotencytest"
 	"github.com/hookledger/hookledger/internal/awstest"
 )
 
@@ -134,5 +135,52 @@ func TestDynamoDBUnavailable(t *testing.T) {
 	_, info, err := idempotency.Do(t.Context(), s, "op", "k", func(context.Context) (int, error) { runs++; return 1, nil })
 	if !errors.Is(err, idempotency.ErrUnavailable) || runs != 0 || info.Outcome != idempotency.Errored {
 		t.Fatalf("missing table: %+v %v (runs %d)", info, err, runs)
+	}
+}
+
+// deadlines records the deadline of the last completion and failure write.
+type deadlines struct {
+	idempotency.Backend
+	complete, fail time.Time
+}
+
+func (d *deadlines) Complete(ctx context.Context, k, tok string, r idempotency.Completion) (idempotency.Record, error) {
+	d.complete, _ = ctx.Deadline()
+	return d.Backend.Complete(ctx, k, tok, r)
+}
+
+func (d *deadlines) Fail(ctx context.Context, k, tok, cause string) error {
+	d.fail, _ = ctx.Deadline()
+	return d.Backend.Fail(ctx, k, tok, cause)
+}
+
+// TestWriteMayUseTheClaim: the completion or failure write may run as long
+// as the claim holds, until the context's deadline plus LeaseMargin, and
+// for LeaseMargin at least. It had 5 s from the function's return: under
+// load, encoding a large result and a slow answer spent them, and the
+// result went unstored (the SDK warning of a checksum, its read cut short).
+func TestWriteMayUseTheClaim(t *testing.T) {
+	t.Parallel()
+	const margin = 7 * time.Second
+	d := &deadlines{Backend: idempotencytest.NewMemory(time.Now)}
+	s, err := idempotency.NewStoreWith(d, idempotency.Options{Logger: quietLogger(), LeaseMargin: margin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := deadline(t, time.Hour)
+	dl, _ := ctx.Deadline()
+	ok := func(context.Context) (string, error) { return "r", nil }
+	if _, _, err := idempotency.Do(ctx, s, "op", "ok", ok); err != nil || !d.complete.Equal(dl.Add(margin)) {
+		t.Errorf("completion write until %v (%v), want the claim's end %v", d.complete, err, dl.Add(margin))
+	}
+	fail := func(context.Context) (string, error) { return "", errDown }
+	if _, _, err := idempotency.Do(ctx, s, "op", "fail", fail); !errors.Is(err, errDown) || !d.fail.Equal(dl.Add(margin)) {
+		t.Errorf("failure write until %v (%v), want the claim's end %v", d.fail, err, dl.Add(margin))
+	}
+	// No deadline: LeaseMargin from the function's return.
+	before := time.Now()
+	if _, _, err := idempotency.Do(t.Context(), s, "op", "no-deadline", ok); err != nil ||
+		d.complete.Before(before.Add(margin)) || d.complete.After(time.Now().Add(margin)) {
+		t.Errorf("completion write without a deadline until %v (%v), want %v from the function's return", d.complete, err, margin)
 	}
 }

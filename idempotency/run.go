@@ -115,11 +115,6 @@ const (
 	crashAfterCall  = "idempotency.after_call"
 )
 
-// writeTimeout bounds the completion or failure write, which runs even
-// when the call's context is done (its effects have happened). The claim's
-// default margin past the deadline (DefaultLeaseMargin) covers it.
-const writeTimeout = DefaultLeaseMargin
-
 func execute[Out any](ctx context.Context, s *Store, sp spec, fn func(context.Context) (Out, error)) (out Out, info Info, err error) {
 	if s == nil {
 		return out, Info{Outcome: Errored}, fmt.Errorf("%w: nil *Store", ErrInvalid)
@@ -270,7 +265,7 @@ func run[Out any](ctx context.Context, s *Store, sp spec, claim Record, fn func(
 		}()
 		out, err = fn(context.WithValue(ctx, callKey{}, Call{Operation: sp.op, Key: sp.key, Attempt: claim.Attempts}))
 	}()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
 	if panicked != nil {
 		cause := fmt.Sprintf("panic: %v", panicked)
@@ -324,6 +319,18 @@ func run[Out any](ctx context.Context, s *Store, sp spec, claim Record, fn func(
 		s.cache.put(rec)
 	}
 	return out, info, nil
+}
+
+// writeContext bounds the completion or failure write, which runs even
+// when the call's context is done (its effects have happened). It may run
+// while the claim holds: until the context's deadline plus LeaseMargin, and
+// for LeaseMargin at least.
+func (s *Store) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(s.opt.LeaseMargin)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(s.opt.LeaseMargin).After(end) {
+		end = dl.Add(s.opt.LeaseMargin)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 // leaseUntil is when the claim lapses: the context's deadline (the

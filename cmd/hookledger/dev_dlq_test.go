@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
@@ -22,16 +23,19 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
+// devWithoutEffects is `hookledger dev` with no routes: these tests are
+// about the pipeline, so they run whatever effect/ holds and whichever
+// settings it reads.
+var devWithoutEffects = local.DevCommand{Program: "hookledger",
+	Register: func(*hookledger.Router, *hookledger.Settings) error { return nil }}
+
 // devEnv sets what the README's local flow exports, HOOKLEDGER_DLQ_URL
 // left unset as `hookledger setup` used to leave it.
 func devEnv(t *testing.T, table, queueURL string) config.Config {
 	t.Helper()
-	// The shipped effect's settings; nothing calls them (the one event is
-	// done already).
-	const nowhere = "http://127.0.0.1:9"
 	env := map[string]string{"HOOKLEDGER_TABLE": table, "HOOKLEDGER_QUEUE_URL": queueURL, "HOOKLEDGER_DLQ_URL": "",
-		"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_dev_dlq"]}}}}`,
-		"PAYMENTS_URL":       nowhere, "NOTIFY_URL": nowhere, "LOG_LEVEL": "info", "AWS_ENDPOINT_URL": awstest.Endpoint(t)}
+		"LOG_LEVEL": "info", "AWS_ENDPOINT_URL": awstest.Endpoint(t),
+		"HOOKLEDGER_SOURCES": `{"stripe":{"provider":"stripe","tenants":{"acme":{"secrets":["literal:whsec_dev_dlq"]}}}}`}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
@@ -86,7 +90,7 @@ func TestDevTakesBackTheDeadLetterQueue(t *testing.T) {
 	var out, errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--addr", "127.0.0.1:0", "--reclaim-every", "1s", "--function-timeout", "10s"}, &out, &errb)
+		done <- devWithoutEffects.Run(ctx, []string{"--addr", "127.0.0.1:0", "--reclaim-every", "1s", "--function-timeout", "10s"}, &out, &errb)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for depth(t, sq, dlq) > 0 {
@@ -145,7 +149,7 @@ func TestDevRefusesAQueueWithoutADeadLetterQueue(t *testing.T) {
 	// Bounded: a dev that does not refuse would serve until ctx ends.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	code := run(ctx, []string{"dev", "--addr", "127.0.0.1:0"}, &bytes.Buffer{}, &errb)
+	code := devWithoutEffects.Run(ctx, []string{"--addr", "127.0.0.1:0"}, &bytes.Buffer{}, &errb)
 	if code != 2 || !strings.Contains(errb.String(), "has no RedrivePolicy") || !strings.Contains(errb.String(), "hookledger setup") ||
 		!strings.Contains(errb.String(), "HOOKLEDGER_DLQ_URL") {
 		t.Errorf("exit %d, stderr %q; want 2 and a message naming hookledger setup and HOOKLEDGER_DLQ_URL", code, errb.String())

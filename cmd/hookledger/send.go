@@ -185,7 +185,7 @@ func sampleEvent(provider string, now time.Time) ([]byte, string) {
 	case "gitlab":
 		return fmt.Appendf(nil, `{"object_kind":"push","ref":"refs/heads/main","checkout_sha":"%s","project":{"path_with_namespace":"acme/app"}}`, cli.RandomHex(40)), "Push Hook"
 	case "shopify":
-		return fmt.Appendf(nil, `{"id":%d,"total_price":"49.00","currency":"USD"}`, 1_000_000+now.UnixNano()%1_000_000_000), "orders/create"
+		return shopifyOrder(1_000_000+now.UnixNano()%1_000_000_000, now), "orders/create"
 	case "paddle":
 		return fmt.Appendf(nil, `{"event_id":"evt_%s","event_type":"transaction.completed","occurred_at":%q,"data":{"id":"txn_%s"}}`, id, now.UTC().Format(time.RFC3339), id), "transaction.completed"
 	case "square":
@@ -202,4 +202,17 @@ func sampleEvent(provider string, now time.Time) ([]byte, string) {
 		return fmt.Appendf(nil, `{"subscription":{"type":"channel.follow"},"event":{"user_id":"%s"}}`, id), "channel.follow"
 	}
 	return cli.SampleInvoice("evt_"+id, 4900), "invoice.paid"
+}
+
+// shopifyOrder is an orders/create body as Shopify sends one, cut to what
+// an effect reads: the customer, totals, and line items (two T-shirts at
+// 19.00 and a mug at 11.00).
+func shopifyOrder(id int64, now time.Time) []byte {
+	at := now.Format(time.RFC3339)
+	return fmt.Appendf(nil, `{"id":%[1]d,"admin_graphql_api_id":"gid://shopify/Order/%[1]d","name":"#%[2]d","email":"ada@example.com",`+
+		`"created_at":%[3]q,"updated_at":%[3]q,"currency":"USD","financial_status":"paid","subtotal_price":"49.00","total_price":"49.00",`+
+		`"customer":{"id":7001,"email":"ada@example.com","first_name":"Ada"},"line_items":[`+
+		`{"id":%[4]d,"admin_graphql_api_id":"gid://shopify/LineItem/%[4]d","product_id":632910392,"variant_id":808950810,"sku":"TEE-M-BLK","title":"T-shirt","variant_title":"M / Black","quantity":2,"price":"19.00"},`+
+		`{"id":%[5]d,"admin_graphql_api_id":"gid://shopify/LineItem/%[5]d","product_id":632910393,"variant_id":808950811,"sku":"MUG-WHT","title":"Mug","variant_title":null,"quantity":1,"price":"11.00"}]}`,
+		id, 1000+id%9000, at, id*10+1, id*10+2)
 }

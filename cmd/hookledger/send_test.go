@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -201,5 +203,43 @@ func TestShopifyDeliveryHeaders(t *testing.T) {
 		if h.Get(name) == "" {
 			t.Errorf("send posted no %s: %v", name, h)
 		}
+	}
+}
+
+// TestShopifySampleIsAnOrder: send --provider shopify's sample had no
+// line_items, so an orders/create handler failed on the first thing it
+// reads. It is now an order as Shopify sends one: a customer, totals, line
+// items with SKU, quantity and price, and the fields InOrder(ShopifyResource)
+// orders by.
+func TestShopifySampleIsAnOrder(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	body, typ := sampleEvent("shopify", now)
+	var o struct {
+		ID         int64  `json:"id"`
+		Email      string `json:"email"`
+		Currency   string `json:"currency"`
+		TotalPrice string `json:"total_price"`
+		Items      []struct {
+			ID       int64  `json:"id"`
+			SKU      string `json:"sku"`
+			Quantity int    `json:"quantity"`
+			Price    string `json:"price"`
+		} `json:"line_items"`
+	}
+	if err := json.Unmarshal(body, &o); err != nil || typ != "orders/create" || o.ID == 0 || o.Email == "" || o.Currency == "" || o.TotalPrice == "" {
+		t.Fatalf("sample %s (%s): %+v %v", body, typ, o, err)
+	}
+	if len(o.Items) == 0 {
+		t.Fatalf("sample has no line_items: %s", body)
+	}
+	for _, it := range o.Items {
+		if it.ID == 0 || it.SKU == "" || it.Quantity <= 0 || it.Price == "" {
+			t.Errorf("line item %+v: want an id, a SKU, a quantity and a price", it)
+		}
+	}
+	res, pos, ok := hookledger.ShopifyResource(&hookledger.Event{Body: body})
+	if !ok || res == "" || pos != now.Truncate(time.Second).UnixNano() {
+		t.Errorf("ShopifyResource: %q %d %v, want the order's id and updated_at (now)", res, pos, ok)
 	}
 }
