@@ -238,8 +238,8 @@ func TestShopifySampleIsAnOrder(t *testing.T) {
 			t.Errorf("line item %+v: want an id, a SKU, a quantity and a price", it)
 		}
 	}
-	res, pos, ok := hookledger.ShopifyResource(&hookledger.Event{Body: body})
-	if !ok || res == "" || pos != now.Truncate(time.Second).UnixNano() {
-		t.Errorf("ShopifyResource: %q %d %v, want the order's id and updated_at (now)", res, pos, ok)
+	p, err := hookledger.ShopifyResource(&hookledger.Event{Body: body})
+	if err != nil || p.Resource == "" || !p.At.Equal(now.Truncate(time.Second)) {
+		t.Errorf("ShopifyResource: %+v %v, want the order's id and updated_at (now)", p, err)
 	}
 }
