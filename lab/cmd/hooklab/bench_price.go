@@ -23,15 +23,31 @@ var billRates = []float64{100e3, 1e6, 10e6, 100e6}
 // events a second on the queue.
 const targetRate = 10.0
 
+// The setting performance.md tells a user to change with traffic: the
+// template's BatchWindowSeconds below busyRate events a second on the
+// queue, busyWindow from there. The bill prices each rate at it.
+const (
+	busyRate   = 10.0
+	busyWindow = 2 * time.Second
+)
+
+// windowAt is the batching window performance.md advises at rate.
+func windowAt(rate float64, st bench.Stack) time.Duration {
+	if rate >= busyRate {
+		return busyWindow
+	}
+	return st.BatchWindow
+}
+
 // queueRate is the events a second reaching the queue at deliveries a month.
 func queueRate(deliveries, dupRate float64) float64 {
 	return deliveries * (1 - dupRate) / bench.Month.Seconds()
 }
 
 // assume is the model's premises for the template at rate events a second
-// on the queue, through the given front door.
-func (b *benchRun) assume(st bench.Stack, bm *billMeasures, rate float64, functionURL bool) (bench.Assumptions, bool) {
-	batch, receives, measured := b.batchAt(rate, st)
+// on the queue with batching window w, through the given front door.
+func (b *benchRun) assume(st bench.Stack, bm *billMeasures, rate float64, w time.Duration, functionURL bool) (bench.Assumptions, bool) {
+	batch, receives, _, measured := b.esmAt(rate, w, st)
 	a := bench.Assumptions{MemoryMB: st.MemoryMB, RetentionDays: ledger.DefaultRetention.Hours() / 24, LogRetentionDays: float64(st.LogRetentionDays),
 		FunctionURL: functionURL, Batch: batch, ReceivesPerEvent: receives, PITR: st.PITR,
 		AccessLogBytes: float64(len(st.AccessLogLine()))}
@@ -76,7 +92,8 @@ func (b *benchRun) fixedBill(st bench.Stack, bm *billMeasures, door string) []be
 	if st.PlatformLines() {
 		logs += platformLogBytes / 1e9 * (bench.PriceLogsIngest.USD + float64(st.LogRetentionDays)/30.4*bench.PriceLogsStore.USD)
 	}
-	lambda := bench.PriceLambdaRequests.USD/1e6 + math.Ceil(idle.ms)/1000*gb*bench.PriceLambdaArm.USD
+	idleMS := bench.LambdaMS(idle.ms, idle.cpuMS, st.MemoryMB)
+	lambda := bench.PriceLambdaRequests.USD/1e6 + math.Ceil(idleMS)/1000*gb*bench.PriceLambdaArm.USD
 	var ops []string
 	for op, n := range idle.calls {
 		ops = append(ops, fmt.Sprintf("%d %s", n, op))
@@ -94,11 +111,11 @@ func (b *benchRun) fixedBill(st bench.Stack, bm *billMeasures, door string) []be
 	items := []bench.BillItem{
 		billItem("alarms", fmt.Sprintf("%d alarm metrics", alarms), float64(alarms)*bench.PriceAlarm.USD, "template.yaml's alarms whose conditions hold; PriceAlarm"),
 		billItem("custom metrics on an idle stack", countNames(idle.metrics), float64(len(idle.metrics))*bench.PriceCustomMetric.USD, "metric names in the idle reclaimer run's output (measured)"),
-		billItem("reclaimer: invocations and duration", fmt.Sprintf("%.0f runs, %.0f ms each at %d MB", runs, idle.ms, st.MemoryMB), runs*lambda, "ReclaimSchedule; an idle run's time with AWS latencies (measured)"),
+		billItem("reclaimer: invocations and duration", fmt.Sprintf("%.0f runs, %.0f ms each at %d MB", runs, idleMS, st.MemoryMB), runs*lambda, "ReclaimSchedule; an idle run's time with AWS latencies and its CPU time at the memory's share of a vCPU (measured)"),
 		billItem("reclaimer: DynamoDB", fmt.Sprintf("%.1f WCU + %.1f RCU a run", idle.u.WCU, idle.u.RCU), runs*dynamo, "an idle run: "+strings.Join(ops, ", ")+" (measured)"),
 		billItem("reclaimer: SQS", fmt.Sprintf("%.0f requests a run", sqsReq), runs*sqsReq*bench.PriceSQS.USD/1e6, "its queue-depth read and dead-letter receive (measured)"),
 		billItem("reclaimer: logs", fmt.Sprintf("%.0f B a run", idle.logBytes+idle.metricBytes), runs*logs, "its run line (measured); Lambda's own lines "+map[bool]string{true: "kept", false: "dropped (SystemLogLevel " + st.SystemLogLevel + ")"}[st.PlatformLines()]),
-		billItem("event source: idle long polls", fmt.Sprintf("%d pollers × one 20 s poll: %.0f requests", bench.ESMPollers, polls), polls*bench.PriceSQS.USD/1e6, "five pollers while the queue is empty (the batching section's premises); an upper bound: traffic replaces them with receives that carry messages"),
+		billItem("event source: idle long polls", fmt.Sprintf("%d pollers × one 20 s poll: %.0f requests", bench.ESMPollers, polls), polls*bench.PriceSQS.USD/1e6, "five pollers while the queue is empty (the batching section's premises); traffic turns some into receives that carry messages (the all-in bill)"),
 	}
 	if st.KMSTable {
 		kms := bench.Month.Hours() * 12 // one decrypt per 5 minutes: the reclaimer's connection
@@ -112,18 +129,21 @@ func (b *benchRun) fixedBill(st bench.Stack, bm *billMeasures, door string) []be
 }
 
 // allIn is the bill for deliveries a month: the variable cost at the batch
-// the template produces at that rate, the fixed items, and the event
-// source's long polls beyond the receives the events make themselves.
-func (b *benchRun) allIn(st bench.Stack, bm *billMeasures, deliveries, dupRate float64, door string) (total, variable, fixed float64, batch float64) {
-	a, _ := b.assume(st, bm, queueRate(deliveries, dupRate), door == "function URL")
+// the event source makes at that rate with the window performance.md
+// advises there, the fixed items, and the long polls that still come back
+// empty at that rate (priced in place of the idle ones).
+func (b *benchRun) allIn(st bench.Stack, bm *billMeasures, deliveries, dupRate float64, door string) (total, variable, fixed, batch, empties float64) {
+	rate := queueRate(deliveries, dupRate)
+	w := windowAt(rate, st)
+	a, _ := b.assume(st, bm, rate, w, door == "function URL")
 	nw, dp := bm.profiles("3 KB", 1)
 	v := bench.Cost(nw, dp, dupRate, a).Scale(deliveries)
 	variable = v.Total()
-	items := b.fixedBill(st, bm, door)
-	polls := float64(bench.ESMPollers) * bench.Month.Seconds() / bench.ESMLongPoll.Seconds()
-	for _, it := range items {
+	_, _, perSecond, _ := b.esmAt(rate, w, st)
+	empties = perSecond * bench.Month.Seconds()
+	for _, it := range b.fixedBill(st, bm, door) {
 		if it.What == "event source: idle long polls" {
-			it.USD = math.Max(0, polls-v.SQSReceives) * bench.PriceSQS.USD / 1e6
+			it.USD = empties * bench.PriceSQS.USD / 1e6
 		}
 		if strings.HasPrefix(it.What, "KMS") {
 			it.USD *= 3 // three functions' connections, each at most once per five minutes
@@ -131,7 +151,7 @@ func (b *benchRun) allIn(st bench.Stack, bm *billMeasures, deliveries, dupRate f
 		fixed += it.USD
 	}
 	fixed += float64(len(bm.happyMetrics)) * bench.PriceCustomMetric.USD // traffic every hour keeps them on
-	return variable + fixed, variable, fixed, a.Batch
+	return variable + fixed, variable, fixed, a.Batch, empties
 }
 
 func (b *benchRun) cost(ctx context.Context) error {
@@ -155,30 +175,33 @@ func (b *benchRun) printBill(st bench.Stack, bm *billMeasures) {
 	prices.Notes = []string{"These pages could not be opened live from this machine; each figure is the most recent found through the search tool (archived page or a dated secondary source quoting it). Free tiers are ignored (an account's other workloads use them), and so is the TTL deletion of expired items, which DynamoDB does without charge (its index entries go with them)."}
 	prices.Print(b.out)
 
-	_, _, measured10 := b.batchAt(targetRate, st)
 	batchSrc := "measured (batching section)"
-	if !measured10 {
-		batchSrc = "the batching model (the batching section did not run)"
+	if _, _, _, measured := b.esmAt(targetRate, busyWindow, st); !measured {
+		batchSrc = "the event source model (the batching section did not run)"
 	}
 	stack := &bench.MD{Title: "The deployment priced (read from template.yaml)", Header: []string{"setting", "value"}}
-	stack.Add("event source", fmt.Sprintf("BatchSize %d, BatchWindowSeconds %d (default), %d pollers, ProcessorConcurrency %d", st.BatchSize, int(st.BatchWindow/time.Second), bench.ESMPollers, st.Concurrency))
-	stack.Add("functions", fmt.Sprintf("%d MB arm64; Lambda's own log lines %s", st.MemoryMB, map[bool]string{true: "kept", false: "dropped (SystemLogLevel " + st.SystemLogLevel + ")"}[st.PlatformLines()]))
+	stack.Add("event source", fmt.Sprintf("BatchSize %d, BatchWindowSeconds %d (default; %d from %g events/s on the queue, as performance.md advises), %d pollers, ProcessorConcurrency %d",
+		st.BatchSize, int(st.BatchWindow/time.Second), int(busyWindow/time.Second), busyRate, bench.ESMPollers, st.Concurrency))
+	stack.Add("functions", fmt.Sprintf("%d MB arm64 (%.3f vCPU: CPU time measured here is stretched %.1f×); Lambda's own log lines %s", st.MemoryMB,
+		float64(st.MemoryMB)/bench.LambdaMBPerVCPU, bench.LambdaMBPerVCPU/float64(st.MemoryMB), map[bool]string{true: "kept", false: "dropped (SystemLogLevel " + st.SystemLogLevel + ")"}[st.PlatformLines()]))
 	stack.Add("ledger", fmt.Sprintf("on demand; %g-day retention (ledger.DefaultRetention); PITR %v; KMS (AWS managed key) %v", ledger.DefaultRetention.Hours()/24, st.PITR, st.KMSTable))
 	stack.Add("logs", fmt.Sprintf("%d-day retention; the HTTP API's access log line %d B (its format with typical values)", st.LogRetentionDays, len(st.AccessLogLine())))
 	stack.Add("alarms", fmt.Sprintf("%d with the HTTP API, %d with the function URL, %d with both", st.AlarmsWith("HasHttpApi"), st.AlarmsWith("HasFunctionUrl"), st.AlarmsWith("HasHttpApi", "HasFunctionUrl", "HasBothFrontDoors")))
 	stack.Add("dashboard", map[bool]string{true: "always", false: "only when " + st.DashboardCondition + " (the prod stage)"}[st.DashboardCondition == ""])
 	stack.Add("happy-path custom metrics", countNames(bm.happyMetrics)+" — measured in the handlers' output")
-	stack.Add("batch sizes", batchSrc)
+	stack.Add("batch sizes, empty receives", batchSrc)
 	stack.Print(b.out)
 
 	// Each size's delivery, measured.
-	sz := &bench.MD{Title: fmt.Sprintf("Per delivery, shipped defaults (payload on-trouble), measured against the emulator; ms with AWS latencies injected, median of %d", bm.samples),
-		Header: []string{"body", "needs", "new: WCU", "new: RCU", "SQS chunks", "log B (metric B)", "table B kept", "receiver ms", "processor ms", "duplicate: WCU", "duplicate ms"}}
+	sz := &bench.MD{Title: fmt.Sprintf("Per delivery, shipped defaults (payload on-trouble), measured against the emulator; ms with AWS latencies injected, median of %d (CPU ms: its CPU time on a full core here)", bm.samples),
+		Header: []string{"body", "needs", "new: WCU", "new: RCU", "SQS chunks", "log B (metric B)", "table B kept", "receiver ms (CPU)", "processor ms (CPU)", "duplicate: WCU", "duplicate ms (CPU)", "duplicate of a received event: WCU", "table B kept"}}
 	for _, s := range bm.sizes {
 		sz.Add(s.label, s.needs, s.newEv.WCU, s.newEv.RCU, s.newEv.SQSChunks, fmt.Sprintf("%.0f (%.0f)", s.newEv.LogBytes, s.newEv.MetricBytes),
-			s.newEv.TableBytes, s.newEv.ReceiverMS, s.newEv.ProcessorMS, s.dup.WCU, s.dup.ReceiverMS)
+			s.newEv.TableBytes, msCPU(s.newEv.ReceiverMS, s.newEv.ReceiverCPUMS), msCPU(s.newEv.ProcessorMS, s.newEv.ProcessorCPUMS), s.dup.WCU, msCPU(s.dup.ReceiverMS, s.dup.ReceiverCPUMS),
+			s.dupRecv.WCU, s.dupRecv.TableBytes)
 	}
 	sz.Notes = []string{fmt.Sprintf("WCU: table and due index, receiver and processor (claim, complete): a new event writes the due index once, at Create; done records keep their entry, which the reclaimer reads (%.2f RCU per entry over two runs in one process, measured: an eventually consistent read when it falls due, its share of the queries; the second run, which reads it again because each run's mark trails its start by the lag, passed %.0f%% of them on the first's word; a run in a fresh container reads them again) — added to the new event in the tables below. "+
+		"A duplicate that finds its record still received (its first delivery not yet processed) stores the payload before answering, so that the event can be re-driven whatever happened to the first receiver. "+
 		"Processor invocation with AWS latencies: %.1f ms for one event, %.1f ms for ten run side by side (3 KB; the model interpolates by batch size). "+
 		"Steps: each step beyond the first adds %.0f WCU and %.1f ms (two steps), %.0f WCU and %.1f ms (three).",
 		bm.doneRCU, 100*bm.doneKnown, bm.batchMS[0], bm.batchMS[1], bm.steps[2][0], bm.steps[2][1], bm.steps[3][0], bm.steps[3][1])}
@@ -187,29 +210,36 @@ func (b *benchRun) printBill(st bench.Stack, bm *billMeasures) {
 	b.printVariable(st, bm)
 	b.printFixed(st, bm)
 	b.printAllIn(st, bm)
+	b.printExtras(st, bm)
 	b.printLevers(st, bm)
 	b.printTargets(st, bm)
 }
 
+func msCPU(ms, cpu float64) string { return fmt.Sprintf("%s (%s)", bench.Num(ms), bench.Num(cpu)) }
+
 // variable prices a million deliveries of label with dupRate duplicates
-// and steps steps at rate events/s on the queue.
+// and steps steps at rate events/s on the queue, at the window advised
+// there.
 func (b *benchRun) variable(st bench.Stack, bm *billMeasures, label string, dupRate float64, steps int, rate float64, functionURL bool) (bench.Breakdown, bench.Assumptions) {
-	a, _ := b.assume(st, bm, rate, functionURL)
+	a, _ := b.assume(st, bm, rate, windowAt(rate, st), functionURL)
 	nw, dp := bm.profiles(label, steps)
 	return bench.Cost(nw, dp, dupRate, a), a
 }
 
+// variableRates are the rates the variable cost is shown at.
+var variableRates = []float64{0.3, 3, 10, 30}
+
 func (b *benchRun) printVariable(st bench.Stack, bm *billMeasures) {
-	t := &bench.MD{Title: fmt.Sprintf("Variable cost per million deliveries, 3 KB, %.0f%% duplicates, at the batch the template's event source makes", b.dupRate*100),
-		Header: []string{"events/s on the queue", "front door", "batch", "API GW", "Lambda", "DynamoDB", "SQS", "Logs", "total"}}
-	for _, rate := range esmRates {
+	t := &bench.MD{Title: fmt.Sprintf("Variable cost per million deliveries, 3 KB, %.0f%% duplicates, at the batch the event source makes with the window performance.md advises", b.dupRate*100),
+		Header: []string{"events/s on the queue", "window", "front door", "batch", "API GW", "Lambda", "DynamoDB", "SQS", "Logs", "total"}}
+	for _, rate := range variableRates {
 		for _, url := range []bool{false, true} {
 			c, a := b.variable(st, bm, "3 KB", b.dupRate, 1, rate, url)
-			t.Add(bench.Num(rate), doorName(url), a.Batch, usd(c.APIGateway), usd(c.Lambda), usd(c.DynamoDB), usd(c.SQS), usd(c.Logs), usd(c.Total()))
+			t.Add(bench.Num(rate), fmt.Sprintf("%d s", int(windowAt(rate, st)/time.Second)), doorName(url), a.Batch, usd(c.APIGateway), usd(c.Lambda), usd(c.DynamoDB), usd(c.SQS), usd(c.Logs), usd(c.Total()))
 		}
 	}
 	t.Notes = []string{"A delivery is one POST to the receiver; duplicates never reach the queue, so 10 events/s on the queue is about 14 deliveries/s at 30% duplicates (37M deliveries a month). " +
-		"Lambda: the measured handler times with AWS latencies, billed per started ms, and one processor invocation per batch; SQS: send, about one receive per event (SQS answers a long poll with the first message there: the larger of one and the emulator's measured count), one DeleteMessageBatch per batch; " +
+		fmt.Sprintf("Lambda: the measured handler times with AWS latencies, their CPU time stretched to %d MB's share of a vCPU, billed per started ms, and one processor invocation per batch; SQS: send, about one receive per event (SQS answers a long poll with the first message there: the larger of one and the emulator's measured count), one DeleteMessageBatch per batch; ", st.MemoryMB) +
 		"DynamoDB: write and read units, 7 days of storage of the record (and the due-index entry), point-in-time recovery on the table's size; logs: the handlers' lines and metric lines as measured, the HTTP API's access log line, Lambda's own lines only if the template keeps them."}
 	t.Print(b.out)
 
@@ -229,7 +259,7 @@ func (b *benchRun) printVariable(st bench.Stack, bm *billMeasures) {
 		u, _ := b.variable(st, bm, "3 KB", d, 1, targetRate, true)
 		byDup.Add(fmt.Sprintf("%.0f%%", d*100), usd(h.Total()), usd(u.Total()), usd(h.Total()/(1-d)))
 	}
-	byDup.Notes = []string{"A duplicate is one failed conditional put (1 WCU), no queue message, no processor; the share of the batch-bound costs is that of the events that do reach the queue."}
+	byDup.Notes = []string{"A duplicate of a processed event is one failed conditional put (1 WCU), no queue message, no processor; the share of the batch-bound costs is that of the events that do reach the queue."}
 	byDup.Print(b.out)
 
 	bySteps := &bench.MD{Title: fmt.Sprintf("Variable cost per million deliveries by steps per event (3 KB, %.0f%% duplicates, 10 events/s on the queue)", b.dupRate*100), Header: []string{"steps", "HTTP API", "function URL"}}
@@ -256,111 +286,23 @@ func (b *benchRun) printFixed(st bench.Stack, bm *billMeasures) {
 }
 
 func (b *benchRun) printAllIn(st bench.Stack, bm *billMeasures) {
-	t := &bench.MD{Title: fmt.Sprintf("All-in monthly bill: 3 KB, %.0f%% duplicates, shipped defaults", b.dupRate*100),
-		Header: []string{"deliveries/month", "front door", "events/s on the queue", "batch", "variable", "fixed", "total", "per million deliveries"}}
+	t := &bench.MD{Title: fmt.Sprintf("All-in monthly bill: 3 KB, %.0f%% duplicates, the window performance.md advises at each rate (the default below %g events/s), the rest as shipped", b.dupRate*100, busyRate),
+		Header: []string{"deliveries/month", "front door", "events/s on the queue", "window", "batch", "empty receives", "variable", "fixed", "total", "per million deliveries"}}
 	for _, n := range billRates {
 		for _, door := range []string{"HTTP API", "function URL"} {
-			total, v, f, batch := b.allIn(st, bm, n, b.dupRate, door)
-			t.Add(fmt.Sprintf("%.0fk", n/1e3), door, fmt.Sprintf("%.3g", queueRate(n, b.dupRate)), batch, usd(v), usd(f), usd(total), usd(total/n*1e6))
+			total, v, f, batch, empties := b.allIn(st, bm, n, b.dupRate, door)
+			rate := queueRate(n, b.dupRate)
+			t.Add(fmt.Sprintf("%.0fk", n/1e3), door, fmt.Sprintf("%.3g", rate), fmt.Sprintf("%d s", int(windowAt(rate, st)/time.Second)), batch,
+				fmt.Sprintf("%.0fk", empties/1e3), usd(v), usd(f), usd(total), usd(total/n*1e6))
 		}
 	}
-	batchSrc := "the batching section's measurements"
-	if _, _, measured := b.batchAt(targetRate, st); !measured {
-		batchSrc = "the batching model's (the batching section did not run)"
+	src := "the batching section's measurements"
+	if _, _, _, measured := b.esmAt(0.3, st.BatchWindow, st); !measured {
+		src = "the event source model (the batching section did not run)"
 	}
-	t.Notes = []string{"Fixed: the idle bill's items, with the event source's idle long polls reduced by the receives the events make themselves (none are left above about 650,000 receives a month), KMS for three functions' connections (an upper bound), and the happy-path custom metrics (" + countNames(bm.happyMetrics) + "). Batch: " + batchSrc + " at 1, 10 and 100 events/s, interpolated in log rate; below 1 event/s in proportion to the rate, toward one."}
+	t.Notes = []string{"Fixed: the idle bill's items, KMS for three functions' connections (an upper bound), the happy-path custom metrics (" + countNames(bm.happyMetrics) + "), and in place of the idle long polls the receives that still come back empty at the rate: a poller whose 20 s poll runs out before a message reaches it makes one, so below about 3 events/s some remain. " +
+		"Batch and empty receives: " + src + ", interpolated in log rate; below the quietest rate measured, in proportion to the rate toward batches of one and idle pollers."}
 	t.Print(b.out)
-}
-
-func (b *benchRun) printLevers(st bench.Stack, bm *billMeasures) {
-	base, a := b.variable(st, bm, "3 KB", b.dupRate, 1, targetRate, false)
-	nw, dp := bm.profiles("3 KB", 1)
-	lv := &bench.MD{Title: fmt.Sprintf("Levers on the variable cost (3 KB, %.0f%% duplicates, HTTP API, 10 events/s on the queue: %s per million deliveries)", b.dupRate*100, usd(base.Total())),
-		Header: []string{"lever", "per million deliveries", "saving", "what it costs you"}}
-	add := func(name, cost string, n, d bench.Profile, aa bench.Assumptions) {
-		c := bench.Cost(n, d, b.dupRate, aa)
-		lv.Add(name, usd(c.Total()), usd(base.Total()-c.Total()), cost)
-	}
-	{ // LOG_LEVEL=warn: no info line per request and per event; the metric lines stay
-		n, d := nw, dp
-		n.LogBytes, d.LogBytes = 0, 0
-		add("LOG_LEVEL=warn (PipelineSettings)", "no info line per request and per event (warnings, errors and metric lines stay)", n, d, a)
-	}
-	{
-		aa := a
-		aa.AccessLogBytes = 0
-		add("no HTTP API access log", "the record of requests API Gateway answered itself (throttles, 4xx)", nw, dp, aa)
-	}
-	{
-		aa := a
-		aa.MemoryMB = 128
-		add("128 MB instead of 256 (same durations)", "half the CPU: CPU-bound work (large bodies, your effects) takes longer", nw, dp, aa)
-	}
-	{
-		aa := a
-		aa.FunctionURL = true
-		add("function URL instead of the HTTP API", "API Gateway's throttling; custom domains need CloudFront (docs/front-door.md)", nw, dp, aa)
-	}
-	for _, w := range []time.Duration{0, 5 * time.Second} {
-		if w == st.BatchWindow {
-			continue
-		}
-		st2 := st
-		st2.BatchWindow = w
-		aa, _ := b.assume(st2, bm, targetRate, false)
-		res := b.esm[esmKey{targetRate, w}]
-		delay := "not measured"
-		if res.Sent > 0 {
-			delay = fmt.Sprintf("processing delay p50 %.1f s, p99 %.1f s (measured)", bench.Percentile(res.Delays, 50)/1000, bench.Percentile(res.Delays, 99)/1000)
-		}
-		if bb, ok := b.esmBatch(targetRate, w); ok {
-			aa.Batch = bb
-		}
-		add(fmt.Sprintf("BatchWindowSeconds %d instead of %d", int(w/time.Second), int(st.BatchWindow/time.Second)), delay, nw, dp, aa)
-	}
-	// What the template already does, undone, for scale.
-	{
-		aa := a
-		aa.PlatformLogBytes = platformLogBytes
-		add("(already done) keeping Lambda's START/END/REPORT lines", "—", nw, dp, aa)
-	}
-	{
-		n := nw
-		n.WCU++
-		add("(already done) removing the due-index entry at Complete", "—", n, dp, a)
-	}
-	lv.Notes = []string{"Each lever alone, the rest as shipped. Negative savings are what the template saves already. Read-before-write for duplicate-heavy sources (an eventually consistent read before the conditional put) would save a write unit per duplicate for half a read unit per delivery and a round trip on every new event: not done (the new-event path stays at two round trips)."}
-	lv.Print(b.out)
-}
-
-// esmBatch is the measured mean batch at rate with window w.
-func (b *benchRun) esmBatch(rate float64, w time.Duration) (float64, bool) {
-	r, ok := b.esm[esmKey{rate, w}]
-	if !ok || r.Sent == 0 {
-		return 0, false
-	}
-	if w == 0 {
-		return 1, true
-	}
-	return r.MeanBatch(), true
-}
-
-func (b *benchRun) printTargets(st bench.Stack, bm *billMeasures) {
-	line := func(what string, got, target float64) {
-		verdict := "met"
-		if got > target {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(b.out, "Target: %s: $%.2f (target $%.2f): %s\n", what, got, target, verdict)
-	}
-	fmt.Fprintln(b.out)
-	h, _ := b.variable(st, bm, "3 KB", 0.3, 1, targetRate, false)
-	u, _ := b.variable(st, bm, "3 KB", 0.3, 1, targetRate, true)
-	line("variable cost per million deliveries, 3 KB, 30% duplicates, shipped defaults, at the batch size the template produces at 10 events/s", h.Total(), 4.00)
-	line("the same through the function URL", u.Total(), 3.00)
-	total, _, _, _ := b.allIn(st, bm, 1e6, 0.3, "HTTP API")
-	line("all-in per million deliveries at 1M deliveries a month, shipped defaults", total, 6.00)
-	line("fixed cost per month of an idle deployment, shipped defaults", bench.BillTotal(b.fixedBill(st, bm, "HTTP API")), 1.50)
 }
 
 func doorName(url bool) string {
@@ -369,8 +311,6 @@ func doorName(url bool) string {
 	}
 	return "HTTP API"
 }
-
-func logf(x float64) float64 { return math.Log(x) }
 
 // countNames is "0" or "2 (A, B)".
 func countNames(names []string) string {
