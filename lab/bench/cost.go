@@ -104,7 +104,8 @@ type Profile struct {
 
 // Assumptions are the model's premises, printed with its results.
 type Assumptions struct {
-	MemoryMB         int     // every function's memory size
+	MemoryMB         int     // the functions' memory size
+	ProcessorMB      int     // the processor's (0: MemoryMB)
 	RetentionDays    float64 // ledger retention (HOOKLEDGER_RETENTION)
 	LogRetentionDays float64 // log groups' retention (LogRetentionDays)
 	// FunctionURL prices a Lambda function URL as the front door instead of
@@ -162,9 +163,13 @@ func Cost(newEv, dup Profile, dupRate float64, a Assumptions) Breakdown {
 	if a.BatchMS != nil {
 		batchMS = a.BatchMS(batch)
 	}
-	batchMS = LambdaMS(batchMS, newEv.ProcessorCPUMS*batch, a.MemoryMB)
+	procMB := a.ProcessorMB
+	if procMB == 0 {
+		procMB = a.MemoryMB
+	}
+	batchMS = LambdaMS(batchMS, newEv.ProcessorCPUMS*batch, procMB)
 	rcvNew, rcvDup := LambdaMS(newEv.ReceiverMS, newEv.ReceiverCPUMS, a.MemoryMB), LambdaMS(dup.ReceiverMS, dup.ReceiverCPUMS, a.MemoryMB)
-	gbs := nNew*billedS(rcvNew)*gb + nDup*billedS(rcvDup)*gb + invocations*billedS(batchMS)*gb
+	gbs := nNew*billedS(rcvNew)*gb + nDup*billedS(rcvDup)*gb + invocations*billedS(batchMS)*float64(procMB)/1024
 	b.Lambda = (million+invocations)/million*PriceLambdaRequests.USD + gbs*PriceLambdaArm.USD
 	months := a.RetentionDays / 30.4 // how long an item is kept, in months
 	tableGB := (nNew*newEv.TableBytes + nDup*dup.TableBytes) / 1e9

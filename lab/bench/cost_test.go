@@ -14,7 +14,7 @@ func TestReadStackReadsTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.BatchSize != 10 || st.MemoryMB == 0 || st.LogRetentionDays == 0 || st.ReclaimEvery != time.Minute || len(st.WindowChoices) == 0 {
+	if st.BatchSize != 10 || st.MemoryMB == 0 || st.ProcessorMB < st.MemoryMB || st.LogRetentionDays == 0 || st.ReclaimEvery != time.Minute || len(st.WindowChoices) == 0 {
 		t.Fatalf("stack %+v", st)
 	}
 	if st.PlatformLines() {

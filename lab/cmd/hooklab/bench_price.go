@@ -48,7 +48,7 @@ func queueRate(deliveries, dupRate float64) float64 {
 // on the queue with batching window w, through the given front door.
 func (b *benchRun) assume(st bench.Stack, bm *billMeasures, rate float64, w time.Duration, functionURL bool) (bench.Assumptions, bool) {
 	batch, receives, _, measured := b.esmAt(rate, w, st)
-	a := bench.Assumptions{MemoryMB: st.MemoryMB, RetentionDays: ledger.DefaultRetention.Hours() / 24, LogRetentionDays: float64(st.LogRetentionDays),
+	a := bench.Assumptions{MemoryMB: st.MemoryMB, ProcessorMB: st.ProcessorMB, RetentionDays: ledger.DefaultRetention.Hours() / 24, LogRetentionDays: float64(st.LogRetentionDays),
 		FunctionURL: functionURL, Batch: batch, ReceivesPerEvent: receives, PITR: st.PITR,
 		AccessLogBytes: float64(len(st.AccessLogLine()))}
 	if st.PlatformLines() {
@@ -182,8 +182,9 @@ func (b *benchRun) printBill(st bench.Stack, bm *billMeasures) {
 	stack := &bench.MD{Title: "The deployment priced (read from template.yaml)", Header: []string{"setting", "value"}}
 	stack.Add("event source", fmt.Sprintf("BatchSize %d, BatchWindowSeconds %d (default; %d from %g events/s on the queue, as performance.md advises), %d pollers, ProcessorConcurrency %d",
 		st.BatchSize, int(st.BatchWindow/time.Second), int(busyWindow/time.Second), busyRate, bench.ESMPollers, st.Concurrency))
-	stack.Add("functions", fmt.Sprintf("%d MB arm64 (%.3f vCPU: CPU time measured here is stretched %.1f×); Lambda's own log lines %s", st.MemoryMB,
-		float64(st.MemoryMB)/bench.LambdaMBPerVCPU, bench.LambdaMBPerVCPU/float64(st.MemoryMB), map[bool]string{true: "kept", false: "dropped (SystemLogLevel " + st.SystemLogLevel + ")"}[st.PlatformLines()]))
+	stack.Add("functions", fmt.Sprintf("%d MB arm64, the processor %d MB (%.3f and %.3f vCPU: CPU time measured here is stretched %.1f× and %.1f×); Lambda's own log lines %s", st.MemoryMB, st.ProcessorMB,
+		float64(st.MemoryMB)/bench.LambdaMBPerVCPU, float64(st.ProcessorMB)/bench.LambdaMBPerVCPU, bench.LambdaMBPerVCPU/float64(st.MemoryMB), bench.LambdaMBPerVCPU/float64(st.ProcessorMB),
+		map[bool]string{true: "kept", false: "dropped (SystemLogLevel " + st.SystemLogLevel + ")"}[st.PlatformLines()]))
 	stack.Add("ledger", fmt.Sprintf("on demand; %g-day retention (ledger.DefaultRetention); PITR %v; KMS (AWS managed key) %v", ledger.DefaultRetention.Hours()/24, st.PITR, st.KMSTable))
 	stack.Add("logs", fmt.Sprintf("%d-day retention; the HTTP API's access log line %d B (its format with typical values)", st.LogRetentionDays, len(st.AccessLogLine())))
 	stack.Add("alarms", fmt.Sprintf("%d with the HTTP API, %d with the function URL, %d with both", st.AlarmsWith("HasHttpApi"), st.AlarmsWith("HasFunctionUrl"), st.AlarmsWith("HasHttpApi", "HasFunctionUrl", "HasBothFrontDoors")))
@@ -239,7 +240,7 @@ func (b *benchRun) printVariable(st bench.Stack, bm *billMeasures) {
 		}
 	}
 	t.Notes = []string{"A delivery is one POST to the receiver; duplicates never reach the queue, so 10 events/s on the queue is about 14 deliveries/s at 30% duplicates (37M deliveries a month). " +
-		fmt.Sprintf("Lambda: the measured handler times with AWS latencies, their CPU time stretched to %d MB's share of a vCPU, billed per started ms, and one processor invocation per batch; SQS: send, about one receive per event (SQS answers a long poll with the first message there: the larger of one and the emulator's measured count), one DeleteMessageBatch per batch; ", st.MemoryMB) +
+		"Lambda: the measured handler times with AWS latencies, their CPU time stretched to the memory's share of a vCPU, billed per started ms, and one processor invocation per batch; SQS: send, about one receive per event (SQS answers a long poll with the first message there: the larger of one and the emulator's measured count), one DeleteMessageBatch per batch; " +
 		"DynamoDB: write and read units, 7 days of storage of the record (and the due-index entry), point-in-time recovery on the table's size; logs: the handlers' lines and metric lines as measured, the HTTP API's access log line, Lambda's own lines only if the template keeps them."}
 	t.Print(b.out)
 

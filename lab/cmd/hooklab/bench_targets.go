@@ -85,7 +85,12 @@ func (b *benchRun) printLevers(st bench.Stack, bm *billMeasures) {
 	{
 		aa := a
 		aa.MemoryMB = 2 * st.MemoryMB
-		add(fmt.Sprintf("%d MB instead of %d", aa.MemoryMB, st.MemoryMB), "none in cost; twice the CPU, for CPU-bound effects (the memory section)", nw, dp, aa)
+		add(fmt.Sprintf("receiver at %d MB instead of %d", aa.MemoryMB, st.MemoryMB), "none but the cost: twice the CPU for the same wait on AWS", nw, dp, aa)
+	}
+	{
+		aa := a
+		aa.ProcessorMB = st.MemoryMB
+		add(fmt.Sprintf("processor at %d MB instead of %d", st.MemoryMB, st.ProcessorMB), fmt.Sprintf("half the CPU: a batch's CPU-bound time doubles, and so does what %d processors need for a peak (performance.md, Limits)", st.Concurrency), nw, dp, aa)
 	}
 	{
 		aa := a
