@@ -28,7 +28,7 @@ const targetRate = 10.0
 // queue, busyWindow from there. The bill prices each rate at it.
 const (
 	busyRate   = 10.0
-	busyWindow = 2 * time.Second
+	busyWindow = time.Second
 )
 
 // windowAt is the batching window performance.md advises at rate.
