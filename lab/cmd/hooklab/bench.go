@@ -180,14 +180,6 @@ func benchFlags(fs *flag.FlagSet) error {
 	)
 }
 
-// checkMemory allows 0 (template.yaml's) or one of Lambda's memory sizes.
-func checkMemory(fs *flag.FlagSet) error {
-	if v, _ := fs.Lookup("memory").Value.(flag.Getter).Get().(int); v == 0 {
-		return nil
-	}
-	return cli.CheckInt(fs, "memory", 128, 10240) // Lambda's memory sizes, MB
-}
-
 func printGoBench(w io.Writer, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -247,17 +239,6 @@ type benchRun struct {
 
 	stack *bench.Stack               // template.yaml, as the cost model reads it
 	esm   map[esmKey]bench.ESMResult // the batching section's runs
-}
-
-// memoryMB is --memory, or template.yaml's memory size.
-func (b *benchRun) memoryMB() int {
-	if b.memory > 0 {
-		return b.memory
-	}
-	if st, err := b.readStack(); err == nil {
-		return st.MemoryMB
-	}
-	return 128 // Lambda's smallest; readStack's error stops the sections that price
 }
 
 // awsConfig is an SDK config for the emulator with extra middleware.

@@ -124,7 +124,7 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 		r := rows[c.typ]
 		added := 0.0
 		if c.typ != "none" {
-			added = bench.DoorCost(bench.DoorProfile{LambdaMS: math.Max(0, median(r.ms)-baseMS), WCU: r.wcu + r.index - base.wcu - base.index, Events: r.eb}, b.memoryMB())
+			added = bench.DoorCost(bench.DoorProfile{LambdaMS: math.Max(0, median(r.ms)-baseMS), WCU: r.wcu + r.index - base.wcu - base.index, Events: r.eb}, b.processorMB())
 		}
 		t.Add(c.label, per(r, "EventBridge.PutEvents"), per(r, "DynamoDB.UpdateItem"), r.wcu, r.index, fmt.Sprintf("%.1f", median(r.ms)), usd(added))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -288,4 +289,32 @@ func memBatch(ctx context.Context, h *handlers, sq *sqs.Client, queueURL string,
 		return batch, fmt.Errorf("took %d of %d messages off the queue", len(batch.Records), n)
 	}
 	return batch, nil
+}
+
+// checkMemory allows 0 (template.yaml's) or one of Lambda's memory sizes.
+func checkMemory(fs *flag.FlagSet) error {
+	if v, _ := fs.Lookup("memory").Value.(flag.Getter).Get().(int); v == 0 {
+		return nil
+	}
+	return cli.CheckInt(fs, "memory", 128, 10240) // Lambda's memory sizes, MB
+}
+
+// memoryMB is --memory, or template.yaml's memory size.
+func (b *benchRun) memoryMB() int {
+	if b.memory > 0 {
+		return b.memory
+	}
+	if st, err := b.readStack(); err == nil {
+		return st.MemoryMB
+	}
+	return 128 // Lambda's smallest; readStack's error stops the sections that price
+}
+
+// processorMB is the processor's memory size (template.yaml's), where a
+// step of the effect runs.
+func (b *benchRun) processorMB() int {
+	if st, err := b.readStack(); err == nil {
+		return st.ProcessorMB
+	}
+	return b.memoryMB()
 }
