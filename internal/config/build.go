@@ -6,21 +6,24 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/hookledger/hookledger/internal/metric"
 )
 
 // Logger returns a JSON slog logger at the configured level. Each line's
-// time goes under "timestamp" (RFC 3339), the key Lambda's JSON log format
-// reads: a line without a valid timestamp Lambda gives the level INFO,
-// whatever its "level", and a timestamp of its own, billed on top (Lambda
-// developer guide, "Log-level filtering").
+// time goes under "timestamp" (RFC 3339, UTC, to the millisecond as
+// CloudWatch keeps it), the key Lambda's JSON log format reads: a line
+// without a valid timestamp Lambda gives the level INFO, whatever its
+// "level", and a timestamp of its own, billed on top (Lambda developer
+// guide, "Log-level filtering").
 func (c Config) Logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: timestampKey}))
 }
+
+// timestampLayout is RFC 3339 in UTC with milliseconds.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
 
 // timestampKey renames the line's own time attribute to "timestamp". slog
 // cannot tell it from an attribute named "time" at the top level, which no
@@ -28,7 +31,7 @@ func (c Config) Logger(w io.Writer) *slog.Logger {
 func timestampKey(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
 		a.Key = "timestamp"
-		a.Value = slog.StringValue(a.Value.Time().UTC().Format(time.RFC3339Nano))
+		a.Value = slog.StringValue(a.Value.Time().UTC().Format(timestampLayout))
 	}
 	return a
 }

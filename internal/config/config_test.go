@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -295,7 +296,9 @@ func TestRetentionInDays(t *testing.T) {
 
 // The lines carry their time under "timestamp" in RFC 3339, which Lambda's
 // JSON log format reads (without it Lambda files every line as INFO and adds
-// a timestamp of its own); levels filter as set.
+// a timestamp of its own), to the millisecond: a line is billed by the byte,
+// and CloudWatch keeps its events' times in milliseconds; levels filter as
+// set.
 func TestLogLinesCarryAnRFC3339Timestamp(t *testing.T) {
 	t.Parallel()
 	c, err := Load(env(map[string]string{"LOG_LEVEL": "info"}))
@@ -313,6 +316,9 @@ func TestLogLinesCarryAnRFC3339Timestamp(t *testing.T) {
 	ts, _ := line["timestamp"].(string)
 	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil || line["time"] != nil {
 		t.Errorf("line %q: want an RFC 3339 timestamp under \"timestamp\" and no \"time\" (%v)", out.String(), err)
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(ts) {
+		t.Errorf("timestamp %q: want UTC to the millisecond (2026-12-03T09:49:30.572Z)", ts)
 	}
 	if line["msg"] != "webhook" || line["level"] != "WARN" || line["result"] != "accepted" || line["at"].(map[string]any)["time"] != "kept" {
 		t.Errorf("line %q lost more than the key's name", out.String())

@@ -240,10 +240,17 @@ func (h *Handler) lease(ctx context.Context) time.Duration {
 
 func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) {
 	start := time.Now()
-	log := h.logger().With("message_id", msg.MessageId)
+	// event names the event on its info line, billed by the byte for every
+	// event; log adds what trouble needs: the message and its type (the
+	// receiver's line and the record have the type already).
+	event := h.logger()
 	m, err := queue.Decode(msg.Body)
 	if err == nil {
-		log = log.With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key, "event_type", m.Type)
+		event = event.With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key)
+	}
+	log := event.With("message_id", msg.MessageId)
+	if err == nil {
+		log = log.With("event_type", m.Type)
 	}
 	var detail error
 	defer func() {
@@ -262,7 +269,11 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		case !out.acked() && out != ResourceBusy || out == Unrouted || out == StaleAfterRun:
 			level = slog.LevelWarn
 		}
-		log.Log(ctx, level, "event", attrs...)
+		if level == slog.LevelInfo {
+			event.Log(ctx, level, "event", attrs...)
+		} else {
+			log.Log(ctx, level, "event", attrs...)
+		}
 		h.Metrics.Count(out.metrics()...)
 	}()
 	if err != nil {

@@ -176,9 +176,19 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		}
 	}()
 	a, ev := h.handle(ctx, req, src, tenant, log)
-	attrs := []any{"result", string(a.result), "http_status", a.status, "duration_ms", time.Since(start).Milliseconds()}
+	// A line per delivery is billed by the byte: the status only where the
+	// result does not imply 200, the type only where the ledger does not
+	// have it from an earlier line (a duplicate's).
+	attrs := []any{"result", string(a.result)}
+	if a.status != http.StatusOK {
+		attrs = append(attrs, "http_status", a.status)
+	}
+	attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
 	if ev.Key != "" {
-		attrs = append(attrs, "event_key", ev.Key, "event_type", ev.Type)
+		attrs = append(attrs, "event_key", ev.Key)
+		if a.result != Duplicate && a.result != Requeued {
+			attrs = append(attrs, "event_type", ev.Type)
+		}
 	}
 	level := slog.LevelInfo
 	if a.status >= 500 {

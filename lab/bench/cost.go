@@ -62,6 +62,20 @@ func AllPrices() []Price {
 		PriceSQS, PriceLogsIngest, PriceLogsStore, PriceS3Put, PriceS3Get, PriceS3Storage, PriceAlarm, PriceCustomMetric, PriceDashboard, PriceKMS}
 }
 
+// LambdaMBPerVCPU is the memory size at which a function gets one vCPU:
+// "Lambda allocates CPU power in proportion to the amount of memory
+// configured ... At 1,769 MB, a function has the equivalent of one vCPU"
+// (docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
+const LambdaMBPerVCPU = 1769
+
+// LambdaMS is a handler's time on Lambda at memoryMB: its time measured
+// here (AWS latencies injected, its CPU work on a full core of this
+// machine) with the CPU work stretched to the function's share of a vCPU.
+// The premise: a vCPU of Lambda's does in a second what a core here does.
+func LambdaMS(wallMS, cpuMS float64, memoryMB int) float64 {
+	return wallMS + cpuMS*(LambdaMBPerVCPU/float64(memoryMB)-1)
+}
+
 // Profile is what one delivery of a kind (new event, duplicate) costs, as
 // measured against the emulator.
 type Profile struct {
@@ -69,14 +83,17 @@ type Profile struct {
 	// ProcessorMS is the processor's time for this event alone, in a batch
 	// of one (0 for a duplicate, which never reaches the queue).
 	ProcessorMS float64
-	WCU         float64 // table + index write units, receiver and processor
-	RCU         float64 // read units, the reclaimer's look at the done record's due entry included
-	SQSSend     float64 // billed send requests (64 KB chunks)
-	SQSChunks   float64 // 64 KB chunks of the queue message (what one receive of it bills); 0 for a duplicate
-	LogBytes    float64 // the handlers' log lines, both functions
-	MetricBytes float64 // their metric (EMF) lines
-	TableBytes  float64 // item bytes kept until expiry (record and payload, 100 B of overhead each)
-	IndexBytes  float64 // due-index entry bytes kept until expiry (keys and 100 B)
+	// ReceiverCPUMS and ProcessorCPUMS are the CPU time of those, on a
+	// full core here (LambdaMS stretches them).
+	ReceiverCPUMS, ProcessorCPUMS float64
+	WCU                           float64 // table + index write units, receiver and processor
+	RCU                           float64 // read units, the reclaimer's look at the done record's due entry included
+	SQSSend                       float64 // billed send requests (64 KB chunks)
+	SQSChunks                     float64 // 64 KB chunks of the queue message (what one receive of it bills); 0 for a duplicate
+	LogBytes                      float64 // the handlers' log lines, both functions
+	MetricBytes                   float64 // their metric (EMF) lines
+	TableBytes                    float64 // item bytes kept until expiry (record and payload, 100 B of overhead each)
+	IndexBytes                    float64 // due-index entry bytes kept until expiry (keys and 100 B)
 	// BodyBytes is the request body, for the HTTP API's 512 KB metering
 	// (0: one request).
 	BodyBytes float64
@@ -87,7 +104,8 @@ type Profile struct {
 
 // Assumptions are the model's premises, printed with its results.
 type Assumptions struct {
-	MemoryMB         int     // every function's memory size
+	MemoryMB         int     // the functions' memory size
+	ProcessorMB      int     // the processor's (0: MemoryMB)
 	RetentionDays    float64 // ledger retention (HOOKLEDGER_RETENTION)
 	LogRetentionDays float64 // log groups' retention (LogRetentionDays)
 	// FunctionURL prices a Lambda function URL as the front door instead of
@@ -145,7 +163,13 @@ func Cost(newEv, dup Profile, dupRate float64, a Assumptions) Breakdown {
 	if a.BatchMS != nil {
 		batchMS = a.BatchMS(batch)
 	}
-	gbs := nNew*billedS(newEv.ReceiverMS)*gb + nDup*billedS(dup.ReceiverMS)*gb + invocations*billedS(batchMS)*gb
+	procMB := a.ProcessorMB
+	if procMB == 0 {
+		procMB = a.MemoryMB
+	}
+	batchMS = LambdaMS(batchMS, newEv.ProcessorCPUMS*batch, procMB)
+	rcvNew, rcvDup := LambdaMS(newEv.ReceiverMS, newEv.ReceiverCPUMS, a.MemoryMB), LambdaMS(dup.ReceiverMS, dup.ReceiverCPUMS, a.MemoryMB)
+	gbs := nNew*billedS(rcvNew)*gb + nDup*billedS(rcvDup)*gb + invocations*billedS(batchMS)*float64(procMB)/1024
 	b.Lambda = (million+invocations)/million*PriceLambdaRequests.USD + gbs*PriceLambdaArm.USD
 	months := a.RetentionDays / 30.4 // how long an item is kept, in months
 	tableGB := (nNew*newEv.TableBytes + nDup*dup.TableBytes) / 1e9

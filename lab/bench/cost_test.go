@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ func TestReadStackReadsTheTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.BatchSize != 10 || st.MemoryMB == 0 || st.LogRetentionDays == 0 || st.ReclaimEvery != time.Minute || len(st.WindowChoices) == 0 {
+	if st.BatchSize != 10 || st.MemoryMB == 0 || st.ProcessorMB < st.MemoryMB || st.LogRetentionDays == 0 || st.ReclaimEvery != time.Minute || len(st.WindowChoices) == 0 {
 		t.Fatalf("stack %+v", st)
 	}
 	if st.PlatformLines() {
@@ -22,8 +23,8 @@ func TestReadStackReadsTheTemplate(t *testing.T) {
 	if n := st.AlarmsWith("HasHttpApi"); n == 0 || n > st.AlarmsWith("HasHttpApi", "HasFunctionUrl", "HasBothFrontDoors") {
 		t.Errorf("alarms at the defaults: %d", n)
 	}
-	if line := st.AccessLogLine(); len(line) < 50 || line[0] != '{' {
-		t.Errorf("access log line %q", line)
+	if line := st.AccessLogLine(); len(line) < 50 || !json.Valid([]byte(line)) {
+		t.Errorf("access log line %q: want a JSON object", line)
 	}
 }
 
@@ -47,14 +48,26 @@ func TestCostAmortisesWhatABatchShares(t *testing.T) {
 	}
 }
 
-func TestModelBatch(t *testing.T) {
-	if b := ModelBatch(10, 0, 10, 5); b != 1 {
-		t.Errorf("no window: %v", b)
+// The model of the event source: no window invokes with one message at
+// low rates; a window fills batches only where traffic is dense enough, and
+// holds a quiet system's batch for the 20 s poll (AWS: "Lambda might wait
+// for up to 20 seconds"); pollers with nothing to take make a receive every
+// 20 s each.
+func TestModelESM(t *testing.T) {
+	const day = 24 * time.Hour
+	quiet0 := ModelESM(0.03, 0, 10, 5, 30*time.Millisecond, day, 1)
+	quiet2 := ModelESM(0.03, 2*time.Second, 10, 5, 30*time.Millisecond, day, 1)
+	busy2 := ModelESM(30, 2*time.Second, 10, 5, 30*time.Millisecond, time.Hour, 1)
+	if quiet0.Batch != 1 || quiet0.P99 > 1 {
+		t.Errorf("no window at 0.03 events/s: %+v", quiet0)
 	}
-	if b := ModelBatch(1000, 5*time.Second, 10, 5); math.Abs(b-10) > 1e-6 {
-		t.Errorf("a flood fills batches: %v", b)
+	if quiet2.P50 < 15000 || quiet2.P99 > 20001 {
+		t.Errorf("a 2 s window at 0.03 events/s should wait for the 20 s poll: %+v", quiet2)
 	}
-	if lo, hi := ModelBatch(10, time.Second, 10, 5), ModelBatch(10, 2*time.Second, 10, 5); !(lo > 1 && hi > lo && hi < 10) {
-		t.Errorf("1 s %v, 2 s %v", lo, hi)
+	if busy2.Batch < 9 || busy2.P99 > 2500 {
+		t.Errorf("a 2 s window at 30 events/s should fill batches within about the window: %+v", busy2)
+	}
+	if idle := ModelESM(1e-9, 0, 10, 5, 0, day, 1); math.Abs(idle.EmptyPerSecond-0.25) > 0.01 {
+		t.Errorf("idle pollers make %v empty receives a second, want 5 per 20 s", idle.EmptyPerSecond)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -72,15 +71,54 @@ type ESMConfig struct {
 // would leave its last batches waiting out a long poll, which no steady
 // stream does).
 type ESMResult struct {
-	Config   ESMConfig
-	Sent     int       // measured messages
-	Sizes    []int     // sizes of the batches that held a measured message
-	Delays   []float64 // ms from each measured message's send to its batch's invocation
-	Receives int       // ReceiveMessage requests, empty ones included
-	Empty    int       // of which returned nothing
-	Deletes  int       // DeleteMessageBatch requests
-	Invoked  int       // messages (measured or not) in the batches invoked, as the counts
-	Elapsed  time.Duration
+	Config ESMConfig
+	Sent   int   // measured messages
+	Sizes  []int // sizes of the batches that held a measured message
+	// Delays are ms from each measured message's send being answered (the
+	// moment the receiver can answer 2xx) to its batch's invocation (the
+	// handler's start, less Lambda's own invoke overhead).
+	Delays   []float64
+	Receives int // ReceiveMessage requests, empty ones included
+	Empty    int // of which returned nothing
+	Deletes  int // DeleteMessageBatch requests
+	Invoked  int // messages (measured or not) in the batches invoked, as the counts
+	// Lost are measured messages that never reached an invocation: the
+	// emulator now and then cuts a receive's answer short (a checksum
+	// error), and what it handed out stays invisible for the visibility
+	// timeout.
+	Lost int
+	// Elapsed is how long the counts ran, summed over the streams merged
+	// (MergeESM): stream-seconds.
+	Elapsed time.Duration
+}
+
+// EmptyPerSecond is the empty receives a second of one queue's pollers.
+func (r ESMResult) EmptyPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Empty) / r.Elapsed.Seconds()
+}
+
+// MergeESM adds up runs of one configuration on separate queues (streams
+// run side by side, each at the configured rate).
+func MergeESM(rs []ESMResult) ESMResult {
+	var m ESMResult
+	for i, r := range rs {
+		if i == 0 {
+			m.Config = r.Config
+		}
+		m.Sent += r.Sent
+		m.Sizes = append(m.Sizes, r.Sizes...)
+		m.Delays = append(m.Delays, r.Delays...)
+		m.Receives += r.Receives
+		m.Empty += r.Empty
+		m.Deletes += r.Deletes
+		m.Invoked += r.Invoked
+		m.Lost += r.Lost
+		m.Elapsed += r.Elapsed
+	}
+	return m
 }
 
 // MeanBatch is the mean messages per invocation.
@@ -95,12 +133,13 @@ func (r ESMResult) MeanBatch() float64 {
 	return float64(n) / float64(len(r.Sizes))
 }
 
-// PerMessage is requests per message invoked.
-func (r ESMResult) PerMessage(n int) float64 {
+// ReceivesPerEvent is the receives that carried messages, per message
+// invoked (the empty ones are EmptyPerSecond's).
+func (r ESMResult) ReceivesPerEvent() float64 {
 	if r.Invoked == 0 {
 		return 0
 	}
-	return float64(n) / float64(r.Invoked)
+	return float64(r.Receives-r.Empty) / float64(r.Invoked)
 }
 
 // RunESM sends messages to queueURL at cfg.Rate for cfg.For while cfg.Pollers
@@ -122,6 +161,8 @@ func RunESM(ctx context.Context, api SQSAPI, queueURL string, cfg ESMConfig) (ES
 	measuredDone := 0 // measured messages invoked
 	sending := true   // measured messages still being sent
 	settled := func() bool { return !sending && measuredDone >= res.Sent }
+	answered := map[string]time.Time{} // measured message → its send answered
+	invokedAt := map[string]time.Time{}
 	pctx, stopPollers := context.WithCancel(ctx)
 	defer stopPollers()
 	var wg sync.WaitGroup
@@ -168,8 +209,8 @@ func RunESM(ctx context.Context, api SQSAPI, queueURL string, cfg ESMConfig) (ES
 						if len(body) < 2 || body[0] != 'm' {
 							continue // the stream kept going for the last measured batch
 						}
-						if sent, err := strconv.ParseInt(body[1:], 10, 64); err == nil {
-							res.Delays = append(res.Delays, float64(invoked.UnixMicro()-sent)/1000)
+						if _, dup := invokedAt[body]; !dup {
+							invokedAt[body] = invoked
 							measured++
 						}
 					}
@@ -197,6 +238,8 @@ func RunESM(ctx context.Context, api SQSAPI, queueURL string, cfg ESMConfig) (ES
 	next := start
 	end := start.Add(cfg.For)
 	giveUp := end.Add(ESMLongPoll + cfg.Window + 10*time.Second)
+	seq := 0
+stream:
 	for {
 		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.Rate * float64(time.Second)))
 		measured := !next.After(end)
@@ -204,58 +247,57 @@ func RunESM(ctx context.Context, api SQSAPI, queueURL string, cfg ESMConfig) (ES
 		if !measured {
 			sending = false
 		}
-		done := settled()
 		mu.Unlock()
-		if done || next.After(giveUp) {
-			break
-		}
-		if d := time.Until(next); d > 0 {
+		// Wait for the arrival, watching for the last measured message to
+		// reach an invocation (at a quiet rate the next arrival may be
+		// long after it, or after the give-up time).
+		for {
+			mu.Lock()
+			done := settled()
+			mu.Unlock()
+			now := time.Now()
+			if done || now.After(giveUp) {
+				break stream
+			}
+			if !now.Before(next) {
+				break
+			}
 			select {
 			case <-ctx.Done():
 				return res, ctx.Err()
-			case <-time.After(d):
+			case <-time.After(min(50*time.Millisecond, next.Sub(now))):
 			}
 		}
-		body := "f" + strconv.FormatInt(time.Now().UnixMicro(), 10)
+		seq++
+		body := "f" + strconv.Itoa(seq)
 		if measured {
 			body = "m" + body[1:]
+			mu.Lock()
+			res.Sent++ // before the send: a poller may take it before the send is answered
+			mu.Unlock()
 		}
 		if _, err := api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &queueURL, MessageBody: &body}); err != nil {
 			return res, fmt.Errorf("send: %w", err)
 		}
 		if measured {
 			mu.Lock()
-			res.Sent++
+			answered[body] = time.Now()
 			mu.Unlock()
 		}
 	}
 	res.Elapsed = time.Since(start)
 	stopPollers()
 	wg.Wait()
-	if len(res.Delays) < res.Sent {
-		return res, fmt.Errorf("%d of %d messages never reached an invocation", res.Sent-len(res.Delays), res.Sent)
+	for body, at := range answered {
+		if inv, ok := invokedAt[body]; ok {
+			// A poller can take a message before its send is answered:
+			// the handler then starts before the 2xx, no delay.
+			res.Delays = append(res.Delays, max(0, float64(inv.Sub(at).Microseconds())/1000))
+		}
+	}
+	res.Lost = res.Sent - len(res.Delays)
+	if res.Lost > max(1, res.Sent/20) {
+		return res, fmt.Errorf("%d of %d messages never reached an invocation", res.Lost, res.Sent)
 	}
 	return res, nil
-}
-
-// ModelBatch is the mean batch of the same premises without the emulator:
-// messages spread evenly over the pollers (rate/pollers each, Poisson); a
-// batch takes the first message, then what reaches its poller while the
-// window is open, capped at the batch size; a window of 0 invokes with the
-// first message (and whatever arrived in the same poll, which the model
-// neglects). For windows and rates the bench does not measure.
-func ModelBatch(rate float64, window time.Duration, batchSize, pollers int) float64 {
-	if pollers <= 0 {
-		pollers = ESMPollers
-	}
-	lambda := rate / float64(pollers) * window.Seconds()
-	// E[min(batchSize-1, Poisson(lambda))]
-	e, p, cdf := 0.0, math.Exp(-lambda), 0.0
-	for k := 0; k < batchSize-1; k++ {
-		e += float64(k) * p
-		cdf += p
-		p *= lambda / float64(k+1)
-	}
-	e += float64(batchSize-1) * (1 - cdf)
-	return 1 + e
 }

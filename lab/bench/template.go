@@ -19,6 +19,7 @@ type Stack struct {
 	WindowChoices    []time.Duration // its allowed values
 	Concurrency      int             // parameter ProcessorConcurrency's default
 	MemoryMB         int             // Globals MemorySize
+	ProcessorMB      int             // the processor's MemorySize (Globals' unless it sets its own)
 	LogRetentionDays int             // Defaults LogRetentionDays
 	ReclaimEvery     time.Duration   // Defaults ReclaimSchedule (rate(N unit))
 	SystemLogLevel   string          // Globals LoggingConfig SystemLogLevel ("" when unset: INFO)
@@ -66,6 +67,10 @@ func ReadStack(path string) (Stack, error) {
 	}
 	st.Concurrency = num(node(root, "Parameters", "ProcessorConcurrency", "Default"), "ProcessorConcurrency default")
 	st.MemoryMB = num(node(root, "Globals", "Function", "MemorySize"), "Globals MemorySize")
+	st.ProcessorMB = st.MemoryMB
+	if n := node(root, "Resources", "ProcessorFunction", "Properties", "MemorySize"); n != nil {
+		st.ProcessorMB = num(n, "ProcessorFunction MemorySize")
+	}
 	if v := node(root, "Globals", "Function", "LoggingConfig", "SystemLogLevel"); v != nil {
 		st.SystemLogLevel = v.Value
 	}

@@ -51,7 +51,7 @@ import (
 
 const benchSecret = "whsec_bench_0123456789"
 
-var benchSections = []string{"accounting", "latency", "batching", "cost", "steps", "eventbridge", "guard", "order", "compare", "coldstart", "throughput", "recovery"}
+var benchSections = []string{"accounting", "latency", "batching", "cost", "memory", "steps", "eventbridge", "guard", "order", "compare", "coldstart", "throughput", "recovery"}
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hooklab", "bench", "bench [--only "+strings.Join(benchSections, ",")+"] [--endpoint URL]", stderr)
@@ -60,8 +60,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timing := fs.Int("timing-events", 15, "events per payload size timed for the handler durations")
 	compareEvents := fs.Int("compare-events", 20, "deliveries per payload size in the side-by-side comparison")
 	dupRate := fs.Float64("dup-rate", 0.3, "share of duplicate deliveries in the comparison stream and the cost table's second column")
-	memory := fs.Int("memory", 256, "Lambda memory size (MB) the cold starts run with (the cost model reads template.yaml's)")
-	esmScale := fs.Float64("batching-scale", 1, "scale of the batching section's run lengths (1: 40 s at 1 event/s, 20 s at 10, 8 s at 100)")
+	memory := fs.Int("memory", 0, "Lambda memory size (MB) the cold starts and the bus door's cost run with (0: template.yaml's; the cost model reads template.yaml's)")
+	esmScale := fs.Float64("batching-scale", 1, "scale of the batching section's run lengths (1: 180 s at 0.03 events/s on 12 queues side by side, 120 s at 0.3 on 4, 60 s at 3, 20 s at 10, 10 s at 30)")
 	billSamples := fs.Int("cost-samples", 30, "deliveries per body size timed with AWS latencies for the cost model")
 	python := fs.String("python", ".venv/bench/bin/python", "Python with aws-lambda-powertools (lab/scripts/bench_tools.sh); empty skips Powertools")
 	ptScript := fs.String("powertools-script", "lab/scripts/powertools_bench.py", "the Powertools driver")
@@ -139,6 +139,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	step("batching", b.batching) // before cost, which prices the batches it measured
 	step("cost", b.cost)
+	step("memory", b.memorySize)
 	step("steps", b.steps)
 	step("eventbridge", b.eventbridge)
 	step("guard", b.guard)
@@ -162,7 +163,7 @@ func benchFlags(fs *flag.FlagSet) error {
 		cli.CheckInt(fs, "timing-events", 1, 0),
 		cli.CheckInt(fs, "compare-events", 1, 0),
 		cli.CheckFloat(fs, "dup-rate", 0, 1),
-		cli.CheckInt(fs, "memory", 128, 10240), // Lambda's memory sizes, MB
+		checkMemory(fs),
 		cli.CheckFloat(fs, "batching-scale", 0.05, 100),
 		cli.CheckInt(fs, "cost-samples", 1, 0),
 		cli.CheckInt(fs, "coldstart-runs", 1, 0),
@@ -1012,7 +1013,7 @@ func (b *benchRun) coldstart(ctx context.Context) error {
 			"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
 			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=test",
 			"AWS_LAMBDA_FUNCTION_NAME=hookledger-" + fn, "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
-			fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", b.memory),
+			fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", b.memoryMB()),
 			"AWS_ENDPOINT_URL=" + b.ep,
 			"HOOKLEDGER_TABLE=" + env.table, "HOOKLEDGER_QUEUE_URL=" + env.queueURL,
 			"HOOKLEDGER_SOURCES=" + env.conf.SourcesJSON, "LOG_LEVEL=info",

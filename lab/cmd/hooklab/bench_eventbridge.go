@@ -124,7 +124,7 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 		r := rows[c.typ]
 		added := 0.0
 		if c.typ != "none" {
-			added = bench.DoorCost(bench.DoorProfile{LambdaMS: math.Max(0, median(r.ms)-baseMS), WCU: r.wcu + r.index - base.wcu - base.index, Events: r.eb}, b.memory)
+			added = bench.DoorCost(bench.DoorProfile{LambdaMS: math.Max(0, median(r.ms)-baseMS), WCU: r.wcu + r.index - base.wcu - base.index, Events: r.eb}, b.processorMB())
 		}
 		t.Add(c.label, per(r, "EventBridge.PutEvents"), per(r, "DynamoDB.UpdateItem"), r.wcu, r.index, fmt.Sprintf("%.1f", median(r.ms)), usd(added))
 	}
@@ -203,9 +203,9 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 	dt := &bench.MD{Title: fmt.Sprintf("Doors: one new 3 KB event through each (%d events, bus door in batches of %d, measured against the emulator)", eventbridgeEvents, batch),
 		Header: []string{"door", "PutItem", "SQS sends", "WCU", "handler ms per event (median)", "per 1M events"}}
 	dt.Add("HTTP (API Gateway, receiver)", fmt.Sprintf("%.2f", float64(httpCalls["DynamoDB.PutItem"])/n), fmt.Sprintf("%.2f", sends(httpCalls)),
-		httpWCU/n, fmt.Sprintf("%.1f", median(httpMS)), usd(bench.DoorCost(httpP, b.memory)))
+		httpWCU/n, fmt.Sprintf("%.1f", median(httpMS)), usd(bench.DoorCost(httpP, b.memoryMB())))
 	dt.Add("bus (rule, intake queue, bus function)", fmt.Sprintf("%.2f", float64(busCalls["DynamoDB.PutItem"])/n), fmt.Sprintf("%.2f", sends(busCalls)),
-		busWCU/n, fmt.Sprintf("%.1f", median(busMS)), usd(bench.DoorCost(busP, b.memory)))
+		busWCU/n, fmt.Sprintf("%.1f", median(busMS)), usd(bench.DoorCost(busP, b.memoryMB())))
 	dt.Notes = []string{
 		"Per million events: the door's Lambda requests and duration (the bus function runs a batch per invocation), its ledger writes, its SQS requests " +
 			"(the bus door: EventBridge's send to the intake queue plus a receive and a delete per batch, beside the enqueue both doors make) and, for the HTTP door, " +

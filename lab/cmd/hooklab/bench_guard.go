@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/receiver"
@@ -154,4 +155,57 @@ func githubRequest(id string, body []byte) events.APIGatewayV2HTTPRequest {
 		req.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
 	}
 	return req
+}
+
+// guardDeltas is what the replay guard adds to a 3 KB delivery, for the
+// bill: the same GitHub deliveries through receivers with the guard on and
+// off, new and duplicate; the difference in write units, kept bytes, log
+// bytes and time with AWS latencies (medians).
+func (b *benchRun) guardDeltas(ctx context.Context, env *benchEnv, counted, timed aws.Config, acc *awstest.Accountant) (newD, dupD bench.Profile, err error) {
+	var prof [2][2]bench.Profile // [guard off, on][new, duplicate]
+	kinds := []receiver.Result{receiver.Accepted, receiver.Duplicate}
+	for g, guarded := range []bool{false, true} {
+		e := *env
+		e.conf.SourcesJSON = fmt.Sprintf(`{"github":{"provider":"github","replay_guard":%t,"tenants":{"acme":{"secrets":[%q]}}}}`, guarded, "literal:"+benchSecret)
+		hc, err := buildHandlers(&e, counted)
+		if err != nil {
+			return newD, dupD, err
+		}
+		ht, err := buildHandlers(&e, timed)
+		if err != nil {
+			return newD, dupD, err
+		}
+		id := "gh-bill-" + cli.RandomHex(6)
+		req := githubRequest(id, testbody.JSON(id, 3<<10))
+		for k, want := range kinds { // units and log bytes
+			acc.Take()
+			hc.logs.take()
+			if resp, _ := hc.rcv.Handle(ctx, req); resp.Headers["X-Hookledger-Result"] != string(want) {
+				return newD, dupD, fmt.Errorf("guard %v: receiver answered %d, want %s", guarded, resp.StatusCode, want)
+			}
+			u := acc.Take()
+			p := &prof[g][k]
+			p.WCU, p.LogBytes = u.WCU+u.IndexWCU, float64(hc.logs.take())
+			for _, w := range u.Written {
+				p.TableBytes += float64(w) + 100
+			}
+		}
+		var ms [2][]float64
+		for range max(5, b.billSamples/2) { // times
+			id := "gh-billt-" + cli.RandomHex(6)
+			req := githubRequest(id, testbody.JSON(id, 3<<10))
+			for k := range kinds {
+				t0 := time.Now()
+				ht.rcv.Handle(ctx, req)
+				ms[k] = append(ms[k], msSince(t0))
+			}
+		}
+		ht.logs.take()
+		prof[g][0].ReceiverMS, prof[g][1].ReceiverMS = bench.Median(ms[0]), bench.Median(ms[1])
+	}
+	delta := func(k int) bench.Profile {
+		on, off := prof[1][k], prof[0][k]
+		return bench.Profile{WCU: on.WCU - off.WCU, LogBytes: on.LogBytes - off.LogBytes, TableBytes: on.TableBytes - off.TableBytes, ReceiverMS: max(0, on.ReceiverMS-off.ReceiverMS)}
+	}
+	return delta(0), delta(1), nil
 }

@@ -23,7 +23,7 @@ func TestBenchRefusesBadNumbers(t *testing.T) {
 		{[]string{"--compare-events", "-3"}, "--compare-events -3"},
 		{[]string{"--dup-rate", "1.5"}, "--dup-rate 1.5: want 0 to 1"},
 		{[]string{"--dup-rate", "-0.1"}, "--dup-rate -0.1"},
-		{[]string{"--memory", "0"}, "--memory 0: want 128 to 10240"},
+		{[]string{"--memory", "64"}, "--memory 64: want 128 to 10240"},
 		{[]string{"--batching-scale", "0"}, "--batching-scale 0"},
 		{[]string{"--cost-samples", "0"}, "--cost-samples 0"},
 		{[]string{"--coldstart-runs", "0"}, "--coldstart-runs 0"},

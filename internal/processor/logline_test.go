@@ -1,0 +1,49 @@
+package processor_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// A processed event's info line is billed by the byte for every event: it
+// names the event (source, tenant, key) and says what happened, and repeats
+// nothing the receiver's line or the record holds (the type) or that only
+// matters when something goes wrong (the message id). A warning keeps both.
+func TestInfoLineNamesTheEventOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var out bytes.Buffer
+	f.h.Log = slog.New(slog.NewJSONHandler(&out, nil))
+	f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{f.event(t, "evt_line_ok", "invoice.paid")}})
+	f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{f.event(t, "evt_line_flaky", "flaky")}})
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "event" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("want 2 event lines, got %q", out.String())
+	}
+	var got []string
+	for k := range lines[0] {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if want := []string{"duration_ms", "event_key", "level", "msg", "outcome", "source", "tenant", "time"}; !slices.Equal(got, want) {
+		t.Errorf("processed: keys %v, want %v", got, want)
+	}
+	if lines[1]["message_id"] != "m-evt_line_flaky" || lines[1]["event_type"] != "flaky" || lines[1]["level"] != "WARN" {
+		t.Errorf("a failed event's warning %v: want its message id and type", lines[1])
+	}
+}
