@@ -31,12 +31,12 @@
 // NAME"), alarmed, for an operator to resolve with `hookledger replay`.
 //
 // Senders deliver out of order. A route whose handler writes the payload's
-// state can keep its events in order per resource: InOrder(StripeObject)
+// state can keep its events in order per resource: InOrder(stripe.Object)
 // (or ShopifyResource, PaddleEntity, your own OrderFunc) makes the ledger
 // compare each event's position with the newest one applied to its
 // resource before the handler runs, and hold the resource while it runs;
 // SkipStale skips an event older than one already applied, or the handler
-// asks ev.Stale() and decides.
+// asks ev.Order().Stale and decides.
 //
 // Returning an error retries the event later (the record is "failed" until
 // then); Permanent(err) sends it to "dead" at once. Package hookledgertest

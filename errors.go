@@ -1,6 +1,6 @@
 package hookledger
 
-import "github.com/hookledger/hookledger/internal/steps"
+import "github.com/hookledger/hookledger/internal/engine"
 
 // Errors a handler, a step or a check can return or test for.
 var (
@@ -9,14 +9,14 @@ var (
 	// an at-most-once step's function may return it when it knows its
 	// effect did not happen (say, the request was refused before it was
 	// sent), so a retry runs the step again without asking.
-	ErrNotDone = steps.ErrNotDone
+	ErrNotDone = engine.ErrNotDone
 	// ErrIndeterminate says nobody can tell whether an effect happened. A
 	// CheckFunc returns it when the downstream cannot answer for good; the
 	// event goes dead as indeterminate.
-	ErrIndeterminate = steps.ErrIndeterminate
+	ErrIndeterminate = engine.ErrIndeterminate
 	// ErrLeaseLost: another worker took the event over (this worker was
 	// too slow or presumed dead). Stop; the other worker finishes.
-	ErrLeaseLost = steps.ErrLeaseLost
+	ErrLeaseLost = engine.ErrLeaseLost
 )
 
 // Permanent marks err as one that no retry can fix (a declined card, a body
@@ -26,12 +26,5 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return steps.PermanentError{Err: err}
+	return engine.PermanentError{Err: err}
 }
-
-// IsPermanent reports whether err was marked with Permanent. An error a
-// step's Check returned is the exception: a check that failed, even with a
-// Permanent error, does not know that the effect did not happen, so the
-// event is retried and, once its attempts are spent, goes dead as
-// indeterminate.
-func IsPermanent(err error) bool { return steps.IsPermanent(err) }

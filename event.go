@@ -2,15 +2,11 @@ package hookledger
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/name"
-	"github.com/hookledger/hookledger/internal/order"
-	"github.com/hookledger/hookledger/internal/steps"
+	"github.com/hookledger/hookledger/internal/engine"
 )
 
 // Event is one verified webhook event, as the pipeline hands it to a
@@ -25,39 +21,17 @@ type Event struct {
 	Attempt    int       // 1 on the first run; higher after a failure or a crash
 	ReceivedAt time.Time // when the receiver accepted it
 
-	engine steps.Engine // nil unless handed over by NewEvent
-	order  order.Place  // set by an InOrder route before its handler runs
-}
-
-// NewEvent returns a copy of ev whose Step, StepResult and ExtendLease run
-// against engine (and whose InOrder route asks engine for its order). The
-// processor and hookledgertest hand every event to a handler this way; a
-// handler never calls it (an Event built any other way refuses steps,
-// pointing at hookledgertest).
-func NewEvent(ev Event, engine steps.Engine) *Event {
-	ev.engine, ev.order = engine, order.Place{}
-	return &ev
+	run *engine.Run // the attempt's steps; nil outside the pipeline and hookledgertest
 }
 
 // IdempotencyKey is the deterministic downstream idempotency key for the
 // side effect called name: the same on every run of this event, and
-// different for every (source, tenant, key, name). Pass it to APIs that
+// different for every (source, tenant, id, name). Pass it to APIs that
 // accept one (Stripe's Idempotency-Key, etc.). A step's function receives
 // the key of the step's name, so ev.IdempotencyKey("charge") equals the key
 // the step "charge" gets. 43 characters: "hl_" and 40 hex digits.
 func (e *Event) IdempotencyKey(name string) string {
-	return IdempotencyKey(e.Source, e.Tenant, e.ID, name)
-}
-
-// IdempotencyKey derives the downstream key of the effect called step for
-// the event (source, tenant, id), as Event.IdempotencyKey does; for tools
-// that look an effect up from outside a handler.
-func IdempotencyKey(source, tenant, id, step string) string {
-	h := sha256.New()
-	h.Write([]byte(name.EventKey(source, tenant, id)))
-	h.Write([]byte{0})
-	h.Write([]byte(step))
-	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]
+	return engine.DownstreamKey(e.Source, e.Tenant, e.ID, name)
 }
 
 // Step runs one named side effect of the event, at most once per successful
@@ -91,10 +65,10 @@ func IdempotencyKey(source, tenant, id, step string) string {
 // at-most-once step cannot be proven (the event goes dead whatever the
 // handler returns).
 func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Context, key string) (string, error), opts ...StepOption) (string, error) {
-	if e.engine == nil {
-		return "", steps.ErrNoEngine
+	if e.run == nil {
+		return "", engine.ErrNoEngine
 	}
-	spec := steps.Spec{Name: name}
+	spec := engine.Spec{Name: name}
 	for _, o := range opts {
 		if o.apply != nil {
 			o.apply(&spec)
@@ -103,16 +77,13 @@ func (e *Event) Step(ctx context.Context, name string, fn func(ctx context.Conte
 	if fn == nil {
 		return "", Permanent(errors.New("hookledger: Step " + name + " has a nil function"))
 	}
-	return e.engine.Step(ctx, spec, steps.Func(fn))
+	return e.run.Step(ctx, spec, engine.Func(fn))
 }
 
 // StepResult returns the result of a step recorded done, by this run or an
 // earlier one, and whether it is done.
 func (e *Event) StepResult(name string) (string, bool) {
-	if e.engine == nil {
-		return "", false
-	}
-	return e.engine.Result(name)
+	return e.run.Result(name)
 }
 
 // ExtendLease keeps the event's lease for at least d more from now: the
@@ -123,17 +94,17 @@ func (e *Event) StepResult(name string) (string, bool) {
 // another worker has taken the event over. Stop then: no further step runs
 // in this attempt, and your effects must not race theirs.
 func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
-	if e.engine == nil {
-		return steps.ErrNoEngine
+	if e.run == nil {
+		return engine.ErrNoEngine
 	}
 	if d <= 0 {
 		return Permanent(fmt.Errorf("hookledger: ExtendLease(%v): the extension must be positive", d))
 	}
-	return e.engine.ExtendLease(ctx, d)
+	return e.run.ExtendLease(ctx, d)
 }
 
-// ForwardStep is the name of the step Forward runs: one forward per event.
-const ForwardStep = "forward"
+// forwardStep is the name of the step Forward runs: one forward per event.
+const forwardStep = "forward"
 
 // Forward publishes the event to the EventBridge bus the template's
 // ForwardEventBus parameter names, for other services: detail as the
@@ -141,7 +112,7 @@ const ForwardStep = "forward"
 // (source, tenant, event id, type, and the step's downstream idempotency
 // key, the same on every retry), under the EventBridge source
 // "hookledger.SOURCE" and the event's type as detail-type. It runs as the
-// at-least-once step ForwardStep: once the ledger records it done, a retry
+// at-least-once step "forward": once the ledger records it done, a retry
 // does not publish again; a crash between the put and that record, or a
 // put the bus answered after the timeout, publishes the event twice with
 // the same key, which consumers use to drop the repeat. A refused entry is
@@ -149,14 +120,14 @@ const ForwardStep = "forward"
 // EventBridge's 256 KB, is a permanent error (the event goes dead, alarmed,
 // replayable once fixed).
 func (e *Event) Forward(ctx context.Context, detail []byte) error {
-	if e.engine == nil {
-		return steps.ErrNoEngine
+	if e.run == nil {
+		return engine.ErrNoEngine
 	}
 	if detail == nil {
 		detail = e.Body
 	}
-	_, err := e.Step(ctx, ForwardStep, func(ctx context.Context, key string) (string, error) {
-		return e.engine.Forward(ctx, steps.Forwarded{Source: e.Source, Tenant: e.Tenant, ID: e.ID, Type: e.Type, Key: key,
+	_, err := e.Step(ctx, forwardStep, func(ctx context.Context, key string) (string, error) {
+		return e.run.Forward(ctx, engine.Forwarded{Source: e.Source, Tenant: e.Tenant, ID: e.ID, Type: e.Type, Key: key,
 			Attempt: e.Attempt, ReceivedAt: e.ReceivedAt, Detail: detail})
 	})
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hookledger/hookledger/stripe"
 
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/hookledgertest"
@@ -68,7 +69,7 @@ func ExampleInOrder() {
 		}
 		state[e.Data.Object.ID] = e.Data.Object.Status
 		return nil
-	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	}, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 
 	update := func(id string, created int64, status string) hookledger.Event {
 		body := fmt.Sprintf(`{"id":%q,"created":%d,"data":{"object":{"id":"sub_1","status":%q}}}`, id, created, status)

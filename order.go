@@ -8,25 +8,22 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookledger/hookledger/internal/order"
+	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
 
 // OrderFunc says what an event is about and where it stands among the
-// events of that resource (a Position). It returns ErrNoPosition (wrapped)
-// when the event has no such place: the event is then applied unordered,
-// with a warning and the metric Unordered. Any other error means the body
-// carries a position that cannot be read (a created of "abc"): the event
-// goes dead with the error as its cause, never applied unordered.
+// events of that resource (a Position). It returns the zero Position when
+// the event has no such place (one about no single resource, a deletion
+// without a time): the event is then applied unordered, with a warning and
+// the metric Unordered. An error means the body carries a position that
+// cannot be read (a created of "abc"): the event goes dead with the error
+// as its cause, never applied unordered.
 //
 // Read positions from the signed body, never from an unsigned header, and
 // give the same answer on every run of an event.
 type OrderFunc func(ev *Event) (Position, error)
-
-// ErrNoPosition is what an OrderFunc returns for an event that has no
-// place among the events of a resource (one about no single resource, a
-// deletion payload without a time).
-var ErrNoPosition = webhook.ErrNoPosition
 
 // Position is an event's place among the events of one resource: a time
 // (At) or, when At is zero, a sequence number (Seq). Positions are compared
@@ -37,8 +34,8 @@ type Position struct {
 	// subscription's id): 1 to 512 bytes of UTF-8.
 	Resource string
 	// At is when the sender wrote that state (Stripe's created, Paddle's
-	// occurred_at), from 1678 to 2262. An event whose At lies more than
-	// MaxAhead after it arrived goes dead: taking its resource would make
+	// occurred_at), from 1678 to 2262. An event whose At lies more than 5
+	// minutes after it arrived goes dead: taking its resource would make
 	// every real event of it stale until then.
 	At time.Time
 	// Seq grows with the resource's state: a version counter, a sequence
@@ -47,10 +44,10 @@ type Position struct {
 	Seq int64
 }
 
-// MaxAhead is how far after its arrival an event's time position may lie:
+// maxAhead is how far after its arrival an event's time position may lie:
 // senders' clocks run a little ahead, and signed webhook timestamps are
 // trusted to the same 5 minutes.
-const MaxAhead = 5 * time.Minute
+const maxAhead = 5 * time.Minute
 
 // Time positions are Unix nanoseconds in the ledger, which int64 holds
 // from 1678 to 2262.
@@ -70,7 +67,7 @@ type RouteOption struct{ apply func(*route) }
 //   - a newer event (or the resource's first) runs, and holds the resource
 //     until its run is over: another event of the resource that arrives
 //     meanwhile waits, and is retried later if the run goes on;
-//   - an older one is stale: ev.Stale() is true, and the handler decides
+//   - an older one is stale: ev.Order().Stale is true, and the handler decides
 //     what to do with it, unless the route also has SkipStale;
 //   - one with the position already taken by another event (Stripe counts
 //     whole seconds, so two updates within one second share a position)
@@ -78,7 +75,7 @@ type RouteOption struct{ apply func(*route) }
 //     tell which is newer: re-read the resource from the provider's API if
 //     it matters.
 //
-// An event whose position cannot be read, or lies more than MaxAhead
+// An event whose position cannot be read, or lies more than maxAhead
 // after its arrival, goes dead at once without taking the resource.
 //
 // It costs one more ledger write per event (and one or two reads); a stale
@@ -86,7 +83,7 @@ type RouteOption struct{ apply func(*route) }
 func InOrder(f OrderFunc) RouteOption {
 	return RouteOption{func(r *route) {
 		if f == nil {
-			panic("hookledger: InOrder(nil): give the route an OrderFunc, such as hookledger.StripeObject")
+			panic("hookledger: InOrder(nil): give the route an OrderFunc, such as stripe.Object")
 		}
 		if r.order != nil {
 			panic("hookledger: InOrder given twice for one route")
@@ -115,47 +112,42 @@ func (r *route) HandleEvent(ctx context.Context, ev *Event) error {
 	if r.order == nil || ev == nil {
 		return r.h.HandleEvent(ctx, ev)
 	}
-	g, ok := ev.engine.(order.Guard)
-	if !ok {
-		return order.ErrNoGuard
-	}
 	k, err := r.key(ev)
 	if err != nil {
 		return Permanent(fmt.Errorf("hookledger: InOrder: %w; the event was not applied and took no resource", err))
 	}
-	place, err := g.Take(ctx, k)
+	place, err := ev.run.Take(ctx, k)
 	if err != nil {
 		return err
 	}
-	ev.order = place
 	if place.Stale && r.skip {
-		return &order.StaleError{Place: place}
+		return &engine.StaleError{Place: place}
 	}
 	return r.h.HandleEvent(ctx, ev)
 }
 
 // key asks the route's OrderFunc where the event stands, and refuses a
 // position the ledger cannot keep or must not take.
-func (r *route) key(ev *Event) (order.Key, error) {
+func (r *route) key(ev *Event) (engine.OrderKey, error) {
 	p, err := r.order(ev)
 	switch {
-	case errors.Is(err, ErrNoPosition):
-		return order.Key{}, nil
 	case err != nil:
-		return order.Key{}, fmt.Errorf("the event's position cannot be read (%w); fix the sender or the route's OrderFunc", err)
-	case p.Resource == "" || len(p.Resource) > order.MaxResource || !utf8.ValidString(p.Resource):
-		return order.Key{}, fmt.Errorf("the route's OrderFunc returned a resource the ledger cannot keep (%d bytes; want 1 to %d bytes of UTF-8)", len(p.Resource), order.MaxResource)
+		return engine.OrderKey{}, fmt.Errorf("the event's position cannot be read (%w); fix the sender or the route's OrderFunc", err)
+	case p == Position{}:
+		return engine.OrderKey{}, nil
+	case p.Resource == "" || len(p.Resource) > ledger.MaxResource || !utf8.ValidString(p.Resource):
+		return engine.OrderKey{}, fmt.Errorf("the route's OrderFunc returned a resource the ledger cannot keep (%d bytes; want 1 to %d bytes of UTF-8)", len(p.Resource), ledger.MaxResource)
 	case p.At.IsZero():
-		return order.Key{Resource: p.Resource, Position: p.Seq, OK: true}, nil
+		return engine.OrderKey{Resource: p.Resource, Position: p.Seq, OK: true}, nil
 	case p.Seq != 0:
-		return order.Key{}, errors.New("the route's OrderFunc returned a Position with both At and Seq; give one")
+		return engine.OrderKey{}, errors.New("the route's OrderFunc returned a Position with both At and Seq; give one")
 	case p.At.Before(minAt) || p.At.After(maxAt):
-		return order.Key{}, fmt.Errorf("the event's position %s is outside the years 1678 to 2262", p.At.UTC().Format(time.RFC3339Nano))
-	case !ev.ReceivedAt.IsZero() && p.At.Sub(ev.ReceivedAt) > MaxAhead:
-		return order.Key{}, fmt.Errorf("the event's position %s lies more than %v after the event arrived (%s): the sender's clock is wrong or the body is not what it sent (hookledger.MaxAhead)",
-			p.At.UTC().Format(time.RFC3339Nano), MaxAhead, ev.ReceivedAt.UTC().Format(time.RFC3339))
+		return engine.OrderKey{}, fmt.Errorf("the event's position %s is outside the years 1678 to 2262", p.At.UTC().Format(time.RFC3339Nano))
+	case !ev.ReceivedAt.IsZero() && p.At.Sub(ev.ReceivedAt) > maxAhead:
+		return engine.OrderKey{}, fmt.Errorf("the event's position %s lies more than %v after the event arrived (%s): the sender's clock is wrong or the body is not what it sent ",
+			p.At.UTC().Format(time.RFC3339Nano), maxAhead, ev.ReceivedAt.UTC().Format(time.RFC3339))
 	}
-	return order.Key{Resource: p.Resource, Position: p.At.UnixNano(), OK: true}, nil
+	return engine.OrderKey{Resource: p.Resource, Position: p.At.UnixNano(), OK: true}, nil
 }
 
 // Order is what an InOrder route knew of an event's place among the
@@ -185,23 +177,9 @@ type Order struct {
 // Order returns the event's place among the events of its resource, as
 // judged before its handler ran (the zero Order outside InOrder routes).
 func (e *Event) Order() Order {
-	p := e.order
+	p := e.run.Place()
 	return Order{Resource: p.Resource, Position: p.Position, Newest: p.Newest, NewestEvent: p.NewestEvent,
 		Known: p.Known, Stale: p.Stale && !p.Forced, Tie: p.Tie}
-}
-
-// Stale reports whether a newer event of the event's resource was applied
-// (or is being applied) before this one ran: always false outside InOrder
-// routes. See Order.Stale.
-func (e *Event) Stale() bool { return e.Order().Stale }
-
-// StripeObject is the OrderFunc of Stripe events: the object the event is
-// about (data.object.id, or related_object.id for a thin event) and the
-// event's created time, as Stripe's docs suggest for working out the order
-// of events that arrive out of order. created counts whole seconds, so two
-// updates of one object within a second tie (see InOrder).
-func StripeObject(ev *Event) (Position, error) {
-	return fromProvider(webhook.StripePosition(ev.Body))
 }
 
 // ShopifyResource is the OrderFunc of Shopify resource webhooks (orders,
@@ -219,7 +197,11 @@ func PaddleEntity(ev *Event) (Position, error) {
 	return fromProvider(webhook.PaddlePosition(ev.Body))
 }
 
+// fromProvider turns a position read by package webhook into a Position.
 func fromProvider(p webhook.Position, err error) (Position, error) {
+	if errors.Is(err, webhook.ErrNoPosition) {
+		return Position{}, nil
+	}
 	if err != nil {
 		return Position{}, err
 	}

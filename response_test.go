@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/hookledgertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -57,8 +58,8 @@ func TestResponseError(t *testing.T) {
 			t.Errorf("%d: %#v, want an *HTTPError for POST /status/%d", tc.code, got, tc.code)
 			continue
 		}
-		if hookledger.IsPermanent(got) != tc.permanent {
-			t.Errorf("%d: permanent %v, want %v", tc.code, hookledger.IsPermanent(got), tc.permanent)
+		if hookledgertest.IsPermanent(got) != tc.permanent {
+			t.Errorf("%d: permanent %v, want %v", tc.code, hookledgertest.IsPermanent(got), tc.permanent)
 		}
 		if strings.Contains(got.Error(), "secret") {
 			t.Errorf("%d: %q carries the URL's query", tc.code, got)

@@ -116,9 +116,9 @@ func (r *Router) Lookup(source, eventType string) Handler {
 	return nil
 }
 
-// Routes lists the registered routes as "source/type", sorted, for logs at
+// names lists the registered routes as "source/type", sorted, for logs at
 // cold start.
-func (r *Router) Routes() []string {
+func (r *Router) names() []string {
 	out := make([]string, 0, len(r.routes))
 	for k := range r.routes {
 		out = append(out, k[0]+"/"+k[1])

@@ -42,18 +42,17 @@ type Settings struct {
 	errs []error
 }
 
-// NewSettings returns settings that look each name up with lookup, which
+// newSettings returns settings that look each name up with lookup, which
 // returns "" for a setting that is not set and an error for one that is set
 // but cannot be read (a secret reference that does not resolve); where says,
-// in an error, where a setting is to be set. The pipeline builds them; use
-// SettingsMap in tests.
-func NewSettings(lookup func(name string) (string, error), where string) *Settings {
+// in an error, where a setting is to be set.
+func newSettings(lookup func(name string) (string, error), where string) *Settings {
 	return &Settings{lookup: lookup, where: where, read: map[string]bool{}}
 }
 
 // SettingsMap returns settings with the values of m, for tests.
 func SettingsMap(m map[string]string) *Settings {
-	return NewSettings(func(name string) (string, error) { return m[name], nil }, "the test's settings map")
+	return newSettings(func(name string) (string, error) { return m[name], nil }, "the test's settings map")
 }
 
 // String returns the setting name, which must be set and not blank.
@@ -119,8 +118,8 @@ func urlProblem(v string) string {
 	return "has no host"
 }
 
-// Names lists the settings read so far, sorted.
-func (s *Settings) Names() []string {
+// names lists the settings read so far, sorted.
+func (s *Settings) names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.read))

@@ -3,11 +3,11 @@ package hookledger
 import (
 	"context"
 
-	"github.com/hookledger/hookledger/internal/steps"
+	"github.com/hookledger/hookledger/internal/engine"
 )
 
 // StepOption configures one step: AtMostOnce, Check.
-type StepOption struct{ apply func(*steps.Spec) }
+type StepOption struct{ apply func(*engine.Spec) }
 
 // AtMostOnce makes a step at-most-once: the ledger records it started
 // before fn runs, and a retry that finds it started but not done never runs
@@ -17,7 +17,7 @@ type StepOption struct{ apply func(*steps.Spec) }
 // Use it for effects without downstream idempotency: e-mails, SMS,
 // webhooks you send, APIs without an idempotency key.
 func AtMostOnce() StepOption {
-	return StepOption{func(s *steps.Spec) { s.Mode = steps.AtMostOnce }}
+	return StepOption{func(s *engine.Spec) { s.Mode = engine.AtMostOnce }}
 }
 
 // CheckFunc asks downstream whether a step's effect already happened, given
@@ -36,9 +36,9 @@ type CheckFunc func(ctx context.Context, key string) (string, error)
 // asks it on a retry before running again, to skip a repeat that is known
 // to be unnecessary.
 func Check(fn CheckFunc) StepOption {
-	return StepOption{func(s *steps.Spec) {
+	return StepOption{func(s *engine.Spec) {
 		if fn != nil {
-			s.Check = steps.Check(fn)
+			s.Check = engine.Check(fn)
 		}
 	}}
 }

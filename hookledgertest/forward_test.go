@@ -15,17 +15,17 @@ func TestForwardEvents(t *testing.T) {
 	t.Parallel()
 	tr := hookledgertest.New(hookledger.ForwardEvents)
 	e := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_fw", Type: "invoice.paid", Body: []byte(`{"id":"evt_fw"}`)}
-	if res := tr.Run(t.Context(), e, hookledgertest.CrashAfter(hookledger.ForwardStep)); res.Status != hookledgertest.Crashed {
+	if res := tr.Run(t.Context(), e, hookledgertest.CrashAfter("forward")); res.Status != hookledgertest.Crashed {
 		t.Fatal(res)
 	}
-	if res := tr.Run(t.Context(), e); res.Status != hookledgertest.Done || res.Steps[hookledger.ForwardStep] == "" {
+	if res := tr.Run(t.Context(), e); res.Status != hookledgertest.Done || res.Steps["forward"] == "" {
 		t.Fatal(res)
 	}
 	if res := tr.Run(t.Context(), e); res.Status != hookledgertest.Done || len(res.Ran) != 0 {
 		t.Fatalf("a redelivery forwarded again: %v", res)
 	}
 	fw := tr.Forwarded()
-	if len(fw) != 2 || fw[0].Key != fw[1].Key || fw[0].Key != e.IdempotencyKey(hookledger.ForwardStep) {
+	if len(fw) != 2 || fw[0].Key != fw[1].Key || fw[0].Key != e.IdempotencyKey("forward") {
 		t.Fatalf("forwarded %+v", fw)
 	}
 	var d struct {

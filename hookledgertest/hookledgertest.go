@@ -38,9 +38,8 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/forward"
-	"github.com/hookledger/hookledger/internal/order"
-	"github.com/hookledger/hookledger/internal/steps"
 )
 
 // Status is the state an event is left in after a run.
@@ -62,7 +61,7 @@ const (
 // DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS),
 // the processor's own: the retryable failure that is the handler's
 // DefaultMaxAttempts-th makes the event dead, here as in the pipeline.
-const DefaultMaxAttempts = steps.DefaultMaxAttempts
+const DefaultMaxAttempts = engine.DefaultMaxAttempts
 
 // Tester runs one handler. Safe for concurrent use across events.
 type Tester struct {
@@ -112,7 +111,7 @@ type state struct {
 	attempts    int // runs begun
 	failures    int // runs the handler failed
 	interrupted int // runs that crashed or lost their lease
-	steps       map[string]steps.State
+	steps       map[string]engine.State
 	cause       string
 }
 
@@ -166,13 +165,13 @@ type runConfig struct {
 // returned, before anything about it is recorded: the worst moment for an
 // effect without downstream idempotency.
 func CrashAfter(step string) Option {
-	return Option{func(c *runConfig) { c.crashAt = steps.RanPoint(step) }}
+	return Option{func(c *runConfig) { c.crashAt = engine.RanPoint(step) }}
 }
 
 // CrashAfterStart makes the run die after an at-most-once step was recorded
 // started, before its function ran.
 func CrashAfterStart(step string) Option {
-	return Option{func(c *runConfig) { c.crashAt = steps.StartedPoint(step) }}
+	return Option{func(c *runConfig) { c.crashAt = engine.StartedPoint(step) }}
 }
 
 // LoseLease makes another worker take the event over before this run's
@@ -197,7 +196,7 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	t.mu.Lock()
 	st := t.events[k]
 	if st == nil {
-		st = &state{steps: map[string]steps.State{}}
+		st = &state{steps: map[string]engine.State{}}
 		t.events[k] = st
 	}
 	if st.status == Done || st.status == Dead || st.status == Stale {
@@ -211,9 +210,10 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	t.mu.Unlock()
 
 	store := &memStore{t: t, st: st, lose: cfg.loseLease}
-	run := steps.New(steps.Config{
+	guard := &memGuard{t: t, ev: ev}
+	run := engine.New(engine.Config{
 		Store: store, Recorded: recorded, Attempt: attempt,
-		Key: func(name string) string { return hookledger.IdempotencyKey(ev.Source, ev.Tenant, ev.ID, name) },
+		Key: func(name string) string { return engine.DownstreamKey(ev.Source, ev.Tenant, ev.ID, name) },
 		Point: func(p string) {
 			if cfg.passed != nil {
 				cfg.passed(p)
@@ -224,22 +224,18 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		},
 		Extend: func(context.Context, time.Duration) error {
 			if store.lose {
-				return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
+				return fmt.Errorf("%w (simulated)", engine.ErrLeaseLost)
 			}
 			return nil
 		},
 		Forward: t.forward,
+		Guard:   guard,
 	})
-	in := ev
-	in.Attempt = attempt
-	guard := &memGuard{t: t, ev: ev}
-	e := hookledger.NewEvent(in, order.Engine{Engine: run, Guard: guard})
-
 	res.Attempt = attempt
-	herr, crashed := t.call(ctx, e)
+	herr, crashed := t.call(ctx, engine.Event{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID, Type: ev.Type, Body: ev.Body,
+		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, &res.Order)
 	guard.release()
 	res.Ran = run.Runs()
-	res.Order = e.Order()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for name, n := range res.Ran {
@@ -247,53 +243,55 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	}
 	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
 	res.Err = herr
-	switch {
-	case crashed:
+	if crashed {
 		res.Status = Crashed // nothing after the crash point is recorded
 		st.interrupted++
 		return res
-	case run.LeaseLost() || cfg.loseLease:
-		// The takeover makes this run's writes fail, the final one too.
+	}
+	j := run.Judge(herr, st.failures, t.MaxAttempts, attempt)
+	if cfg.loseLease {
+		j.Verdict = engine.Abandon // the takeover makes this run's writes fail, the final one too
+	}
+	switch j.Verdict {
+	case engine.Abandon:
 		res.Status = LeaseLost
 		st.interrupted++
 		return res
-	}
-	var stale *order.StaleError
-	if errors.As(herr, &stale) && len(run.Pending()) == 0 {
-		st.status, st.cause = Stale, stale.Error()
+	case engine.GiveBack:
+		res.Status = Failed // the resource stayed busy: retried, not a failure of the handler
+		st.interrupted++
+		return res
+	case engine.Skip:
+		st.status, st.cause = Stale, j.Cause
 		res.Status, res.Cause, res.Err = Stale, st.cause, nil
 		return res
 	}
 	apply(st.steps, run.Pending())
-	max := t.MaxAttempts
-	if max <= 0 {
-		max = DefaultMaxAttempts
+	if j.Failed() {
+		st.failures++
 	}
-	if herr != nil || run.Indeterminate() != nil {
-		st.failures++ // a failure, or the one that makes the event dead
-	}
-	var ce *steps.CheckError
-	switch ind := run.Indeterminate(); {
-	case ind != nil:
-		st.status, st.cause = Dead, ind.Error()
-	case herr == nil:
+	switch j.Verdict {
+	case engine.Complete:
 		st.status, st.cause = Done, ""
-	case hookledger.IsPermanent(herr):
-		st.status, st.cause = Dead, herr.Error()
-	case st.failures >= max && errors.As(herr, &ce):
-		st.status, st.cause = Dead, (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", st.failures, ce.Err)}).Error()
-	case st.failures >= max:
-		st.status, st.cause = Dead, fmt.Sprintf("attempts exhausted: the handler failed %d times (at most %d; %d runs in all): %v", st.failures, max, attempt, herr)
+	case engine.Bury:
+		st.status, st.cause = Dead, j.Cause
 	default:
-		st.status, st.cause = Failed, herr.Error()
+		st.status, st.cause = Failed, j.Cause
 	}
 	res.Status, res.Cause = st.status, st.cause
 	return res
 }
 
-// call runs the handler; a simulated crash ends it, any other panic is the
-// handler's error, as in the pipeline.
-func (t *Tester) call(ctx context.Context, ev *hookledger.Event) (err error, crashed bool) {
+// call runs the handler and reports the event's order; a simulated crash
+// ends it, any other panic is the handler's error, as in the pipeline.
+func (t *Tester) call(ctx context.Context, ev engine.Event, run *engine.Run, order *hookledger.Order) (err error, crashed bool) {
+	h, err := engine.HandlerOf(hookledger.HandlerFunc(func(ctx context.Context, e *hookledger.Event) error {
+		defer func() { *order = e.Order() }()
+		return t.h.HandleEvent(ctx, e)
+	}))
+	if err != nil {
+		return err, false
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if _, ok := p.(crash); ok {
@@ -303,12 +301,12 @@ func (t *Tester) call(ctx context.Context, ev *hookledger.Event) (err error, cra
 			err = fmt.Errorf("handler panic: %v", p)
 		}
 	}()
-	return t.h.HandleEvent(ctx, ev), false
+	return h.Run(ctx, ev, run), false
 }
 
 // forward records a forwarded event as the bus would receive it; each one
 // counts, so a test sees the repeat a crash after the put makes.
-func (t *Tester) forward(_ context.Context, f steps.Forwarded) (string, error) {
+func (t *Tester) forward(_ context.Context, f engine.Forwarded) (string, error) {
 	src, dt, detail, err := forward.Build(f)
 	if err != nil {
 		return "", err
@@ -348,26 +346,28 @@ func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
 		return fmt.Errorf("hookledgertest: replay %s/%s/%s: only dead or failed events can be replayed", ev.Source, ev.Tenant, ev.ID)
 	}
 	for _, c := range changes {
-		apply(st.steps, []steps.Change{c.change})
+		apply(st.steps, []engine.Change{c.change})
 	}
 	st.status, st.attempts, st.failures, st.interrupted, st.cause = "", 0, 0, 0, ""
 	return nil
 }
 
 // StepChange is an operator's resolution of one step, for Replay.
-type StepChange struct{ change steps.Change }
+type StepChange struct{ change engine.Change }
 
 // MarkDone records the step done with result, as `hookledger replay --step
 // NAME --mark-done --result R` does.
 func MarkDone(step, result string) StepChange {
-	return StepChange{steps.Change{Name: step, Status: steps.Done, Result: result}}
+	return StepChange{engine.Change{Name: step, Status: engine.Done, Result: result}}
 }
 
 // Rerun clears the step so it runs again, as `hookledger replay --step NAME
 // --rerun` does.
-func Rerun(step string) StepChange { return StepChange{steps.Change{Name: step, Status: steps.Clear}} }
+func Rerun(step string) StepChange {
+	return StepChange{engine.Change{Name: step, Status: engine.Clear}}
+}
 
-// memGuard is the in-memory order of one run (order.Guard), with the rules
+// memGuard is the in-memory order of one run (engine.Guard), with the rules
 // of the ledger's: an older position than the newest taken by another
 // event is stale; an equal one is a tie, taken in turn; the event that
 // took the resource may take it again. The run that took it holds it until
@@ -378,9 +378,9 @@ type memGuard struct {
 	held *resource
 }
 
-func (g *memGuard) Take(ctx context.Context, k order.Key) (order.Place, error) {
+func (g *memGuard) Take(ctx context.Context, k engine.OrderKey) (engine.Place, error) {
 	if !k.OK {
-		return order.Place{}, nil
+		return engine.Place{}, nil
 	}
 	t := g.t
 	key := [3]string{g.ev.Source, g.ev.Tenant, k.Resource}
@@ -398,7 +398,7 @@ func (g *memGuard) Take(ctx context.Context, k order.Key) (order.Place, error) {
 	select {
 	case r.lock <- struct{}{}:
 	case <-ctx.Done():
-		return order.Place{}, &order.BusyError{Resource: k.Resource, Err: ctx.Err()}
+		return engine.Place{}, &engine.BusyError{Resource: k.Resource, Err: ctx.Err()}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -412,8 +412,8 @@ func (g *memGuard) Take(ctx context.Context, k order.Key) (order.Place, error) {
 }
 
 // judge places k against r (under t.mu).
-func (g *memGuard) judge(r *resource, k order.Key) (order.Place, bool) {
-	p := order.Place{Resource: k.Resource, Position: k.Position}
+func (g *memGuard) judge(r *resource, k engine.OrderKey) (engine.Place, bool) {
+	p := engine.Place{Resource: k.Resource, Position: k.Position}
 	if !r.taken {
 		return p, false
 	}
@@ -440,9 +440,9 @@ type memStore struct {
 	lose bool
 }
 
-func (m *memStore) Save(_ context.Context, changes []steps.Change) error {
+func (m *memStore) Save(_ context.Context, changes []engine.Change) error {
 	if m.lose {
-		return fmt.Errorf("%w (simulated)", hookledger.ErrLeaseLost)
+		return fmt.Errorf("%w (simulated)", engine.ErrLeaseLost)
 	}
 	m.t.mu.Lock()
 	apply(m.st.steps, changes)
@@ -450,27 +450,27 @@ func (m *memStore) Save(_ context.Context, changes []steps.Change) error {
 	return nil
 }
 
-func (m *memStore) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }
+func (m *memStore) LeaseLost(err error) bool { return errors.Is(err, engine.ErrLeaseLost) }
 
-func apply(dst map[string]steps.State, changes []steps.Change) {
+func apply(dst map[string]engine.State, changes []engine.Change) {
 	for _, c := range changes {
-		if c.Status == steps.Clear {
+		if c.Status == engine.Clear {
 			delete(dst, c.Name)
 			continue
 		}
-		dst[c.Name] = steps.State{Status: c.Status, Result: c.Result}
+		dst[c.Name] = engine.State{Status: c.Status, Result: c.Result}
 	}
 }
 
-func copySteps(in map[string]steps.State) map[string]steps.State {
-	out := make(map[string]steps.State, len(in))
+func copySteps(in map[string]engine.State) map[string]engine.State {
+	out := make(map[string]engine.State, len(in))
 	for k, v := range in {
 		out[k] = v
 	}
 	return out
 }
 
-func render(in map[string]steps.State) map[string]string {
+func render(in map[string]engine.State) map[string]string {
 	out := make(map[string]string, len(in))
 	names := make([]string, 0, len(in))
 	for k := range in {
@@ -479,7 +479,7 @@ func render(in map[string]steps.State) map[string]string {
 	sort.Strings(names)
 	for _, k := range names {
 		v := in[k]
-		if v.Status == steps.Done {
+		if v.Status == engine.Done {
 			out[k] = "done: " + v.Result
 		} else {
 			out[k] = string(v.Status)
@@ -585,3 +585,11 @@ func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string
 	}
 	return sc
 }
+
+// IsPermanent reports whether err was marked with hookledger.Permanent, as
+// the pipeline judges it: a run that returns it makes the event dead. An
+// error a step's Check returned is the exception: a check that failed, even
+// with a Permanent error, does not know that the effect did not happen, so
+// the event is retried and, once its attempts are spent, goes dead as
+// indeterminate.
+func IsPermanent(err error) bool { return engine.IsPermanent(err) }

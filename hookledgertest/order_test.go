@@ -3,6 +3,7 @@ package hookledgertest_test
 import (
 	"context"
 	"fmt"
+	"github.com/hookledger/hookledger/stripe"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func TestOlderEventAfterNewerIsStale(t *testing.T) {
 	t.Parallel()
 	var s store
 	r := hookledger.NewRouter()
-	r.HandleFunc("stripe", "customer.subscription.updated", s.handler(), hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	r.HandleFunc("stripe", "customer.subscription.updated", s.handler(), hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	ctx := t.Context()
 
@@ -70,9 +71,9 @@ func TestWithoutSkipStaleTheHandlerDecides(t *testing.T) {
 	var stale []bool
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "customer.subscription.updated", func(ctx context.Context, ev *hookledger.Event) error {
-		stale = append(stale, ev.Stale())
+		stale = append(stale, ev.Order().Stale)
 		return nil
-	}, hookledger.InOrder(hookledger.StripeObject))
+	}, hookledger.InOrder(stripe.Object))
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	tr.Run(t.Context(), subscription("evt_b", "sub_1", 200, "active"))
 	if res := tr.Run(t.Context(), subscription("evt_a", "sub_1", 100, "incomplete")); res.Status != hookledgertest.Done || !res.Order.Stale {
@@ -95,7 +96,7 @@ func TestEqualPositionsAreAppliedInTurnAndFlagged(t *testing.T) {
 	t.Parallel()
 	var s store
 	r := hookledger.NewRouter()
-	r.HandleFunc("stripe", "customer.subscription.updated", s.handler(), hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	r.HandleFunc("stripe", "customer.subscription.updated", s.handler(), hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	first := tr.Run(t.Context(), subscription("evt_1", "sub_1", 100, "incomplete"))
 	second := tr.Run(t.Context(), subscription("evt_2", "sub_1", 100, "active"))
@@ -118,7 +119,7 @@ func TestCrashedHolderRetakesItsResource(t *testing.T) {
 			return err
 		}
 		return s.handler()(ctx, ev)
-	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	}, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	newer := subscription("evt_b", "sub_1", 200, "active")
 	if res := tr.Run(t.Context(), newer, hookledgertest.CrashAfter("save")); res.Status != hookledgertest.Crashed {
@@ -138,7 +139,7 @@ func TestNoPositionRunsUnordered(t *testing.T) {
 	t.Parallel()
 	var s store
 	r := hookledger.NewRouter()
-	r.HandleFunc("stripe", "balance.available", s.handler(), hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	r.HandleFunc("stripe", "balance.available", s.handler(), hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "balance.available"))
 	ev := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_x", Type: "balance.available", Body: []byte(`{"id":"evt_x","created":5,"data":{"object":{"object":"balance"}}}`)}
 	if res := tr.Run(t.Context(), ev); res.Status != hookledgertest.Done || res.Order.Resource != "" {
@@ -160,7 +161,7 @@ func TestConcurrentRunsOfOneResourceTakeTurns(t *testing.T) {
 			<-release
 		}
 		return s.handler()(ctx, ev)
-	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	}, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	done := make(chan hookledgertest.Result)
 	go func() { done <- tr.Run(t.Context(), subscription("evt_b", "sub_1", 200, "active")) }()
@@ -182,7 +183,7 @@ func TestConcurrentRunsOfOneResourceTakeTurns(t *testing.T) {
 func TestHandBuiltEventOnAnOrderedRoute(t *testing.T) {
 	t.Parallel()
 	r := hookledger.NewRouter()
-	r.HandleFunc("stripe", "x", func(context.Context, *hookledger.Event) error { return nil }, hookledger.InOrder(hookledger.StripeObject))
+	r.HandleFunc("stripe", "x", func(context.Context, *hookledger.Event) error { return nil }, hookledger.InOrder(stripe.Object))
 	ev := subscription("evt_1", "sub_1", 1, "active")
 	err := r.Lookup("stripe", "x").HandleEvent(t.Context(), &ev)
 	if err == nil || !strings.Contains(err.Error(), "InOrder") {
@@ -199,7 +200,7 @@ func TestEveryCrashOnAnOrderedRoute(t *testing.T) {
 	r.HandleFunc("stripe", "customer.subscription.updated", func(ctx context.Context, ev *hookledger.Event) error {
 		_, err := ev.Step(ctx, "save", func(context.Context, string) (string, error) { return "ok", nil })
 		return err
-	}, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+	}, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	for _, sc := range tr.EveryCrash(t.Context(), subscription("evt_1", "sub_1", 100, "active")) {
 		if sc.Status != hookledgertest.Done {

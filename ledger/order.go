@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/hookledger/hookledger/internal/name"
-	"github.com/hookledger/hookledger/internal/order"
 )
 
 // Attributes of the order item.
@@ -23,8 +22,9 @@ const (
 	attrHoldTok  = "hold_tok"
 )
 
-// MaxResource bounds a resource name, in bytes.
-const MaxResource = order.MaxResource
+// MaxResource bounds a resource name, in bytes: the ledger keeps one item
+// per resource, keyed by it.
+const MaxResource = 512
 
 // takeTries bounds how often TakeOrder writes after finding the item
 // changed between its read and its write (another event took the resource

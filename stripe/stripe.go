@@ -1,4 +1,5 @@
-// Package stripe helps effects handle Stripe's thin events: API v2 event
+// Package stripe helps effects handle Stripe's events: Object keeps a
+// route's events in order per object, and the rest reads thin events: API v2 event
 // notifications that carry only the event's id, type and creation time, the
 // connected account it belongs to (context) and a reference to the object
 // that changed (related_object), so the handler fetches the rest.
@@ -82,7 +83,7 @@ func IsThin(ev *hookledger.Event) bool {
 }
 
 // Parse reads ev's body as a thin event notification. An error wraps
-// ErrNotThin; it is permanent (hookledger.IsPermanent): no retry changes a
+// ErrNotThin; it is permanent (hookledgertest.IsPermanent): no retry changes a
 // body.
 func Parse(ev *hookledger.Event) (Thin, error) {
 	var t Thin

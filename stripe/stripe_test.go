@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hookledger/hookledger/hookledgertest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,7 +56,7 @@ func TestParse(t *testing.T) {
 		t.Error("IsThin = false")
 	}
 	snapshot := &hookledger.Event{ID: "evt_1", Body: []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","data":{"object":{}}}`)}
-	if _, err := stripe.Parse(snapshot); !errors.Is(err, stripe.ErrNotThin) || !hookledger.IsPermanent(err) {
+	if _, err := stripe.Parse(snapshot); !errors.Is(err, stripe.ErrNotThin) || !hookledgertest.IsPermanent(err) {
 		t.Errorf("a snapshot event: %v", err)
 	}
 	if stripe.IsThin(snapshot) {
@@ -113,23 +114,23 @@ func TestFetchErrors(t *testing.T) {
 	}
 	other := *ev
 	other.Tenant = "globex"
-	if _, err := f.FetchEvent(t.Context(), &other); !hookledger.IsPermanent(err) || !strings.Contains(err.Error(), `no API key for tenant "globex"`) {
+	if _, err := f.FetchEvent(t.Context(), &other); !hookledgertest.IsPermanent(err) || !strings.Contains(err.Error(), `no API key for tenant "globex"`) {
 		t.Errorf("a tenant without a key: %v", err)
 	}
 
 	wrong, _ := stripe.NewFetcher(stripe.Options{Key: "sk_test_wrong", BaseURL: srv.URL})
-	if _, err := wrong.FetchObject(t.Context(), ev); !hookledger.IsPermanent(err) || !strings.Contains(err.Error(), "check the effect setting") {
+	if _, err := wrong.FetchObject(t.Context(), ev); !hookledgertest.IsPermanent(err) || !strings.Contains(err.Error(), "check the effect setting") {
 		t.Errorf("a refused key: %v", err)
 	}
 	gone := event(t, "acme", "evt_test_gone", []byte(`{"id":"evt_test_gone","object":"v2.core.event","type":"x.y"}`))
-	if _, err := f.FetchEvent(t.Context(), gone); !hookledger.IsPermanent(err) || !strings.Contains(err.Error(), "older than 30 days") {
+	if _, err := f.FetchEvent(t.Context(), gone); !hookledgertest.IsPermanent(err) || !strings.Contains(err.Error(), "older than 30 days") {
 		t.Errorf("an event the API does not have: %v", err)
 	}
-	if _, err := f.FetchObject(t.Context(), gone); !hookledger.IsPermanent(err) || !strings.Contains(err.Error(), "no related object") {
+	if _, err := f.FetchObject(t.Context(), gone); !hookledgertest.IsPermanent(err) || !strings.Contains(err.Error(), "no related object") {
 		t.Errorf("an event without a related object: %v", err)
 	}
 	elsewhere := event(t, "acme", "evt_test_x", []byte(`{"id":"evt_test_x","object":"v2.core.event","type":"x.y","related_object":{"id":"o","type":"t","url":"https://evil.example/v1/x"}}`))
-	if _, err := f.FetchObject(t.Context(), elsewhere); !hookledger.IsPermanent(err) || !strings.Contains(err.Error(), "not a path of Stripe's API") {
+	if _, err := f.FetchObject(t.Context(), elsewhere); !hookledgertest.IsPermanent(err) || !strings.Contains(err.Error(), "not a path of Stripe's API") {
 		t.Errorf("a related object elsewhere: %v", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestFetchSendsOnlyPlainPathsAndIDs(t *testing.T) {
 	}
 	for _, u := range []string{"/v1/%2e%2e/v2/core/events", "/v1/x?expand[]=y", "/v1/x?", "//evil.example/v1/x", "/v1//x", "/v1/@evil.example",
 		"/v1/x/", "/v1/./x", "/v1/x/..", "/v3/x", "/v1/x#f", "/v1/x\n", "/v1/x y", "v1/x", "/v1"} {
-		if _, err := f.FetchObject(t.Context(), thin("evt_1", "", u)); !hookledger.IsPermanent(err) {
+		if _, err := f.FetchObject(t.Context(), thin("evt_1", "", u)); !hookledgertest.IsPermanent(err) {
 			t.Errorf("related_object.url %q: %v, want a permanent error", u, err)
 		}
 	}
@@ -191,7 +192,7 @@ func TestFetchSendsOnlyPlainPathsAndIDs(t *testing.T) {
 		_, errEvent := f.FetchEvent(ctx, ev)
 		_, errObject := f.FetchObject(ctx, ev)
 		cancel()
-		if !hookledger.IsPermanent(errEvent) || !hookledger.IsPermanent(errObject) {
+		if !hookledgertest.IsPermanent(errEvent) || !hookledgertest.IsPermanent(errObject) {
 			t.Errorf("body %s: %v / %v, want permanent errors", ev.Body, errEvent, errObject)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"net"
@@ -46,7 +47,7 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := local.New(c, cfg, fx.routes(), func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d, err := local.New(c, cfg, engine.MustRoutes(fx.routes()), func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ resource's next event takes it as its first.
 
 Reset when a wrong position holds the resource: a sequence number a broken
 producer sent, or a time position taken before hookledger refused those
-more than hookledger.MaxAhead after their arrival. Events it made stale
+more than 5 minutes after their arrival. Events it made stale
 stay done (skipped); the resource's next event brings its current state.
 reset needs --yes, and refuses while the holding event's run may still be
 applying it.

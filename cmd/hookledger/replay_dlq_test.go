@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -54,7 +55,7 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 		runs.Add(1)
 		return nil
 	})
-	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
+	proc := &processor.Handler{Ledger: f.l, Routes: engine.MustRoutes(r), Lease: time.Minute}
 	consume := func() int { // awstest.Drain: a receive answer the emulator cuts short hides nothing for long
 		t.Helper()
 		n := 0
@@ -145,7 +146,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 		ran = append(ran, ev.ID+" "+string(ev.Body))
 		return nil
 	})
-	proc := &processor.Handler{Ledger: f.l, Routes: r, Lease: time.Minute}
+	proc := &processor.Handler{Ledger: f.l, Routes: engine.MustRoutes(r), Lease: time.Minute}
 	consume := func() {
 		t.Helper()
 		for i, b := range awstest.Drain(t, f.sq, f.qurl) {

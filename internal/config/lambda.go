@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -33,4 +34,18 @@ func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 		cfg.BaseEndpoint = aws.String(ep)
 	}
 	return cfg, nil
+}
+
+// MustLoad reads a Lambda function's configuration and SDK configuration
+// from its environment, or stops the cold start naming what is wrong.
+func MustLoad(function string) (Config, aws.Config) {
+	c, err := Load(os.Getenv)
+	if err != nil {
+		Fatal(function+" configuration", err)
+	}
+	cfg, err := LambdaAWS(os.Getenv)
+	if err != nil {
+		Fatal(function, err)
+	}
+	return c, cfg
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/name"
-	"github.com/hookledger/hookledger/internal/steps"
 )
 
 // SourcePrefix starts the EventBridge "source" of every forwarded event:
@@ -51,11 +51,11 @@ type Detail struct {
 }
 
 // Build renders f as the entry's source, detail-type and detail.
-func Build(f steps.Forwarded) (src, detailType string, detail []byte, err error) {
+func Build(f engine.Forwarded) (src, detailType string, detail []byte, err error) {
 	event := f.Detail
 	if !json.Valid(event) {
 		if !utf8.Valid(event) {
-			return "", "", nil, steps.PermanentError{Err: errors.New("forward: the detail is neither JSON nor text")}
+			return "", "", nil, engine.PermanentError{Err: errors.New("forward: the detail is neither JSON nor text")}
 		}
 		event, _ = json.Marshal(string(event))
 	}
@@ -66,11 +66,11 @@ func Build(f steps.Forwarded) (src, detailType string, detail []byte, err error)
 	detail, err = json.Marshal(Detail{Hookledger: Identity{Source: f.Source, Tenant: f.Tenant, EventID: f.ID, Type: f.Type, Key: f.Key,
 		Attempt: f.Attempt, ReceivedAt: f.ReceivedAt.UTC()}, Event: event})
 	if err != nil {
-		return "", "", nil, steps.PermanentError{Err: fmt.Errorf("forward: %w", err)}
+		return "", "", nil, engine.PermanentError{Err: fmt.Errorf("forward: %w", err)}
 	}
 	src = SourcePrefix + f.Source
 	if n := len(src) + len(detailType) + len(detail); n > MaxEntryBytes {
-		return "", "", nil, steps.PermanentError{Err: fmt.Errorf("forward: the entry is %d bytes, over EventBridge's %d: forward the part of the event your consumers need (ev.Forward(ctx, detail))", n, MaxEntryBytes)}
+		return "", "", nil, engine.PermanentError{Err: fmt.Errorf("forward: the entry is %d bytes, over EventBridge's %d: forward the part of the event your consumers need (ev.Forward(ctx, detail))", n, MaxEntryBytes)}
 	}
 	return src, detailType, detail, nil
 }
@@ -88,7 +88,7 @@ type Publisher struct {
 
 // Publish puts f on the bus and returns the EventBridge event id. An entry
 // the bus refused (FailedEntryCount) is an error, retried as a failed step.
-func (p *Publisher) Publish(ctx context.Context, f steps.Forwarded) (string, error) {
+func (p *Publisher) Publish(ctx context.Context, f engine.Forwarded) (string, error) {
 	src, dt, detail, err := Build(f)
 	if err != nil {
 		return "", err

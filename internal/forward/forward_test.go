@@ -14,15 +14,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/queue"
-	"github.com/hookledger/hookledger/internal/steps"
 )
 
 var at = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-func event(detail string) steps.Forwarded {
-	return steps.Forwarded{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Key: "hl_0123456789abcdef0123456789abcdef01234567",
+func event(detail string) engine.Forwarded {
+	return engine.Forwarded{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Key: "hl_0123456789abcdef0123456789abcdef01234567",
 		Attempt: 1, ReceivedAt: at, Detail: []byte(detail)}
 }
 
@@ -48,7 +48,7 @@ func TestBuild(t *testing.T) {
 	// An entry EventBridge would refuse is a permanent error that says what
 	// to do, before any request.
 	_, _, _, err = forward.Build(event(`"` + strings.Repeat("x", forward.MaxEntryBytes) + `"`))
-	if !steps.IsPermanent(err) || !strings.Contains(err.Error(), "forward the part of the event") {
+	if !engine.IsPermanent(err) || !strings.Contains(err.Error(), "forward the part of the event") {
 		t.Errorf("oversized: %v", err)
 	}
 }
@@ -63,7 +63,7 @@ func (refusing) PutEvents(context.Context, *eventbridge.PutEventsInput, ...func(
 func TestPublishRefusedEntryIsRetried(t *testing.T) {
 	t.Parallel()
 	_, err := (&forward.Publisher{API: refusing{}, Bus: "out"}).Publish(t.Context(), event(`{}`))
-	if err == nil || steps.IsPermanent(err) || !strings.Contains(err.Error(), "ThrottlingException") {
+	if err == nil || engine.IsPermanent(err) || !strings.Contains(err.Error(), "ThrottlingException") {
 		t.Errorf("%v", err)
 	}
 }

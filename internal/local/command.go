@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
@@ -34,8 +34,8 @@ const (
 // the effects Register adds. The proof lab runs the same command with its
 // own sample effect and its AWS fault middleware (APIOptions).
 type DevCommand struct {
-	Program    string // the program's name in usage lines, e.g. "hookledger"
-	Register   func(*hookledger.Router, *hookledger.Settings) error
+	Program    string                          // the program's name in usage lines, e.g. "hookledger"
+	Register   any                             // the effects' func(*hookledger.Router, *hookledger.Settings) error
 	APIOptions []func(*middleware.Stack) error // added to every AWS client
 }
 
@@ -116,17 +116,14 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 			return 1
 		}
 	}
-	routes, settings := hookledger.NewRouter(), &hookledger.Settings{}
+	effects := engine.Effects{RouteNames: []string{}, SettingNames: []string{}}
 	if run[partProcessor] { // only the processor's effects read their settings
-		if settings, err = processor.EffectSettings(c, cfg, os.Getenv, true); err == nil {
-			err = d.Register(routes, settings)
-		}
-		if err != nil {
+		if effects, err = processor.Effects(c, cfg, os.Getenv, true, d.Register); err != nil {
 			fmt.Fprintf(stderr, "dev: %v\n", err)
 			return 2
 		}
 	}
-	p, err := New(c, cfg, routes, os.Getenv, log)
+	p, err := New(c, cfg, effects.Routes, os.Getenv, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 2
@@ -141,7 +138,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		*addr = ln.Addr().String()
 	}
 	log.Info("dev pipeline up", "parts", *only, "addr", *addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
-		"routes", routes.Routes(), "effect_settings", settings.Names())
+		"routes", effects.RouteNames, "effect_settings", effects.SettingNames)
 	if err := p.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1

@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookledger/hookledger"
+	"github.com/hookledger/hookledger/internal/engine"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -203,7 +203,7 @@ func (d *Pipeline) poll(ctx context.Context, timeout time.Duration) {
 
 // New builds the three handlers from the core configuration, with the
 // processor routing events through routes.
-func New(c config.Config, cfg aws.Config, routes *hookledger.Router, getenv func(string) string, log *slog.Logger) (*Pipeline, error) {
+func New(c config.Config, cfg aws.Config, routes engine.Routes, getenv func(string) string, log *slog.Logger) (*Pipeline, error) {
 	rcv, err := receiver.FromConfig(c, cfg, getenv, log)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"strings"
@@ -50,7 +51,7 @@ func BenchmarkProcessor(b *testing.B) {
 				_ = ev.IdempotencyKey("charge")
 				return nil
 			})
-			h := &Handler{Ledger: l, Routes: routes, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+			h := &Handler{Ledger: l, Routes: engine.MustRoutes(routes), Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 			body := testbody.JSON("evt_bench_0001", size)
 			msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_bench_0001", Type: "invoice.paid",
 				SHA256: strings.Repeat("ab", 32), Body: body, ReceivedAt: 1_780_000_000_000})

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"github.com/hookledger/hookledger/internal/engine"
 	"runtime"
 	"sync"
 	"testing"
@@ -46,7 +47,7 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 		run(ev)
 		return errors.New("downstream 503")
 	})
-	f.h.Routes = r
+	f.h.Routes = engine.MustRoutes(r)
 	receive := func(key, typ string) events.SQSMessage {
 		t.Helper()
 		id := ledger.ID{Source: "github", Tenant: "acme", Key: key}

@@ -65,7 +65,7 @@ func setupBudget(t *testing.T) (*stepFixture, *script) {
 	t.Helper()
 	f := setupSteps(t)
 	s := &script{charges: map[string]int{}}
-	f.h.Routes.HandleFunc("stripe", "scripted", s.handle)
+	f.r.HandleFunc("stripe", "scripted", s.handle)
 	return f, s
 }
 

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"github.com/hookledger/hookledger/internal/engine"
 	"sync"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func TestConcurrentExtendsNeverLeaveTheShorterEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &processor.Handler{Ledger: x, Routes: r, Lease: time.Minute, MaxAttempts: 5}
+	h := &processor.Handler{Ledger: x, Routes: engine.MustRoutes(r), Lease: time.Minute, MaxAttempts: 5}
 	if resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: body}}}); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}

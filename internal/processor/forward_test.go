@@ -8,16 +8,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/steps"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/ledger"
 )
 
 type publisher struct {
-	got []steps.Forwarded
+	got []engine.Forwarded
 	err error
 }
 
-func (p *publisher) Publish(_ context.Context, f steps.Forwarded) (string, error) {
+func (p *publisher) Publish(_ context.Context, f engine.Forwarded) (string, error) {
 	if p.err != nil {
 		return "", p.err
 	}
@@ -32,7 +32,7 @@ func (p *publisher) Publish(_ context.Context, f steps.Forwarded) (string, error
 func TestForwardThroughTheProcessor(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.Routes.Handle("stripe", "forward.me", hookledger.ForwardEvents)
+	f.r.Handle("stripe", "forward.me", hookledger.ForwardEvents)
 	run := func(key string) {
 		t.Helper()
 		if _, err := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{f.event(t, key, "forward.me")}}); err != nil {
@@ -44,10 +44,10 @@ func TestForwardThroughTheProcessor(t *testing.T) {
 	f.h.Forward = p
 	run("evt_fw_ok")
 	rec := f.status(t, "evt_fw_ok")
-	if rec.Status != ledger.Done || rec.Steps[hookledger.ForwardStep].Result != "eb-1" {
+	if rec.Status != ledger.Done || rec.Steps["forward"].Result != "eb-1" {
 		t.Fatalf("record %+v", rec)
 	}
-	if len(p.got) != 1 || p.got[0].Key != hookledger.IdempotencyKey("stripe", "acme", "evt_fw_ok", hookledger.ForwardStep) ||
+	if len(p.got) != 1 || p.got[0].Key != engine.DownstreamKey("stripe", "acme", "evt_fw_ok", "forward") ||
 		string(p.got[0].Detail) != `{"id":"evt_fw_ok"}` || p.got[0].Type != "forward.me" {
 		t.Fatalf("published %+v", p.got)
 	}

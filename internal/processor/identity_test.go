@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/hookledger/hookledger/internal/engine"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func identitySetup(t *testing.T) *identityFixture {
 			return nil
 		})
 	}
-	f.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, MaxAttempts: 3,
+	f.h = &processor.Handler{Ledger: l, Routes: engine.MustRoutes(r), Lease: time.Minute, MaxAttempts: 3,
 		Metrics: metric.New(f.emf, "test"), Log: slog.New(slog.NewJSONHandler(f.log, nil))}
 	return f
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/order"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -18,18 +18,18 @@ const (
 	orderPollMax   = 320 * time.Millisecond
 )
 
-var _ order.Guard = (*work)(nil)
+var _ engine.Guard = (*work)(nil)
 
-// Take is the guard of an InOrder route (order.Guard): it takes the
+// Take is the guard of an InOrder route (engine.Guard): it takes the
 // event's resource in the ledger for this run (ledger.TakeOrder) or says
 // the event is stale. A resource another event's run holds is looked at
 // again for up to OrderWait, then reported busy; a take that had to wait
 // counts ResourceWaited.
-func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
+func (w *work) Take(ctx context.Context, k engine.OrderKey) (engine.Place, error) {
 	if !k.OK {
 		w.log.WarnContext(ctx, "InOrder route found no position in the event (its OrderFunc returned ErrNoPosition): applied unordered")
 		w.h.Metrics.Count("Unordered")
-		return order.Place{}, nil
+		return engine.Place{}, nil
 	}
 	w.mu.Lock()
 	lease := w.lease
@@ -53,7 +53,7 @@ func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 			if waited {
 				w.h.Metrics.Count("ResourceWaited")
 			}
-			p := order.Place{Resource: k.Resource, Position: k.Position, Tie: took.Tie}
+			p := engine.Place{Resource: k.Resource, Position: k.Position, Tie: took.Tie}
 			if b := took.Before; b != nil {
 				p.Known, p.Newest, p.NewestEvent = true, b.Position, b.Holder
 				p.Forced = forced && b.Position > k.Position
@@ -64,23 +64,23 @@ func (w *work) Take(ctx context.Context, k order.Key) (order.Place, error) {
 			}
 			return p, nil
 		case errors.As(err, &oe) && errors.Is(err, ledger.ErrStale):
-			return order.Place{Resource: k.Resource, Position: k.Position, Known: true, Newest: oe.Order.Position,
+			return engine.Place{Resource: k.Resource, Position: k.Position, Known: true, Newest: oe.Order.Position,
 				NewestEvent: oe.Order.Holder, Stale: true}, nil
 		case errors.As(err, &oe) && errors.Is(err, ledger.ErrBusy):
 			left := time.Until(until)
 			if left <= 0 {
-				return order.Place{}, &order.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: err}
+				return engine.Place{}, &engine.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: err}
 			}
 			select {
 			case <-ctx.Done():
-				return order.Place{}, &order.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: ctx.Err()}
+				return engine.Place{}, &engine.BusyError{Resource: k.Resource, Holder: oe.Order.Holder, Err: ctx.Err()}
 			case <-time.After(min(pause, left)):
 			}
 			pause, waited = min(2*pause, orderPollMax), true
 		case errors.Is(err, ledger.ErrInvalid):
-			return order.Place{}, hookledger.Permanent(fmt.Errorf("InOrder: %w", err))
+			return engine.Place{}, hookledger.Permanent(fmt.Errorf("InOrder: %w", err))
 		default:
-			return order.Place{}, err
+			return engine.Place{}, err
 		}
 	}
 }

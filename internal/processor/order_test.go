@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/stripe"
 	"runtime"
 	"strings"
 	"sync"
@@ -63,14 +65,14 @@ func setupOrdered(t *testing.T) *ordered {
 		pl := ev.Order()
 		o.mu.Lock()
 		o.applied[pl.Resource] = append(o.applied[pl.Resource], pl.Position/int64(time.Second))
-		o.sawOld = append(o.sawOld, ev.Stale())
+		o.sawOld = append(o.sawOld, ev.Order().Stale)
 		o.mu.Unlock()
 		return nil
 	}
 	r := hookledger.NewRouter()
-	r.HandleFunc("stripe", subUpdated, apply, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
-	r.HandleFunc("stripe", "customer.subscription.deleted", apply, hookledger.InOrder(hookledger.StripeObject))
-	o.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, OrderWait: 300 * time.Millisecond,
+	r.HandleFunc("stripe", subUpdated, apply, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
+	r.HandleFunc("stripe", "customer.subscription.deleted", apply, hookledger.InOrder(stripe.Object))
+	o.h = &processor.Handler{Ledger: l, Routes: engine.MustRoutes(r), Lease: time.Minute, OrderWait: 300 * time.Millisecond,
 		Metrics: metric.New(o.emf, "test"), Now: c.Now,
 		Point: func(p string) {
 			o.mu.Lock()

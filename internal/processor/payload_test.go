@@ -3,6 +3,7 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"github.com/hookledger/hookledger/internal/engine"
 	"testing"
 	"time"
 
@@ -99,7 +100,7 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 		seen = ev.Body
 		return nil
 	})
-	f.h.Routes = r
+	f.h.Routes = engine.MustRoutes(r)
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_in_store"}
 	body := []byte(`{"id":"evt_in_store","big":true}`)
 	ref := st.Key(id, "x")

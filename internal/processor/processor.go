@@ -16,14 +16,12 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
-	"github.com/hookledger/hookledger/internal/order"
 	"github.com/hookledger/hookledger/internal/queue"
-	"github.com/hookledger/hookledger/internal/steps"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -49,7 +47,7 @@ type objects interface {
 
 // publisher puts forwarded events on the forward bus (Event.Forward).
 type publisher interface {
-	Publish(ctx context.Context, f steps.Forwarded) (string, error)
+	Publish(ctx context.Context, f engine.Forwarded) (string, error)
 }
 
 var (
@@ -62,7 +60,7 @@ var (
 const (
 	DefaultLease       = 60 * time.Second
 	DefaultLeaseMargin = 5 * time.Second
-	DefaultMaxAttempts = steps.DefaultMaxAttempts
+	DefaultMaxAttempts = engine.DefaultMaxAttempts
 	// DefaultOrderWait is how long a run of an InOrder route waits, in
 	// process, for another event's run that holds the same resource,
 	// before it hands its event back to be retried later: runs are short,
@@ -79,7 +77,7 @@ const (
 // Handler is the processor. Its fields are its dependencies.
 type Handler struct {
 	Ledger leases
-	Routes *hookledger.Router
+	Routes engine.Routes
 	// Lease is used when the context has no deadline (hookledger dev);
 	// in Lambda the lease is the invocation's remaining time plus
 	// LeaseMargin. Keep both below the queue's visibility timeout.
@@ -435,36 +433,27 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 		return h.unrouted(ctx, lease, m, typ)
 	}
 	w := &work{h: h, lease: lease, log: log}
-	run := steps.New(steps.Config{
+	run := engine.New(engine.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
-		Key: func(name string) string { return hookledger.IdempotencyKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
-		Extend: w.extend, Forward: h.forwarder(),
+		Key: func(name string) string { return engine.DownstreamKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
+		Extend: w.extend, Forward: h.forwarder(), Guard: w,
 	})
-	ev := hookledger.NewEvent(hookledger.Event{
+	herr := safeRun(ctx, handler, engine.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: typ, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: receivedAt(m, lease.Record),
-	}, order.Engine{Engine: run, Guard: w})
-	herr := safeRun(ctx, handler, ev)
+	}, run)
+	j := run.Judge(herr, lease.Record.Failures, h.MaxAttempts, lease.Record.Attempts)
 	changes := ledgerChanges(run.Pending())
-	var stale *order.StaleError
-	var busy *order.BusyError
-	switch {
-	case run.LeaseLost():
-		// Another worker owns the event now; it finishes it. Write nothing.
-		if !errors.Is(herr, hookledger.ErrLeaseLost) {
-			herr = fmt.Errorf("%w (the handler returned: %v)", hookledger.ErrLeaseLost, herr)
-		}
-		return LeaseLost, herr
-	case run.Indeterminate() != nil:
-		ind := run.Indeterminate()
-		if err := h.bury(ctx, m, w.lease, ind.Error(), changes...); err != nil {
-			return h.completeFailed(err)
-		}
-		return Indeterminate, ind
-	case errors.As(herr, &busy) && len(changes) == 0:
-		// The handler did not run: give the event back for a later try.
+	switch j.Verdict {
+	case engine.Abandon:
+		return LeaseLost, j.Err // another worker owns the event now and finishes it
+	case engine.GiveBack:
+		var busy *engine.BusyError
+		errors.As(herr, &busy)
 		return h.yield(ctx, m, w.lease, busy)
-	case errors.As(herr, &stale) && len(changes) == 0:
+	case engine.Skip:
+		var stale *engine.StaleError
+		errors.As(herr, &stale)
 		out := Stale
 		if stale.EarlierRun = w.lease.Record.EarlierRun(); stale.EarlierRun != "" {
 			out = StaleAfterRun
@@ -473,21 +462,29 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int) (O
 			return h.completeFailed(err)
 		}
 		return out, stale
-	case herr == nil:
+	case engine.Complete:
 		h.point(inject.ProcessorAfterEffect)
 		if _, err := h.Ledger.Complete(ctx, w.lease, changes...); err != nil {
 			return h.completeFailed(err)
 		}
 		h.point(inject.ProcessorAfterDone)
 		return Processed, nil
-	case hookledger.IsPermanent(herr):
-		if err := h.bury(ctx, m, w.lease, herr.Error(), changes...); err != nil {
+	case engine.Bury:
+		if err := h.bury(ctx, m, w.lease, j.Cause, changes...); err != nil {
 			return h.completeFailed(err)
 		}
-		return Buried, herr
-	default:
-		return h.retry(ctx, m, w.lease, herr, changes...)
+		if j.Indeterminate {
+			return Indeterminate, j.Err
+		}
+		return Buried, j.Err
 	}
+	// The message stays on the queue for SQS to redeliver; keep the body
+	// too, for the reclaimer's re-drive once the message is gone.
+	h.keep(ctx, m, log, "handler failed")
+	if _, err := h.Ledger.Fail(ctx, w.lease, j.Cause, backoff(lease.Record.Failures+1), changes...); err != nil {
+		return h.completeFailed(err)
+	}
+	return Retry, herr
 }
 
 // receivedAt is when the receiver accepted the event: the message says,
@@ -516,7 +513,7 @@ func (h *Handler) unrouted(ctx context.Context, lease ledger.Lease, m queue.Mess
 }
 
 // forwarder is the steps' Forward hook: nil without a forward bus.
-func (h *Handler) forwarder() func(ctx context.Context, f steps.Forwarded) (string, error) {
+func (h *Handler) forwarder() func(ctx context.Context, f engine.Forwarded) (string, error) {
 	if h.Forward == nil {
 		return nil
 	}
@@ -544,13 +541,13 @@ type work struct {
 	extending sync.Mutex
 }
 
-func (w *work) Save(ctx context.Context, changes []steps.Change) error {
+func (w *work) Save(ctx context.Context, changes []engine.Change) error {
 	w.mu.Lock()
 	lease := w.lease
 	w.mu.Unlock()
 	rec, err := w.h.Ledger.SaveSteps(ctx, lease, ledgerChanges(changes)...)
 	if errors.Is(err, ledger.ErrLeaseLost) {
-		return fmt.Errorf("%w: %w", hookledger.ErrLeaseLost, err)
+		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
 	}
 	if err != nil {
 		return err
@@ -566,7 +563,7 @@ func (w *work) Save(ctx context.Context, changes []steps.Change) error {
 	return nil
 }
 
-func (w *work) LeaseLost(err error) bool { return errors.Is(err, hookledger.ErrLeaseLost) }
+func (w *work) LeaseLost(err error) bool { return errors.Is(err, engine.ErrLeaseLost) }
 
 func (w *work) extend(ctx context.Context, d time.Duration) error {
 	w.extending.Lock()
@@ -576,7 +573,7 @@ func (w *work) extend(ctx context.Context, d time.Duration) error {
 	w.mu.Unlock()
 	nl, err := w.h.Ledger.Extend(ctx, lease, d)
 	if errors.Is(err, ledger.ErrLeaseLost) {
-		return fmt.Errorf("%w: %w", hookledger.ErrLeaseLost, err)
+		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, err)
 	}
 	if err != nil {
 		return err
@@ -587,15 +584,15 @@ func (w *work) extend(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func recorded(in map[string]ledger.Step) map[string]steps.State {
-	out := make(map[string]steps.State, len(in))
+func recorded(in map[string]ledger.Step) map[string]engine.State {
+	out := make(map[string]engine.State, len(in))
 	for k, v := range in {
-		out[k] = steps.State{Status: steps.Status(v.Status), Result: v.Result}
+		out[k] = engine.State{Status: engine.Status(v.Status), Result: v.Result}
 	}
 	return out
 }
 
-func ledgerChanges(in []steps.Change) []ledger.StepChange {
+func ledgerChanges(in []engine.Change) []ledger.StepChange {
 	out := make([]ledger.StepChange, len(in))
 	for i, c := range in {
 		out[i] = ledger.StepChange{Name: c.Name, Status: ledger.StepStatus(c.Status), Result: c.Result}
@@ -604,53 +601,20 @@ func ledgerChanges(in []steps.Change) []ledger.StepChange {
 }
 
 // safeRun runs the user's handler, turning a panic into an error.
-func safeRun(ctx context.Context, h hookledger.Handler, ev *hookledger.Event) (err error) {
+func safeRun(ctx context.Context, h engine.Handler, ev engine.Event, run *engine.Run) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("handler panic: %v", p)
 		}
 	}()
-	return h.HandleEvent(ctx, ev)
-}
-
-// retry records a retryable failure of the handler, or buries the event
-// when this failure is its MaxAttempts-th. Only the handler's own failures
-// count: the record's failures, not its attempts, which runs that were
-// interrupted (crashes, timeouts, lost leases, AWS errors) raise too. A
-// check that kept failing makes the burial indeterminate.
-func (h *Handler) retry(ctx context.Context, m queue.Message, lease ledger.Lease, cause error, changes ...ledger.StepChange) (Outcome, error) {
-	max := h.MaxAttempts
-	if max <= 0 {
-		max = DefaultMaxAttempts
-	}
-	failures := lease.Record.Failures + 1 // this one included
-	if failures >= max {
-		msg := fmt.Sprintf("attempts exhausted: the handler failed %d times (at most %d; %d runs in all): %v", failures, max, lease.Record.Attempts, cause)
-		out := Buried
-		var ce *steps.CheckError
-		if errors.As(cause, &ce) {
-			msg = (&steps.IndeterminateError{Step: ce.Step, Err: fmt.Errorf("its check failed %d times: %w", failures, ce.Err)}).Error()
-			out = Indeterminate
-		}
-		if err := h.bury(ctx, m, lease, msg, changes...); err != nil {
-			return h.completeFailed(err)
-		}
-		return out, cause
-	}
-	// The message stays on the queue for SQS to redeliver; keep the body
-	// too, for the reclaimer's re-drive once the message is gone.
-	h.keep(ctx, m, h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key), "handler failed")
-	if _, err := h.Ledger.Fail(ctx, lease, cause.Error(), backoff(failures), changes...); err != nil {
-		return h.completeFailed(err)
-	}
-	return Retry, cause
+	return h.Run(ctx, ev, run)
 }
 
 // yield gives the event back when its resource stayed busy: the run counts
 // as interrupted (the handler never ran, and MaxAttempts is not spent), and
 // the message goes back to the queue, whose next delivery finds the record
 // failed and free to claim.
-func (h *Handler) yield(ctx context.Context, m queue.Message, lease ledger.Lease, busy *order.BusyError) (Outcome, error) {
+func (h *Handler) yield(ctx context.Context, m queue.Message, lease ledger.Lease, busy *engine.BusyError) (Outcome, error) {
 	if out, err := h.release(ctx, m, lease, busy); out != Retry {
 		return out, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/hookledger/hookledger/internal/engine"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +28,9 @@ import (
 type fixture struct {
 	l      *ledger.Ledger
 	h      *processor.Handler
-	calls  sync.Map          // event key -> *atomic.Int32
-	leases chan [2]time.Time // the slow handler's lease before and after extending
+	r      *hookledger.Router // the processor's routes: tests may add more
+	calls  sync.Map           // event key -> *atomic.Int32
+	leases chan [2]time.Time  // the slow handler's lease before and after extending
 	meter  *awstest.Meter
 }
 
@@ -66,7 +68,8 @@ func setup(t *testing.T) *fixture {
 		f.leases <- [2]time.Time{before.LeaseUntil, after.LeaseUntil}
 		return nil
 	})
-	f.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, MaxAttempts: 3}
+	f.r = r
+	f.h = &processor.Handler{Ledger: l, Routes: engine.MustRoutes(r), Lease: time.Minute, MaxAttempts: 3}
 	return f
 }
 
@@ -253,7 +256,7 @@ func TestExtendLeaseNeverShortensTheLease(t *testing.T) {
 		leases <- [2]time.Time{before.LeaseUntil, after.LeaseUntil}
 		return nil
 	})
-	f.h.Routes = r
+	f.h.Routes = engine.MustRoutes(r)
 	msg := f.event(t, "evt_long", "long")
 	ctx, cancel := context.WithTimeout(t.Context(), 14*time.Minute)
 	defer cancel()
@@ -272,7 +275,7 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	var got []byte
 	r := hookledger.NewRouter()
 	r.HandleFunc("*", "*", func(ctx context.Context, ev *hookledger.Event) error { got = ev.Body; return nil })
-	f.h.Routes = r
+	f.h.Routes = engine.MustRoutes(r)
 	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
 	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
 	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`), "x")
@@ -294,7 +297,7 @@ func TestDownstreamKeysKeepTheirDerivation(t *testing.T) {
 	} {
 		sum := sha256.Sum256([]byte(id.PK() + "\x00charge"))
 		want := "hl_" + hex.EncodeToString(sum[:])[:40]
-		if got := hookledger.IdempotencyKey(id.Source, id.Tenant, id.Key, "charge"); got != want {
+		if got := engine.DownstreamKey(id.Source, id.Tenant, id.Key, "charge"); got != want {
 			t.Errorf("%s: key %s, want %s", id, got, want)
 		}
 	}
@@ -316,7 +319,7 @@ func TestProcessedEventCostsTwoWritesNoReads(t *testing.T) {
 
 func TestNoFailuresIsAnEmptyList(t *testing.T) {
 	t.Parallel()
-	h := &processor.Handler{Routes: hookledger.NewRouter()}
+	h := &processor.Handler{Routes: engine.MustRoutes(hookledger.NewRouter())}
 	resp, err := h.Handle(t.Context(), events.SQSEvent{})
 	if err != nil {
 		t.Fatal(err)

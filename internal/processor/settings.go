@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/source"
 )
@@ -31,20 +31,21 @@ const (
 // settingReadTimeout bounds the read of one secret reference at cold start.
 const settingReadTimeout = 10 * time.Second
 
-// EffectSettings builds the settings effect.Register reads. With
+// Effects runs register (the effects' func(*hookledger.Router,
+// *hookledger.Settings) error) with the settings it reads. With
 // HOOKLEDGER_EFFECT_SETTINGS set, they are its members; without it, in a
 // local run (local), each setting is the environment variable of its name.
 // A value written as an ssm: or secretsmanager: reference is read from
 // there when the effect asks for it (at cold start); deployed, such a
 // reference must lie within the secrets the role is granted
 // (HOOKLEDGER_SECRET_GRANTS), as the receiver's are.
-func EffectSettings(c config.Config, cfg aws.Config, getenv func(string) string, local bool) (*hookledger.Settings, error) {
+func Effects(c config.Config, cfg aws.Config, getenv func(string) string, local bool, register any) (engine.Effects, error) {
 	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	var grants *source.Grants
 	if c.SecretGrants != "" {
 		g, err := source.ParseGrants(c.SecretGrants)
 		if err != nil {
-			return nil, err
+			return engine.Effects{}, err
 		}
 		grants = &g
 	}
@@ -58,10 +59,10 @@ func EffectSettings(c config.Config, cfg aws.Config, getenv func(string) string,
 	case strings.TrimSpace(raw) != "":
 		doc, err := readDocument(raw, secrets, grants)
 		if err != nil {
-			return nil, err
+			return engine.Effects{}, err
 		}
 		if values, err = parseSettings(doc); err != nil {
-			return nil, err
+			return engine.Effects{}, err
 		}
 	case !local:
 		values = map[string]string{} // deployed with no settings: every read is missing
@@ -90,7 +91,7 @@ func EffectSettings(c config.Config, cfg aws.Config, getenv func(string) string,
 		defer cancel()
 		return secrets.Value(ctx, ref)
 	}
-	return hookledger.NewSettings(lookup, where), nil
+	return engine.EffectsOf(register, lookup, where)
 }
 
 // readDocument returns the settings JSON, read from the store when raw is a

@@ -1,6 +1,7 @@
 package processor_test
 
 import (
+	"github.com/hookledger/hookledger"
 	"strings"
 	"testing"
 
@@ -42,17 +43,16 @@ func TestEffectSettingsFromStoresNeverQuoteAValue(t *testing.T) {
 	}
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-	s, err := processor.EffectSettings(config.Config{}, cfg, env(map[string]string{processor.EffectSettingsEnv: "ssm:" + base + "/settings"}), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.String("CLIENT"); got != jsonDoc {
-		t.Errorf("CLIENT (a JSON secret asked for as a string) = %q, want the document", got)
-	}
-	s.URL("PAYMENTS_URL")
-	s.URL("DOC_URL")
-	s.URL("CLIENT")
-	err = s.Err()
+	_, err := processor.Effects(config.Config{}, cfg, env(map[string]string{processor.EffectSettingsEnv: "ssm:" + base + "/settings"}), false,
+		func(_ *hookledger.Router, s *hookledger.Settings) error {
+			if got := s.String("CLIENT"); got != jsonDoc {
+				t.Errorf("CLIENT (a JSON secret asked for as a string) = %q, want the document", got)
+			}
+			s.URL("PAYMENTS_URL")
+			s.URL("DOC_URL")
+			s.URL("CLIENT")
+			return s.Err()
+		})
 	for _, want := range []string{"PAYMENTS_URL ends with a newline", "DOC_URL ends with a newline", "CLIENT is not a URL"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err() = %v, want %q", err, want)
@@ -62,7 +62,8 @@ func TestEffectSettingsFromStoresNeverQuoteAValue(t *testing.T) {
 		t.Errorf("Err() quotes a value: %v", err)
 	}
 	// A settings document that does not parse names the problem only.
-	_, err = processor.EffectSettings(config.Config{}, cfg, env(map[string]string{processor.EffectSettingsEnv: "ssm:" + base + "/broken"}), false)
+	_, err = processor.Effects(config.Config{}, cfg, env(map[string]string{processor.EffectSettingsEnv: "ssm:" + base + "/broken"}), false,
+		func(*hookledger.Router, *hookledger.Settings) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "appears twice") || strings.Contains(err.Error(), secretLike) {
 		t.Errorf("a broken settings document: %v, want the problem without the value", err)
 	}

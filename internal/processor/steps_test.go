@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -57,6 +58,7 @@ func (d *downstream) check(name string) hookledger.CheckFunc {
 type stepFixture struct {
 	l     *ledger.Ledger
 	h     *processor.Handler
+	r     *hookledger.Router // the processor's routes: tests may add more
 	clock *fakeclock.Clock
 	down  *downstream
 	meter *awstest.Meter
@@ -126,7 +128,8 @@ func setupSteps(t *testing.T) *stepFixture {
 		_, err := ev.Step(ctx, "b", step("b"), hookledger.AtMostOnce(), hookledger.Check(d.check("b")))
 		return err
 	})
-	f.h = &processor.Handler{Ledger: l, Routes: r, Lease: time.Minute, MaxAttempts: 5, Now: c.Now,
+	f.r = r
+	f.h = &processor.Handler{Ledger: l, Routes: engine.MustRoutes(r), Lease: time.Minute, MaxAttempts: 5, Now: c.Now,
 		Point: func(p string) {
 			f.mu.Lock()
 			hit := p == f.crash
@@ -172,7 +175,7 @@ func (f *stepFixture) record(t *testing.T, key string) ledger.Record {
 	return rec
 }
 
-func key(k, step string) string { return hookledger.IdempotencyKey("stripe", "acme", k, step) }
+func key(k, step string) string { return engine.DownstreamKey("stripe", "acme", k, step) }
 
 // TestCrashAtEveryStepPointResumes kills the run at each crash point of a
 // three-step handler (inside and between steps) and lets the retry, after
@@ -348,7 +351,7 @@ func TestTimedOutStepWaitsForItsLease(t *testing.T) {
 	d := f.down
 	var mu sync.Mutex
 	calls := 0
-	f.h.Routes.HandleFunc("stripe", "notify", func(ctx context.Context, ev *hookledger.Event) error {
+	f.r.HandleFunc("stripe", "notify", func(ctx context.Context, ev *hookledger.Event) error {
 		_, err := ev.Step(ctx, "n", func(ctx context.Context, key string) (string, error) {
 			mu.Lock()
 			calls++
@@ -425,7 +428,7 @@ func TestExtendLeaseLostStopsTheHandler(t *testing.T) {
 		_, err := ev.Step(ctx, "a", func(ctx context.Context, key string) (string, error) { return f.down.do("a", key), nil })
 		return err
 	})
-	f.h.Routes = r
+	f.h.Routes = engine.MustRoutes(r)
 	k := "evt_extend_lost"
 	if f.deliver(t, f.message(t, k, "stall")) {
 		t.Error("the message was acknowledged by a worker that lost its lease")

@@ -6,16 +6,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/ledger"
 )
 
 // FromConfig builds the processor from the core configuration and the
 // routes the function's main registered.
-func FromConfig(c config.Config, cfg aws.Config, routes *hookledger.Router, log *slog.Logger) (*Handler, error) {
+func FromConfig(c config.Config, cfg aws.Config, routes engine.Routes, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateProcessor(); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package receiver_test
 import (
 	"bytes"
 	"context"
+	"github.com/hookledger/hookledger/internal/engine"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestDuplicateWithAnotherTypeIsRequeuedAsTheRecord(t *testing.T) {
 	for _, typ := range []string{"push", "release"} {
 		r.HandleFunc("github", typ, func(ctx context.Context, ev *hookledger.Event) error { ran = append(ran, ev.Type); return nil })
 	}
-	p := &processor.Handler{Ledger: f.l, Routes: r}
+	p := &processor.Handler{Ledger: f.l, Routes: engine.MustRoutes(r)}
 	if resp, _ := p.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: msgs[0]}}}); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("processor failed the re-enqueued message: %v", resp.BatchItemFailures)
 	}

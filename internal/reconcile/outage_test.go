@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"log/slog"
 	"net"
 	"net/http/httptest"
@@ -82,7 +83,7 @@ func setupOutage(t *testing.T) *outage {
 	routes := hookledger.NewRouter()
 	routes.HandleFunc("stripe", hookledger.Any, runs.handle)
 	routes.HandleFunc("github", hookledger.Any, runs.handle)
-	pipe, err := local.New(c, cfg, routes, func(string) string { return "" }, log)
+	pipe, err := local.New(c, cfg, engine.MustRoutes(routes), func(string) string { return "" }, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"net"
 	"net/http"
 	"os"
@@ -22,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/lab/effect"
@@ -243,7 +243,7 @@ func TestEventBridgeForwardedEventsReachTheBusOnce(t *testing.T) {
 			}
 			got[h.EventID]++
 			if f.Source != "hookledger.stripe" || f.DetailType != "customer.updated" || h.Tenant != "acme" ||
-				h.Key != hookledger.IdempotencyKey("stripe", "acme", h.EventID, hookledger.ForwardStep) || !strings.Contains(string(f.Detail.Event), h.EventID) {
+				h.Key != engine.DownstreamKey("stripe", "acme", h.EventID, "forward") || !strings.Contains(string(f.Detail.Event), h.EventID) {
 				t.Errorf("forwarded %s", aws.ToString(m.Body))
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/stripe"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -48,7 +50,7 @@ const (
 // order, so that their updates meet in flight) and with duplicates, and processes
 // them with concurrent pollers through the real processor, against the
 // emulator. The route keeps its events in order per subscription
-// (InOrder(StripeObject), SkipStale). It proves, from an oracle the
+// (InOrder(stripe.Object), SkipStale). It proves, from an oracle the
 // handler writes to:
 //
 //   - for every subscription, the last state applied is its newest;
@@ -80,9 +82,9 @@ func TestUpdatesApplyInOrder(t *testing.T) {
 	oracle := NewOracle()
 	routes := hookledger.NewRouter()
 	routes.HandleFunc("stripe", "customer.subscription.updated", oracle.Handler(failShare, 20*time.Millisecond),
-		hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+		hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	var logs bytes.Buffer
-	d, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	d, err := local.New(c, cfg, engine.MustRoutes(routes), func(string) string { return "" }, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

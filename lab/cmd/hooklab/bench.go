@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"net"
 	"net/http"
@@ -359,7 +360,7 @@ func buildHandlers(env *benchEnv, cfg aws.Config) (*handlers, error) {
 	// event's success costs, not the warning an unrouted event gets.
 	routes := hookledger.NewRouter()
 	routes.HandleFunc(hookledger.Any, hookledger.Any, func(context.Context, *hookledger.Event) error { return nil })
-	proc, err := processor.FromConfig(env.conf, cfg, routes, log)
+	proc, err := processor.FromConfig(env.conf, cfg, engine.MustRoutes(routes), log)
 	if err != nil {
 		return nil, err
 	}
@@ -1159,7 +1160,7 @@ func (b *benchRun) throughput(ctx context.Context) error {
 	logs := &logCounter{}
 	routes := hookledger.NewRouter() // a routed effect that does nothing
 	routes.HandleFunc(hookledger.Any, hookledger.Any, func(context.Context, *hookledger.Event) error { return nil })
-	d, err := local.New(env.conf, cfg, routes, func(string) string { return "" }, env.conf.Logger(logs))
+	d, err := local.New(env.conf, cfg, engine.MustRoutes(routes), func(string) string { return "" }, env.conf.Logger(logs))
 	if err != nil {
 		return err
 	}

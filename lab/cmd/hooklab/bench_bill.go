@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"regexp"
 	"sort"
@@ -134,7 +135,7 @@ func newBillHandlers(conf config.Config, cfg aws.Config, routes *hookledger.Rout
 		routes = hookledger.NewRouter()
 		routes.HandleFunc(hookledger.Any, hookledger.Any, func(context.Context, *hookledger.Event) error { return nil })
 	}
-	proc, err := processor.FromConfig(conf, cfg, routes, log)
+	proc, err := processor.FromConfig(conf, cfg, engine.MustRoutes(routes), log)
 	if err != nil {
 		return nil, err
 	}
@@ -504,11 +505,11 @@ func (b *benchRun) measureSteps(ctx context.Context, env *benchEnv, counted, tim
 		body, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: typ, SHA256: "x", Body: []byte(`{}`)})
 		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + id.Key, Body: body}}}, err
 	}
-	pc, err := processor.FromConfig(env.conf, counted, routes, discardLog())
+	pc, err := processor.FromConfig(env.conf, counted, engine.MustRoutes(routes), discardLog())
 	if err != nil {
 		return err
 	}
-	pt, err := processor.FromConfig(env.conf, timed, routes, discardLog())
+	pt, err := processor.FromConfig(env.conf, timed, engine.MustRoutes(routes), discardLog())
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"math"
 	"sort"
 	"time"
@@ -69,7 +70,7 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 		}
 		return ev.Forward(ctx, nil)
 	})
-	proc := &processor.Handler{Ledger: l, Routes: routes, Log: discardLog(), Forward: &forward.Publisher{API: eb, Bus: busName}}
+	proc := &processor.Handler{Ledger: l, Routes: engine.MustRoutes(routes), Log: discardLog(), Forward: &forward.Publisher{API: eb, Bus: busName}}
 	type row struct {
 		ms             []float64
 		calls          map[string]int

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/stripe"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
@@ -33,8 +35,8 @@ func (b *benchRun) order(ctx context.Context) error {
 	noop := func(context.Context, *hookledger.Event) error { return nil }
 	routes := hookledger.NewRouter()
 	routes.HandleFunc("stripe", "unordered", noop)
-	routes.HandleFunc("stripe", "ordered", noop, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
-	proc := &processor.Handler{Ledger: l, Routes: routes, Log: discardLog()}
+	routes.HandleFunc("stripe", "ordered", noop, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
+	proc := &processor.Handler{Ledger: l, Routes: engine.MustRoutes(routes), Log: discardLog()}
 	cases := []struct {
 		label, typ string
 		created    int64

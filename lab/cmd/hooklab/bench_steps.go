@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 
@@ -73,7 +74,7 @@ func (b *benchRun) steps(ctx context.Context) error {
 	for _, h := range handlers {
 		routes.Handle("stripe", h.typ, h.h)
 	}
-	proc := &processor.Handler{Ledger: l, Routes: routes, Log: discardLog()}
+	proc := &processor.Handler{Ledger: l, Routes: engine.MustRoutes(routes), Log: discardLog()}
 	t := &bench.MD{Title: "Steps: processor writes per event (measured against the emulator; claim and complete included)",
 		Header: []string{"handler", "UpdateItem", "other calls", "WCU table", "WCU index", "record B (largest)"}}
 	for i, h := range handlers {

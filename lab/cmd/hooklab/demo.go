@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -21,7 +22,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/inject"
 
 	"github.com/hookledger/hookledger/internal/cli"
@@ -471,7 +471,7 @@ func (d *demo) fillReport(ctx context.Context) error {
 		// A charge request after the ledger recorded the charge step done
 		// would mean the step record was ignored.
 		if st, ok := rec.Steps["charge"]; ok && st.Status == ledger.StepDone {
-			for _, at := range d.stub.ChargeRequestTimes(hookledger.IdempotencyKey(rec.Source, rec.Tenant, rec.Key, "charge")) {
+			for _, at := range d.stub.ChargeRequestTimes(engine.DownstreamKey(rec.Source, rec.Tenant, rec.Key, "charge")) {
 				// The ledger stores times in milliseconds, and the write that
 				// records the step follows its request within the same one.
 				if at.UnixMilli() > st.At.UnixMilli() {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"net"
@@ -164,7 +165,7 @@ func (o *outage) run(ctx context.Context, keep bool) error {
 		return err
 	}
 	defer logFile.Close()
-	pipe, err := local.New(c, cfg, routes, func(string) string { return "" }, slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	pipe, err := local.New(c, cfg, engine.MustRoutes(routes), func(string) string { return "" }, slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}

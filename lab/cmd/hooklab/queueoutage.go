@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"os"
@@ -132,7 +133,7 @@ func (q queueOutage) run(ctx context.Context, cfg aws.Config) (outageResult, err
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	rig := &outageRig{clock: clock, l: l, sq: sq, snd: &queue.BatchSender{API: sq, URL: url}}
 	rig.rec = &reclaimer.Handler{Ledger: l, Lock: l, Queue: rig.snd, Now: clock.Now, Log: quiet}
-	proc := &processor.Handler{Ledger: l, Routes: hookledger.NewRouter(), Now: clock.Now, Log: quiet}
+	proc := &processor.Handler{Ledger: l, Routes: engine.MustRoutes(hookledger.NewRouter()), Now: clock.Now, Log: quiet}
 
 	res := outageResult{length: q.length}
 	if err := q.lose(ctx, rig, &res); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"math"
@@ -253,7 +254,7 @@ func (b *benchRun) recovery(ctx context.Context) error {
 	}
 	cont := &benchContinuer{}
 	h.Continue = cont
-	proc, err := processor.FromConfig(env.conf, env.raw, hookledger.NewRouter(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	proc, err := processor.FromConfig(env.conf, env.raw, engine.MustRoutes(hookledger.NewRouter()), slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}

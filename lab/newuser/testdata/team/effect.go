@@ -4,6 +4,7 @@
 package effect
 
 import (
+	"github.com/hookledger/hookledger/stripe"
 	"net/http"
 	"time"
 
@@ -17,7 +18,7 @@ func Register(r *hookledger.Router, s *hookledger.Settings) error {
 	r.Handle("shopify", "orders/create", &Orders{Shop: s.URL("SHOP_URL"), Mailer: s.URL("MAILER_URL"), Client: client})
 	sync := &subscription.Sync{Billing: s.URL("BILLING_URL"), Client: client}
 	for _, typ := range []string{"customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted"} {
-		r.Handle("stripe", typ, sync, hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+		r.Handle("stripe", typ, sync, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	}
 	return s.Err()
 }

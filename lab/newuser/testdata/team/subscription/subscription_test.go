@@ -10,6 +10,7 @@ import (
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/effect/subscription"
 	"github.com/hookledger/hookledger/hookledgertest"
+	"github.com/hookledger/hookledger/stripe"
 )
 
 func TestOlderStateIsSkipped(t *testing.T) {
@@ -23,7 +24,7 @@ func TestOlderStateIsSkipped(t *testing.T) {
 	defer srv.Close()
 	r := hookledger.NewRouter()
 	r.Handle("stripe", "customer.subscription.updated", &subscription.Sync{Billing: srv.URL, Client: srv.Client()},
-		hookledger.InOrder(hookledger.StripeObject), hookledger.SkipStale())
+		hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	tr := hookledgertest.New(r.Lookup("stripe", "customer.subscription.updated"))
 	ev := func(id string, created int) hookledger.Event {
 		return hookledger.Event{Source: "stripe", Tenant: "acme", ID: id, Type: "customer.subscription.updated",

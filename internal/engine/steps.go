@@ -1,9 +1,11 @@
-// Package steps runs the named steps of one event's handler against durable
-// state: the engine behind hookledger's Event.Step, shared by the processor
-// (state in the DynamoDB ledger) and hookledgertest (state in memory), so
-// that both keep exactly the same rules.
+// Package engine runs one attempt of an event's handler: its named steps
+// against durable state, its InOrder route's question, and the verdict at
+// its end (Judge). The processor (state in the DynamoDB ledger) and
+// hookledgertest (state in memory) both run it, so they keep exactly the
+// same rules. It never imports package hookledger: that package adapts its
+// Handler to the engine's at init (Install).
 //
-// The rules:
+// The step rules:
 //
 //   - A step recorded done never runs again: Step returns its recorded
 //     result.
@@ -28,10 +30,12 @@
 //     most MaxTotalBytes per event. A step whose name does not fit is
 //     refused before it runs (before any effect); a result that does not
 //     fit, or is not valid UTF-8, fails the event after the effect ran.
-package steps
+package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -209,6 +213,8 @@ type Config struct {
 	// (the processor's EventBridge publisher, hookledgertest's record). Nil:
 	// no bus to forward to, and Forward fails permanently saying so.
 	Forward func(ctx context.Context, f Forwarded) (string, error)
+	// Guard answers an InOrder route (nil: the route fails, ErrNoGuard).
+	Guard Guard
 }
 
 // Forwarded is an event on its way to the forward bus (Event.Forward): the
@@ -224,18 +230,31 @@ type Forwarded struct {
 // ErrNoForwardBus is Forward without a bus to forward to.
 var ErrNoForwardBus = errors.New("hookledger: Forward: no bus to forward to; deploy with the template parameter ForwardEventBus set to the bus's name, then replay the event")
 
-// Engine is what an event's methods run against: the steps of one attempt
-// and its lease. *Run is the one implementation; package hookledger's Event
-// holds it behind this interface, set when the processor or hookledgertest
-// hands the event to a handler (hookledger.NewEvent).
-type Engine interface {
-	Step(ctx context.Context, spec Spec, fn Func) (string, error)
-	Result(name string) (string, bool)
-	ExtendLease(ctx context.Context, d time.Duration) error
-	Forward(ctx context.Context, f Forwarded) (string, error)
+// Take answers an InOrder route's question (see Guard) and keeps the
+// answer for Place.
+func (r *Run) Take(ctx context.Context, k OrderKey) (Place, error) {
+	if r == nil || r.cfg.Guard == nil {
+		return Place{}, ErrNoGuard
+	}
+	p, err := r.cfg.Guard.Take(ctx, k)
+	if err == nil {
+		r.mu.Lock()
+		r.place = p
+		r.mu.Unlock()
+	}
+	return p, err
 }
 
-var _ Engine = (*Run)(nil)
+// Place is where an InOrder route's Take placed the event (the zero Place
+// when the route is not ordered).
+func (r *Run) Place() Place {
+	if r == nil {
+		return Place{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.place
+}
 
 // Forward publishes f (see Config.Forward); Event.Forward runs it inside
 // its step.
@@ -263,6 +282,7 @@ type Run struct {
 	indet    *IndeterminateError
 	lastChk  *CheckError
 	runs     map[string]int
+	place    Place
 }
 
 // New starts a run.
@@ -600,4 +620,16 @@ func (r *Run) ExtendLease(ctx context.Context, d time.Duration) error {
 		r.LoseLease(err)
 	}
 	return err
+}
+
+// DownstreamKey is the downstream idempotency key of the step called step
+// of the event (source, tenant, id): "hl_" and 40 hex digits of a SHA-256
+// over the event's ledger key and the step's name. It never changes: keys
+// of events already processed must stay the same.
+func DownstreamKey(source, tenant, id, step string) string {
+	h := sha256.New()
+	h.Write([]byte(name.EventKey(source, tenant, id)))
+	h.Write([]byte{0})
+	h.Write([]byte(step))
+	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]
 }

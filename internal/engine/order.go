@@ -1,28 +1,20 @@
-// Package order carries an InOrder route's question from package
-// hookledger to whoever runs the handler, and the answer back: the route
-// asks (Key) before its handler runs, the runner (the processor against
-// the ledger, hookledgertest in memory) answers with the event's Place, or
-// with a StaleError or BusyError that stops the run before the handler.
-// Neither side imports the other.
-package order
+package engine
+
+// An InOrder route asks about its event (OrderKey) before its handler
+// runs; the runner (the processor against the ledger, hookledgertest in
+// memory) answers with the event's Place, or with a StaleError or
+// BusyError that stops the run before the handler.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/hookledger/hookledger/internal/steps"
 )
 
-// MaxResource bounds a resource name, in bytes (the ledger keeps one item
-// per resource, keyed by it).
-const MaxResource = 512
-
-// Key is what an InOrder route asks about its event: the resource it is
-// about and its position there. OK is false when the route's OrderFunc
-// found none.
-type Key struct {
+// OrderKey is what an InOrder route asks about its event: the resource it
+// is about and its position there. OK is false when the route found none.
+type OrderKey struct {
 	Resource string
 	Position int64
 	OK       bool
@@ -73,14 +65,7 @@ type Guard interface {
 	// resource for this run: no other event of the resource passes until
 	// this run is over. It returns a *BusyError when another event's run
 	// holds the resource for longer than the guard waits.
-	Take(ctx context.Context, k Key) (Place, error)
-}
-
-// Engine is the step engine and the guard of one run: what the processor
-// and hookledgertest hand to hookledger.NewEvent.
-type Engine struct {
-	steps.Engine
-	Guard
+	Take(ctx context.Context, k OrderKey) (Place, error)
 }
 
 // StaleError is what an InOrder route with SkipStale returns instead of
