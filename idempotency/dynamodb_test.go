@@ -363,6 +363,67 @@ func TestDynamoDBWritesWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
+// unanswered performs the writes it is told to and then reports a client
+// timeout, as the SDK does when an attempt's answer is lost and it may not
+// retry (its retry quota is spent).
+type unanswered struct {
+	*dynamodb.Client
+	put, update bool // whose answers are lost
+}
+
+var errUnanswered = errors.New("request send failed: net/http: request canceled (Client.Timeout exceeded while awaiting headers); retry quota exceeded")
+
+func (c unanswered) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := c.Client.PutItem(ctx, in, o...)
+	if c.put {
+		return nil, errUnanswered
+	}
+	return out, err
+}
+
+func (c unanswered) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
+	if c.update {
+		return nil, errUnanswered
+	}
+	return out, err
+}
+
+// TestDynamoDBWritesWhoseAnswerWasLostWithoutRetry: a claim, a failure, a
+// take-over and a completion whose answer was lost, and that the SDK could
+// not retry, read the record back and recognise their own write by the
+// claim token instead of reporting the store unavailable.
+func TestDynamoDBWritesWhoseAnswerWasLostWithoutRetry(t *testing.T) {
+	t.Parallel()
+	f := dynSetup(t)
+	ctx := t.Context()
+	lostPut := f.with(unanswered{Client: f.db, put: true})
+	lostUpdate := f.with(unanswered{Client: f.db, update: true})
+	key := awstest.Name("op") + "#k"
+	c, claimed, err := lostPut.Claim(ctx, key, dynClaim(f, time.Minute))
+	if err != nil || !claimed {
+		t.Fatalf("claim whose answer was lost: claimed=%v err=%v", claimed, err)
+	}
+	if err := lostUpdate.Fail(ctx, key, c.LeaseOwner, "boom"); err != nil {
+		t.Fatalf("fail whose answer was lost: %v", err)
+	}
+	c, claimed, err = lostUpdate.Claim(ctx, key, dynClaim(f, time.Minute))
+	if err != nil || !claimed || c.Attempts != 2 {
+		t.Fatalf("take-over whose answer was lost: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if _, err := lostUpdate.Complete(ctx, key, c.LeaseOwner, dynDone(f, "ok")); err != nil {
+		t.Fatalf("complete whose answer was lost: %v", err)
+	}
+	if got, err := f.b.Get(ctx, key); err != nil || got.Status != idempotency.StatusCompleted || string(got.Result) != "ok" {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+	// A refusal whose answer was lost is no claim: the record read back is
+	// another call's, so the store stays unavailable (retryable).
+	if _, claimed, err := lostPut.Claim(ctx, key, dynClaim(f, time.Minute)); claimed || !errors.Is(err, idempotency.ErrUnavailable) {
+		t.Fatalf("claim of a completed key whose answer was lost: claimed=%v err=%v, want ErrUnavailable", claimed, err)
+	}
+}
+
 func TestDynamoDBRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
