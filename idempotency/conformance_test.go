@@ -21,16 +21,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/idempotencytest"
-	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/fakeclock"
+	"github.com/hookledger/hookledger/idempotency/idempotencytest"
 )
 
 // env is one store under test.
 type env struct {
 	kind    string
 	store   *idempotency.Store
-	clock   *fakeclock.Clock
+	clock   *testClock
 	backend idempotency.Backend
 	count   func() int // backend requests since reset
 	reset   func()
@@ -41,7 +39,7 @@ var kinds = []string{"dynamodb", "memory"}
 // setup returns a store of the given kind on a fake clock.
 func setup(t *testing.T, kind string, opt idempotency.Options) *env {
 	t.Helper()
-	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
+	c := newClock(time.Now().UTC().Truncate(time.Millisecond))
 	opt.Now = c.Now
 	if opt.Logger == nil {
 		opt.Logger = quietLogger()
@@ -49,10 +47,10 @@ func setup(t *testing.T, kind string, opt idempotency.Options) *env {
 	e := &env{kind: kind, clock: c}
 	switch kind {
 	case "dynamodb":
-		m := awstest.NewMeter()
-		cfg := awstest.Config(t, m.APIOption)
+		m := newMeter()
+		cfg := emulatorConfig(t, m.APIOption)
 		db := dynamodb.NewFromConfig(cfg)
-		opt.Table = awstest.Name("idem-test")
+		opt.Table = uniqueName("idem-test")
 		if err := idempotency.CreateTable(t.Context(), db, opt.Table); err != nil {
 			t.Fatal(err)
 		}

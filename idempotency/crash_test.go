@@ -14,8 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/fakeclock"
 )
 
 // Crash tests run this test binary as a child process that claims a key
@@ -27,14 +25,18 @@ import (
 
 const crashChildEnv = "IDEMPOTENCY_CRASH_CHILD"
 
+// crashExit is the status a crashing child exits with: its own, and that
+// of the package's crash points (crash_on.go).
+const crashExit = 86
+
 // crashChild is the child's side; it returns only when not a child.
 func crashChild(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "1" {
 		return
 	}
 	now, _ := strconv.ParseInt(os.Getenv("IDEMPOTENCY_CRASH_NOW"), 10, 64)
-	clock := fakeclock.New(time.UnixMilli(now))
-	db := dynamodb.NewFromConfig(awstest.Config(t))
+	clock := newClock(time.UnixMilli(now))
+	db := dynamodb.NewFromConfig(emulatorConfig(t))
 	s, err := idempotency.NewStore(db, idempotency.Options{Table: os.Getenv("IDEMPOTENCY_CRASH_TABLE"), Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -46,7 +48,7 @@ func crashChild(t *testing.T) {
 		call, _ := idempotency.CallFrom(ctx)
 		effect(os.Getenv("IDEMPOTENCY_CRASH_EFFECTS"), call)
 		if os.Getenv("IDEMPOTENCY_CRASH_IN_CALL") == "1" {
-			os.Exit(86) // dies between its effect and the store
+			os.Exit(crashExit) // dies between its effect and the store
 		}
 		return "charged", nil
 	})
@@ -70,14 +72,14 @@ func effect(path string, call idempotency.Call) {
 
 type crashRun struct {
 	table, effects string
-	clock          *fakeclock.Clock
+	clock          *testClock
 	store          *idempotency.Store
 }
 
 func newCrashRun(t *testing.T) *crashRun {
-	cfg := awstest.Config(t)
+	cfg := emulatorConfig(t)
 	db := dynamodb.NewFromConfig(cfg)
-	r := &crashRun{table: awstest.Name("idem-crash"), effects: filepath.Join(t.TempDir(), "effects"), clock: fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))}
+	r := &crashRun{table: uniqueName("idem-crash"), effects: filepath.Join(t.TempDir(), "effects"), clock: newClock(time.Now().UTC().Truncate(time.Millisecond))}
 	if err := idempotency.CreateTable(t.Context(), db, r.table); err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +155,8 @@ func TestCrashBetweenEffectAndStore(t *testing.T) {
 	crashChild(t)
 	t.Parallel()
 	r := newCrashRun(t)
-	if code := r.child(t, "TestCrashBetweenEffectAndStore", "IDEMPOTENCY_CRASH_IN_CALL=1"); code != 86 {
-		t.Fatalf("child exited %d, want the crash (86)", code)
+	if code := r.child(t, "TestCrashBetweenEffectAndStore", "IDEMPOTENCY_CRASH_IN_CALL=1"); code != crashExit {
+		t.Fatalf("child exited %d, want the crash (%d)", code, crashExit)
 	}
 	rec := record(t, &env{backend: r.store.Backend()}, "charge", "order-1")
 	if rec.Status != idempotency.StatusInProgress || rec.LeaseUntil.After(r.clock.Now().Add(2*time.Second+idempotency.DefaultLeaseMargin)) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/inject"
 )
 
 // TestCrashPoints kills the child at the package's own crash points
@@ -29,8 +28,8 @@ func TestCrashPoints(t *testing.T) {
 		t.Run(tt.point, func(t *testing.T) {
 			t.Parallel()
 			r := newCrashRun(t)
-			if code := r.child(t, "TestCrashPoints", "HOOKLEDGER_CRASH="+tt.point); code != inject.CrashExitCode {
-				t.Fatalf("child exited %d, want the crash (%d)", code, inject.CrashExitCode)
+			if code := r.child(t, "TestCrashPoints", "IDEMPOTENCY_CRASH="+tt.point); code != crashExit {
+				t.Fatalf("child exited %d, want the crash (%d)", code, crashExit)
 			}
 			r.retry(t)
 			if got := r.runs(t); strings.Join(got, " ") != strings.Join(tt.runs, " ") {

@@ -2,11 +2,8 @@ package idempotency
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,18 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/zip"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // API is the slice of the DynamoDB client a Store calls: the three actions
 // its IAM policy needs (PutItem, UpdateItem, GetItem on the table).
-type API interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
-var _ API = (*dynamodb.Client)(nil)
+type API = dynamo.ItemAPI
 
 // The stored format of a record: one item per key, in a table with string
 // keys pk and sk and TTL on expires_at (TableInput), which may be the
@@ -44,13 +35,10 @@ var _ API = (*dynamodb.Client)(nil)
 //     so that an operator reading a shared table meets one vocabulary.
 //
 // Tables and records written by earlier versions must keep working: this
-// format is pinned, request by request, by TestDynamoDBRequestsGolden.
-//
-// The attribute helpers below (str, num, millis, getS, getN, getMS and
-// newToken) repeat a few lines package ledger has too. Sharing them would
-// tie two stored formats together through code neither owns; copying seven
-// small functions keeps each package's format its own and this package
-// free of the ledger.
+// format is pinned, request by request, by TestDynamoDBRequestsGolden. The
+// names and layout are this package's own; only the mechanics (attribute
+// codec, tokens, gzip, settling a write) are package dynamo's, which the
+// ledger uses too.
 const (
 	keyPrefix = "idem#"
 	skRecord  = "idem"
@@ -79,41 +67,6 @@ const (
 	claimTries    = 3   // take-overs tried while other claims change the record
 )
 
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
-
-func getS(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func getN(item map[string]types.AttributeValue, name string) int64 {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		i, _ := strconv.ParseInt(v.Value, 10, 64)
-		return i
-	}
-	return 0
-}
-
-func getMS(item map[string]types.AttributeValue, name string) time.Time {
-	v := getN(item, name)
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
-func newToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // dynamoBackend keeps records in a DynamoDB table. Safe for concurrent use.
 type dynamoBackend struct {
 	db    API
@@ -138,32 +91,32 @@ func validKey(k string) error {
 }
 
 func itemKey(k string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: str(keyPrefix + k), attrSK: str(skRecord)}
+	return map[string]types.AttributeValue{attrPK: dynamo.S(keyPrefix + k), attrSK: dynamo.S(skRecord)}
 }
 
 func decodeRecord(item map[string]types.AttributeValue) (Record, error) {
 	r := Record{
-		Key:        strings.TrimPrefix(getS(item, attrPK), keyPrefix),
-		Status:     Status(getS(item, attrStatus)),
-		Attempts:   int(getN(item, attrAttempts)),
-		LeaseOwner: getS(item, attrOwner),
-		LeaseUntil: getMS(item, attrLeaseUntil),
-		CreatedAt:  getMS(item, attrCreated),
-		UpdatedAt:  getMS(item, attrUpdated),
-		Validation: getS(item, attrValidation),
-		ResultSize: int(getN(item, attrResultSize)),
-		StoredSize: int(getN(item, attrStoredSize)),
-		Unstored:   getS(item, attrUnstored),
-		LastError:  getS(item, attrLastError),
-		Version:    getN(item, attrVersion),
+		Key:        strings.TrimPrefix(dynamo.GetS(item, attrPK), keyPrefix),
+		Status:     Status(dynamo.GetS(item, attrStatus)),
+		Attempts:   int(dynamo.GetN(item, attrAttempts)),
+		LeaseOwner: dynamo.GetS(item, attrOwner),
+		LeaseUntil: dynamo.GetMillis(item, attrLeaseUntil),
+		CreatedAt:  dynamo.GetMillis(item, attrCreated),
+		UpdatedAt:  dynamo.GetMillis(item, attrUpdated),
+		Validation: dynamo.GetS(item, attrValidation),
+		ResultSize: int(dynamo.GetN(item, attrResultSize)),
+		StoredSize: int(dynamo.GetN(item, attrStoredSize)),
+		Unstored:   dynamo.GetS(item, attrUnstored),
+		LastError:  dynamo.GetS(item, attrLastError),
+		Version:    dynamo.GetN(item, attrVersion),
 	}
-	if e := getN(item, attrExpires); e != 0 {
+	if e := dynamo.GetN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()
 	}
 	if b, ok := item[attrResult].(*types.AttributeValueMemberB); ok {
 		r.Result = b.Value
-		if getS(item, attrResultEnc) == "gzip" {
-			z, err := zip.Decompress(b.Value, MaxResultDecodedBytes)
+		if dynamo.GetS(item, attrResultEnc) == "gzip" {
+			z, err := dynamo.Decompress(b.Value, MaxResultDecodedBytes)
 			if err != nil {
 				return r, fmt.Errorf("record %s: %w: gzip result: %w (forget the key or wait for its window to end)", r.Key, ErrCorruptResult, err)
 			}
@@ -227,7 +180,7 @@ func (d *dynamoBackend) Claim(ctx context.Context, key string, c Claim) (rec Rec
 	if !c.LeaseUntil.After(now) || !c.ExpiresAt.After(now) {
 		return Record{}, false, fmt.Errorf("%w: claim of %s: lease end and expiry must be after now", ErrInvalid, key)
 	}
-	token := newToken()
+	token := dynamo.NewToken()
 	exp := claimExpiry(c)
 	mine := func(o Record) bool { return o.LeaseOwner == token && o.Status == StatusInProgress }
 	// put claims an absent or expired record, judging expiry at now (the
@@ -235,21 +188,21 @@ func (d *dynamoBackend) Claim(ctx context.Context, key string, c Claim) (rec Rec
 	put := func(now time.Time) (Record, error) {
 		item := itemKey(key)
 		for k, v := range map[string]types.AttributeValue{
-			attrStatus: str(string(StatusInProgress)), attrOwner: str(token), attrLeaseUntil: millis(c.LeaseUntil),
-			attrAttempts: num(1), attrCreated: millis(now), attrUpdated: millis(now),
-			attrExpires: num(exp), attrVersion: num(1),
+			attrStatus: dynamo.S(string(StatusInProgress)), attrOwner: dynamo.S(token), attrLeaseUntil: dynamo.Millis(c.LeaseUntil),
+			attrAttempts: dynamo.N(1), attrCreated: dynamo.Millis(now), attrUpdated: dynamo.Millis(now),
+			attrExpires: dynamo.N(exp), attrVersion: dynamo.N(1),
 		} {
 			item[k] = v
 		}
 		if c.Validation != "" {
-			item[attrValidation] = str(c.Validation)
+			item[attrValidation] = dynamo.S(c.Validation)
 		}
 		_, err := d.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                           &d.table,
 			Item:                                item,
 			ConditionExpression:                 aws.String(claimPutCondition),
 			ExpressionAttributeNames:            map[string]string{"#st": attrStatus},
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":nows": num(now.Unix()), ":nowms": millis(now), ":processing": str(string(StatusInProgress))},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":nows": dynamo.N(now.Unix()), ":nowms": dynamo.Millis(now), ":processing": dynamo.S(string(StatusInProgress))},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return Record{Key: key, Status: StatusInProgress, Attempts: 1, LeaseOwner: token, LeaseUntil: c.LeaseUntil.Truncate(time.Millisecond),
@@ -260,19 +213,15 @@ func (d *dynamoBackend) Claim(ctx context.Context, key string, c Claim) (rec Rec
 	if perr == nil {
 		return fresh, true, nil
 	}
-	old, failed, err := d.conditionFailure(ctx, "claim", key, perr, now)
 	for try := 0; ; try++ {
-		if !failed {
-			if o, ok := d.readBack(ctx, key, err, mine); ok {
-				return o, true, nil
-			}
-			return Record{}, false, err
-		}
+		old, ours, err := d.settle(ctx, "claim", key, perr, now, mine)
 		switch {
-		case old != nil && mine(*old):
-			// The SDK retried a write whose first attempt succeeded but
-			// whose answer was lost: the claim is ours. Checked before
-			// giving up, so a lost answer on the last try is no conflict.
+		case err != nil:
+			return Record{}, false, err
+		case ours:
+			// The claim is ours: a write whose answer was lost. Settled
+			// before giving up, so a lost answer on the last try is no
+			// conflict.
 			return *old, true, nil
 		case old != nil && !old.claimable(now, c.MaxAttempts, c.Validation):
 			return *old, false, nil
@@ -305,7 +254,6 @@ func (d *dynamoBackend) Claim(ctx context.Context, key string, c Claim) (rec Rec
 				return o, true, nil
 			}
 		}
-		old, failed, err = d.conditionFailure(ctx, "claim", key, perr, now)
 	}
 }
 
@@ -315,12 +263,12 @@ func (d *dynamoBackend) takeOver(ctx context.Context, key, token string, old Rec
 	set := "#st = :processing, lease_owner = :tok, lease_until = :until, attempts = attempts + :one, " +
 		"updated_at = :now, expires_at = :exp, ver = ver + :one"
 	vals := map[string]types.AttributeValue{
-		":processing": str(string(StatusInProgress)), ":tok": str(token), ":until": millis(c.LeaseUntil), ":one": num(1),
-		":now": millis(now), ":exp": num(claimExpiry(c)), ":ver": num(old.Version), ":nows": num(now.Unix()),
+		":processing": dynamo.S(string(StatusInProgress)), ":tok": dynamo.S(token), ":until": dynamo.Millis(c.LeaseUntil), ":one": dynamo.N(1),
+		":now": dynamo.Millis(now), ":exp": dynamo.N(claimExpiry(c)), ":ver": dynamo.N(old.Version), ":nows": dynamo.N(now.Unix()),
 	}
 	if c.Validation != "" {
 		set += ", validation = :val"
-		vals[":val"] = str(c.Validation)
+		vals[":val"] = dynamo.S(c.Validation)
 	}
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           &d.table,
@@ -334,50 +282,33 @@ func (d *dynamoBackend) takeOver(ctx context.Context, key, token string, old Rec
 	return err
 }
 
-// conditionFailure recognises a failed condition and returns the record
-// that stood in the way, from ALL_OLD or, where the endpoint omitted it,
-// from one consistent read (nil when there is none or it has expired),
-// judged at now, the time the refused write was made with. failed is false
-// when err was something else, which is returned translated.
-func (d *dynamoBackend) conditionFailure(ctx context.Context, op, key string, err error, now time.Time) (old *Record, failed bool, _ error) {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return nil, false, unavailable(op, key, err)
-	}
-	if ccf.Item != nil {
-		r, derr := decodeRecord(ccf.Item)
-		if derr != nil {
-			return nil, false, derr
-		}
-		if r.Expired(now) {
-			return nil, true, nil
-		}
-		return &r, true, nil
-	}
-	r, gerr := d.get(ctx, key, now)
-	if errors.Is(gerr, ErrNotFound) {
-		return nil, true, nil
-	}
-	if gerr != nil {
-		return nil, false, gerr
-	}
-	return &r, true, nil
-}
-
-// readBack settles a write whose outcome is unknown: when err is
-// ErrUnavailable (the answer was lost and the SDK could not retry), it
-// reads the record with a consistent read and reports it if mine
-// recognises the caller's own write in it. Without it, a write that
-// happened would be reported as failed.
-func (d *dynamoBackend) readBack(ctx context.Context, key string, err error, mine func(Record) bool) (Record, bool) {
-	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-		return Record{}, false
-	}
-	r, gerr := d.Get(ctx, key)
-	if gerr != nil || !mine(r) {
-		return Record{}, false
-	}
-	return r, true
+// settle decides what a conditional write on key's record that returned
+// err did (dynamo.Settle): the record and ours == true when mine recognises
+// the caller's own write in it (its answer was lost); otherwise the record
+// that refused the write (nil: none, or expired), or an error. Records are
+// judged at now, the time the write was made with.
+func (d *dynamoBackend) settle(ctx context.Context, op, key string, err error, now time.Time, mine func(Record) bool) (old *Record, ours bool, _ error) {
+	return dynamo.Settle(ctx, err, dynamo.Settler[Record]{
+		Decode: func(item map[string]types.AttributeValue) (*Record, error) {
+			r, err := decodeRecord(item)
+			if err != nil || r.Expired(now) {
+				return nil, err
+			}
+			return &r, nil
+		},
+		Read: func(ctx context.Context) (*Record, error) {
+			r, err := d.get(ctx, key, now)
+			if errors.Is(err, ErrNotFound) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &r, nil
+		},
+		Mine:        mine,
+		Unavailable: func(err error) error { return unavailable(op, key, err) },
+	})
 }
 
 // unavailable translates an SDK error: callers never see SDK error types,
@@ -440,8 +371,8 @@ func (d *dynamoBackend) Complete(ctx context.Context, key, token string, c Compl
 		// Not compressed: it could be stored, but never read back.
 		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(c.Data), MaxResultDecodedBytes)
 	}
-	if unstored == "" && len(c.Data) >= compressAbove {
-		if z := zip.Compress(c.Data); len(z) < len(c.Data) {
+	if unstored == "" {
+		if z, ok := dynamo.Shrink(c.Data, compressAbove); ok {
 			stored, enc = z, "gzip"
 		}
 	}
@@ -449,8 +380,8 @@ func (d *dynamoBackend) Complete(ctx context.Context, key, token string, c Compl
 		unstored = fmt.Sprintf("result of %d bytes (%d stored) is over the %d-byte limit of a DynamoDB item", len(c.Data), len(stored), MaxResultBytes)
 	}
 	vals := map[string]types.AttributeValue{
-		":processing": str(string(StatusInProgress)), ":done": str(string(StatusCompleted)), ":tok": str(token), ":now": millis(now),
-		":exp": num(c.ExpiresAt.Unix()), ":one": num(1), ":size": num(int64(len(c.Data))),
+		":processing": dynamo.S(string(StatusInProgress)), ":done": dynamo.S(string(StatusCompleted)), ":tok": dynamo.S(token), ":now": dynamo.Millis(now),
+		":exp": dynamo.N(c.ExpiresAt.Unix()), ":one": dynamo.N(1), ":size": dynamo.N(int64(len(c.Data))),
 	}
 	set := []string{"#st = :done", "updated_at = :now", "expires_at = :exp", "ver = ver + :one", "result_size = :size"}
 	remove := []string{"lease_until"}
@@ -458,15 +389,15 @@ func (d *dynamoBackend) Complete(ctx context.Context, key, token string, c Compl
 		ExpiresAt: time.Unix(c.ExpiresAt.Unix(), 0).UTC(), ResultSize: len(c.Data)}
 	if unstored != "" {
 		set = append(set, "unstored = :why", "stored_size = :stored")
-		vals[":why"], vals[":stored"] = str(trimTo(unstored, maxUnstored)), num(int64(len(stored)))
+		vals[":why"], vals[":stored"] = dynamo.S(trimTo(unstored, maxUnstored)), dynamo.N(int64(len(stored)))
 		remove = append(remove, "#res", "result_enc")
 		rec.Unstored, rec.StoredSize = trimTo(unstored, maxUnstored), len(stored)
 	} else {
 		set = append(set, "#res = :res", "stored_size = :stored")
-		vals[":res"], vals[":stored"] = &types.AttributeValueMemberB{Value: stored}, num(int64(len(stored)))
+		vals[":res"], vals[":stored"] = &types.AttributeValueMemberB{Value: stored}, dynamo.N(int64(len(stored)))
 		if enc != "" {
 			set = append(set, "result_enc = :enc")
-			vals[":enc"] = str(enc)
+			vals[":enc"] = dynamo.S(enc)
 		} else {
 			remove = append(remove, "result_enc")
 		}
@@ -490,8 +421,8 @@ func (d *dynamoBackend) Fail(ctx context.Context, key, token, cause string) erro
 	return d.owned(ctx, "fail", key, token,
 		[]string{"#st = :failed", "updated_at = :now", "last_error = :err", "ver = ver + :one"}, []string{"lease_until"},
 		map[string]types.AttributeValue{
-			":processing": str(string(StatusInProgress)), ":failed": str(string(StatusFailed)), ":tok": str(token), ":now": millis(now),
-			":err": str(trimTo(cause, maxLastError)), ":one": num(1),
+			":processing": dynamo.S(string(StatusInProgress)), ":failed": dynamo.S(string(StatusFailed)), ":tok": dynamo.S(token), ":now": dynamo.Millis(now),
+			":err": dynamo.S(trimTo(cause, maxLastError)), ":one": dynamo.N(1),
 		}, StatusFailed)
 }
 
@@ -520,17 +451,13 @@ func (d *dynamoBackend) owned(ctx context.Context, op, key, token string, set, r
 		return nil
 	}
 	mine := func(r Record) bool { return r.LeaseOwner == token && r.Status == to }
-	old, failed, err := d.conditionFailure(ctx, op, key, err, d.now())
-	if !failed {
-		if _, ok := d.readBack(ctx, key, err, mine); ok {
-			return nil
-		}
+	old, ours, err := d.settle(ctx, op, key, err, d.now(), mine)
+	switch {
+	case err != nil:
 		return err
-	}
-	if old != nil && mine(*old) {
-		return nil // our own write, retried after its answer was lost
-	}
-	if old == nil {
+	case ours:
+		return nil // our own write, whose answer was lost
+	case old == nil:
 		return fmt.Errorf("%s %s: %w (record gone or expired)", op, key, ErrLeaseLost)
 	}
 	return fmt.Errorf("%s %s: %w (now %s, attempt %d)", op, key, ErrLeaseLost, old.Status, old.Attempts)
@@ -548,7 +475,7 @@ func (d *dynamoBackend) Forget(ctx context.Context, key string) error {
 		Key:                       itemKey(key),
 		UpdateExpression:          aws.String("SET expires_at = :nows, updated_at = :now, ver = ver + :one"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":nows": num(now.Unix()), ":now": millis(now), ":one": num(1)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":nows": dynamo.N(now.Unix()), ":now": dynamo.Millis(now), ":one": dynamo.N(1)},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

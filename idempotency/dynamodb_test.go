@@ -22,8 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/fakeclock"
 )
 
 // dynFixture is a DynamoDB backend on a fresh table, on a fake clock,
@@ -31,8 +29,8 @@ import (
 type dynFixture struct {
 	b      idempotency.Backend
 	forget func(ctx context.Context, key string) error
-	clock  *fakeclock.Clock
-	meter  *awstest.Meter
+	clock  *testClock
+	meter  *meter
 	db     *dynamodb.Client // metered
 	table  string
 	with   func(db idempotency.API) idempotency.Backend // another backend on the same table and clock
@@ -40,15 +38,15 @@ type dynFixture struct {
 
 func dynSetup(t *testing.T) dynFixture {
 	t.Helper()
-	m := awstest.NewMeter()
-	cfg := awstest.Config(t, m.APIOption)
+	m := newMeter()
+	cfg := emulatorConfig(t, m.APIOption)
 	db := dynamodb.NewFromConfig(cfg)
-	table := awstest.Name("idem-dyn")
+	table := uniqueName("idem-dyn")
 	if err := idempotency.CreateTable(t.Context(), db, table); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
+	c := newClock(time.Now().UTC().Truncate(time.Millisecond))
 	with := func(api idempotency.API) idempotency.Backend {
 		s, err := idempotency.NewStore(api, idempotency.Options{Table: table, Now: c.Now, Logger: quietLogger()})
 		if err != nil {
@@ -122,7 +120,7 @@ func TestDynamoDBLifecycle(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#abc"
+	key := uniqueName("op") + "#abc"
 	c := dynClaimed(t, f, key)
 	if c.Status != idempotency.StatusInProgress || c.Attempts != 1 || c.LeaseOwner == "" || c.Validation != "v1" {
 		t.Fatalf("claim gave %+v", c)
@@ -149,7 +147,7 @@ func TestDynamoDBLifecycle(t *testing.T) {
 func TestDynamoDBClaimRefusedWhileLeased(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c := dynClaimed(t, f, key)
 	old, claimed, err := f.b.Claim(t.Context(), key, dynClaim(f, time.Minute))
 	if err != nil || claimed || old.Status != idempotency.StatusInProgress || old.LeaseOwner != c.LeaseOwner {
@@ -164,7 +162,7 @@ func TestDynamoDBTakeOverAfterLapse(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	first := dynClaimed(t, f, key)
 	f.clock.Advance(time.Minute)
 	f.meter.Reset()
@@ -194,7 +192,7 @@ func TestDynamoDBFailedRunsAgainUpToMaxAttempts(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	spec := dynClaim(f, time.Minute)
 	spec.MaxAttempts = 2
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -223,7 +221,7 @@ func TestDynamoDBExpiredIsFresh(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c := dynClaimed(t, f, key)
 	f.b.Complete(ctx, key, c.LeaseOwner, dynDone(f, "old"))
 	f.clock.Advance(time.Hour + time.Second)
@@ -248,7 +246,7 @@ func TestDynamoDBForget(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c := dynClaimed(t, f, key)
 	f.b.Complete(ctx, key, c.LeaseOwner, dynDone(f, "r"))
 	if err := f.forget(ctx, key); err != nil {
@@ -257,7 +255,7 @@ func TestDynamoDBForget(t *testing.T) {
 	if _, claimed, err := f.b.Claim(ctx, key, dynClaim(f, time.Minute)); err != nil || !claimed {
 		t.Fatalf("claim after forget: claimed=%v err=%v", claimed, err)
 	}
-	if err := f.forget(ctx, "nope#"+awstest.Name("k")); !errors.Is(err, idempotency.ErrNotFound) {
+	if err := f.forget(ctx, "nope#"+uniqueName("k")); !errors.Is(err, idempotency.ErrNotFound) {
 		t.Fatalf("forget unknown: %v", err)
 	}
 }
@@ -270,7 +268,7 @@ func TestDynamoDBResultSizes(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#json"
+	key := uniqueName("op") + "#json"
 	c := dynClaimed(t, f, key)
 	big := []byte(`{"items":[` + strings.Repeat(`{"sku":"abc-123","qty":1},`, 120) + `{}]}`)
 	got, err := f.b.Complete(ctx, key, c.LeaseOwner, idempotency.Completion{Data: big, ExpiresAt: f.clock.Now().Add(time.Hour)})
@@ -282,7 +280,7 @@ func TestDynamoDBResultSizes(t *testing.T) {
 		t.Fatalf("read back: %v (%d bytes)", err, len(back.Result))
 	}
 
-	key = awstest.Name("op") + "#huge"
+	key = uniqueName("op") + "#huge"
 	c = dynClaimed(t, f, key)
 	noise := make([]byte, idempotency.MaxResultBytes+10)
 	rand.Read(noise) // incompressible
@@ -302,7 +300,7 @@ func TestDynamoDBResultSizes(t *testing.T) {
 func TestDynamoDBConcurrentClaimsOneWinner(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	const n = 30
 	var won atomic.Int32
 	var wg sync.WaitGroup
@@ -346,7 +344,7 @@ func TestDynamoDBWritesWhoseAnswerWasLost(t *testing.T) {
 	ctx := t.Context()
 	lp := f.with(lostPut{f.db})
 	lu := f.with(lostUpdate{f.db})
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c, claimed, err := lp.Claim(ctx, key, dynClaim(f, time.Minute))
 	if err != nil || !claimed {
 		t.Fatalf("claim with a lost answer: claimed=%v err=%v", claimed, err)
@@ -360,6 +358,67 @@ func TestDynamoDBWritesWhoseAnswerWasLost(t *testing.T) {
 	}
 	if _, err := lu.Complete(ctx, key, c.LeaseOwner, dynDone(f, "ok")); err != nil {
 		t.Fatalf("complete with a lost answer: %v", err)
+	}
+}
+
+// unanswered performs the writes it is told to and then reports a client
+// timeout, as the SDK does when an attempt's answer is lost and it may not
+// retry (its retry quota is spent).
+type unanswered struct {
+	*dynamodb.Client
+	put, update bool // whose answers are lost
+}
+
+var errUnanswered = errors.New("request send failed: net/http: request canceled (Client.Timeout exceeded while awaiting headers); retry quota exceeded")
+
+func (c unanswered) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := c.Client.PutItem(ctx, in, o...)
+	if c.put {
+		return nil, errUnanswered
+	}
+	return out, err
+}
+
+func (c unanswered) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
+	if c.update {
+		return nil, errUnanswered
+	}
+	return out, err
+}
+
+// TestDynamoDBWritesWhoseAnswerWasLostWithoutRetry: a claim, a failure, a
+// take-over and a completion whose answer was lost, and that the SDK could
+// not retry, read the record back and recognise their own write by the
+// claim token instead of reporting the store unavailable.
+func TestDynamoDBWritesWhoseAnswerWasLostWithoutRetry(t *testing.T) {
+	t.Parallel()
+	f := dynSetup(t)
+	ctx := t.Context()
+	lostPut := f.with(unanswered{Client: f.db, put: true})
+	lostUpdate := f.with(unanswered{Client: f.db, update: true})
+	key := uniqueName("op") + "#k"
+	c, claimed, err := lostPut.Claim(ctx, key, dynClaim(f, time.Minute))
+	if err != nil || !claimed {
+		t.Fatalf("claim whose answer was lost: claimed=%v err=%v", claimed, err)
+	}
+	if err := lostUpdate.Fail(ctx, key, c.LeaseOwner, "boom"); err != nil {
+		t.Fatalf("fail whose answer was lost: %v", err)
+	}
+	c, claimed, err = lostUpdate.Claim(ctx, key, dynClaim(f, time.Minute))
+	if err != nil || !claimed || c.Attempts != 2 {
+		t.Fatalf("take-over whose answer was lost: %+v claimed=%v err=%v", c, claimed, err)
+	}
+	if _, err := lostUpdate.Complete(ctx, key, c.LeaseOwner, dynDone(f, "ok")); err != nil {
+		t.Fatalf("complete whose answer was lost: %v", err)
+	}
+	if got, err := f.b.Get(ctx, key); err != nil || got.Status != idempotency.StatusCompleted || string(got.Result) != "ok" {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+	// A refusal whose answer was lost is no claim: the record read back is
+	// another call's, so the store stays unavailable (retryable).
+	if _, claimed, err := lostPut.Claim(ctx, key, dynClaim(f, time.Minute)); claimed || !errors.Is(err, idempotency.ErrUnavailable) {
+		t.Fatalf("claim of a completed key whose answer was lost: claimed=%v err=%v, want ErrUnavailable", claimed, err)
 	}
 }
 
@@ -391,7 +450,7 @@ func TestDynamoDBLargestResultFits(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#" + strings.Repeat("k", idempotency.MaxKeyBytes-20)
+	key := uniqueName("op") + "#" + strings.Repeat("k", idempotency.MaxKeyBytes-20)
 	spec := dynClaim(f, time.Minute)
 	spec.Validation = strings.Repeat("v", 64)
 	c, claimed, err := f.b.Claim(ctx, key, spec)
@@ -424,7 +483,7 @@ func TestDynamoDBRepeatWithoutAllOld(t *testing.T) {
 	f := dynSetup(t)
 	ctx := t.Context()
 	l := f.with(noOld{f.db})
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c := dynClaimed(t, f, key)
 	f.b.Complete(ctx, key, c.LeaseOwner, dynDone(f, "r"))
 	f.meter.Reset()
@@ -447,7 +506,7 @@ func TestDynamoDBLiveLeaseOutlivesWindow(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	now := f.clock.Now()
 	num := func(v int64) types.AttributeValue {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -476,7 +535,7 @@ func TestDynamoDBLiveLeaseOutlivesWindow(t *testing.T) {
 
 	// A claim's window never ends before its lease (rounded up to TTL's
 	// seconds), in the put and in a take-over.
-	key = awstest.Name("op") + "#short"
+	key = uniqueName("op") + "#short"
 	spec := idempotency.Claim{LeaseUntil: f.clock.Now().Add(90*time.Second + 300*time.Millisecond), ExpiresAt: f.clock.Now().Add(5 * time.Second)}
 	c, claimed, err := f.b.Claim(ctx, key, spec)
 	if err != nil || !claimed || c.ExpiresAt.Before(c.LeaseUntil) {
@@ -520,7 +579,7 @@ func TestDynamoDBClaimAtExpiryBoundary(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#k"
+	key := uniqueName("op") + "#k"
 	c := dynClaimed(t, f, key)
 	if _, err := f.b.Complete(ctx, key, c.LeaseOwner, dynDone(f, "r")); err != nil {
 		t.Fatal(err)
@@ -580,7 +639,7 @@ func TestDynamoDBClaimUnderContention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	key := awstest.Name("op") + "#lost"
+	key := uniqueName("op") + "#lost"
 	failed(key)
 	l := f.with(racingUpdate{Client: f.db, table: f.table, races: 2, n: new(atomic.Int32)})
 	c, claimed, err := l.Claim(ctx, key, dynClaim(f, time.Minute))
@@ -591,7 +650,7 @@ func TestDynamoDBClaimUnderContention(t *testing.T) {
 		t.Fatalf("stored %+v, claim %+v", got, c)
 	}
 
-	key = awstest.Name("op") + "#busy"
+	key = uniqueName("op") + "#busy"
 	failed(key)
 	l = f.with(racingUpdate{Client: f.db, table: f.table, races: 100, n: new(atomic.Int32)})
 	_, claimed, err = l.Claim(ctx, key, dynClaim(f, time.Minute))
@@ -607,7 +666,7 @@ func TestDynamoDBResultOverDecodeLimit(t *testing.T) {
 	t.Parallel()
 	f := dynSetup(t)
 	ctx := t.Context()
-	key := awstest.Name("op") + "#big"
+	key := uniqueName("op") + "#big"
 	c := dynClaimed(t, f, key)
 	data := bytes.Repeat([]byte("a"), idempotency.MaxResultDecodedBytes+1)
 	got, err := f.b.Complete(ctx, key, c.LeaseOwner, idempotency.Completion{Data: data, ExpiresAt: f.clock.Now().Add(time.Hour)})

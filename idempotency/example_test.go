@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/idempotencytest"
+	"github.com/hookledger/hookledger/idempotency/idempotencytest"
 )
 
 // exampleStore is what main builds with idempotency.NewStore(dynamodb

@@ -10,8 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/idempotencytest"
-	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/idempotency/idempotencytest"
 )
 
 // faulty fails the backend operations it is told to, with ErrUnavailable
@@ -125,9 +124,9 @@ func TestConformanceLeaseLost(t *testing.T) {
 // ErrUnavailable, never as SDK types, and nothing runs.
 func TestDynamoDBUnavailable(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg := emulatorConfig(t)
 	db := dynamodb.NewFromConfig(cfg)
-	s, err := idempotency.NewStore(db, idempotency.Options{Table: awstest.Name("no-such-table"), Logger: quietLogger()})
+	s, err := idempotency.NewStore(db, idempotency.Options{Table: uniqueName("no-such-table"), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/fakeclock"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/dynamodb_requests.golden from the code as it is")
@@ -185,15 +183,15 @@ var tokenPattern = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 // tokens are numbered in order of appearance; the clock is fixed.
 func TestDynamoDBRequestsGolden(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg := emulatorConfig(t)
 	raw := dynamodb.NewFromConfig(cfg)
-	table := awstest.Name("idem-golden")
+	table := uniqueName("idem-golden")
 	if err := idempotency.CreateTable(t.Context(), raw, table); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	rec := &recorder{Client: raw}
-	clock := fakeclock.New(time.Date(2040, 1, 2, 3, 4, 5, 678_000_000, time.UTC))
+	clock := newClock(time.Date(2040, 1, 2, 3, 4, 5, 678_000_000, time.UTC))
 	s, err := idempotency.NewStore(rec, idempotency.Options{Table: table, Now: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)

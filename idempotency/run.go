@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
-
-	"github.com/hookledger/hookledger/internal/inject"
 )
 
 // Outcome is what became of one call.
@@ -109,7 +107,7 @@ type spec struct {
 	expiry   time.Duration
 }
 
-// Crash points (proof builds only; see internal/inject).
+// Crash points (proof builds only; see crash_on.go).
 const (
 	crashAfterClaim = "idempotency.after_claim"
 	crashAfterCall  = "idempotency.after_call"
@@ -170,7 +168,7 @@ func execute[Out any](ctx context.Context, s *Store, sp spec, fn func(context.Co
 			return out, Info{Outcome: Errored, Key: sp.key}, fmt.Errorf("idempotency %s: claim %s: %w", sp.op, sp.key, cerr)
 		}
 		if claimed {
-			inject.Crash(crashAfterClaim)
+			crash(crashAfterClaim)
 			return run(ctx, s, sp, rec, fn)
 		}
 		if rec.Status != StatusInProgress || waitUntil.IsZero() {
@@ -289,7 +287,7 @@ func run[Out any](ctx context.Context, s *Store, sp spec, claim Record, fn func(
 		}
 		return out, info, err
 	}
-	inject.Crash(crashAfterCall)
+	crash(crashAfterCall)
 	info.Outcome = Executed
 	data, merr := json.Marshal(out)
 	comp := Completion{Data: data, ExpiresAt: s.opt.Now().Add(sp.expiry)}

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -21,15 +20,19 @@ import (
 // not depend on it.
 func TestDynamoDBSharesTheLedgerTable(t *testing.T) {
 	t.Parallel()
-	cfg := awstest.Config(t)
+	cfg := emulatorConfig(t)
 	db := dynamodb.NewFromConfig(cfg)
-	table := awstest.Table(t, cfg) // the ledger's schema, due index included
+	table := uniqueName("idem-shared")
+	if err := ledger.CreateTable(t.Context(), db, table); err != nil { // the ledger's schema, due index included
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	ctx := t.Context()
 	l, err := ledger.New(db, ledger.Options{Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: uniqueName("evt")}
 	if _, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "charge.succeeded"}); err != nil || !created {
 		t.Fatalf("create event: created=%v err=%v", created, err)
 	}

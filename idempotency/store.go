@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/hookledger/hookledger/internal/metric"
 )
 
 // Defaults for Options' zero values.
@@ -124,7 +122,7 @@ type Store struct {
 	opt     Options
 	cache   *cache
 	log     *slog.Logger
-	emf     *metric.Writer
+	emf     *emfWriter
 	warned  atomic.Bool
 }
 
@@ -221,7 +219,7 @@ func newStore(b Backend, opt Options) (*Store, error) {
 		s.cache = newCache(opt.CacheEntries, opt.CacheBytes)
 	}
 	if opt.Metrics != nil {
-		s.emf = metric.NewWriter(opt.Metrics, opt.MetricsNamespace)
+		s.emf = newEMFWriter(opt.Metrics, opt.MetricsNamespace)
 	}
 	if opt.Disabled {
 		s.log.Warn("idempotency disabled: every call runs without a key or a store; never set this in a deployment")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/idempotencytest"
+	"github.com/hookledger/hookledger/idempotency/idempotencytest"
 )
 
 func noop(context.Context, order) (receipt, error) { return receipt{}, nil }

@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/dynamotable"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // TableInput is the smallest table a Store needs, for functions that use
@@ -19,7 +19,7 @@ import (
 // ledger: the ledger's table adds a due index this package never uses,
 // and the idempotency table must not change when the ledger's does. Only
 // the mechanics of creating a table (wait until active, enable TTL) are
-// shared, through an internal package that neither owns.
+// shared, through package dynamo.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -36,16 +36,9 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 	}
 }
 
-// TableAPI is what CreateTable needs.
-type TableAPI interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
-
 // CreateTable creates TableInput's table unless it exists, waits until it
 // is active and enables TTL on expires_at. For tests and local runs; in
 // AWS your template owns the table.
-func CreateTable(ctx context.Context, db TableAPI, name string) error {
-	return dynamotable.Create(ctx, db, TableInput(name), attrExpires)
+func CreateTable(ctx context.Context, db dynamo.TableAPI, name string) error {
+	return dynamo.CreateTable(ctx, db, TableInput(name), attrExpires)
 }

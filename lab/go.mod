@@ -20,6 +20,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/hookledger/hookledger v0.0.0
+	github.com/hookledger/hookledger/idempotency v0.0.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
@@ -39,4 +40,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 )
 
-replace github.com/hookledger/hookledger => ../
+replace (
+	github.com/hookledger/hookledger => ../
+	github.com/hookledger/hookledger/idempotency => ../idempotency
+)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/internal/name"
 )
 
@@ -55,13 +56,13 @@ func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, err
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &l.opt.Table,
 		Item: map[string]types.AttributeValue{
-			attrPK: s(guardPK(id, ev)), attrSK: s(skGuard), attrKey: s(id.Key),
-			attrCreated: ms(now), attrExpires: n(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
+			attrPK: dynamo.S(guardPK(id, ev)), attrSK: dynamo.S(skGuard), attrKey: dynamo.S(id.Key),
+			attrCreated: dynamo.Millis(now), attrExpires: dynamo.N(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 		},
 		// A retry of the same event (same key) may refresh the item; so may
 		// anyone once it has expired (TTL deletion can lag by days).
 		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :now OR event_key = :key"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": n(now.Unix()), ":key": s(id.Key)},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": dynamo.N(now.Unix()), ":key": dynamo.S(id.Key)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -71,18 +72,18 @@ func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, err
 	if !errors.As(err, &ccf) {
 		return "", unavailable("claim body", id, err)
 	}
-	if first := getS(ccf.Item, attrKey); first != "" {
+	if first := dynamo.GetS(ccf.Item, attrKey); first != "" {
 		return first, nil
 	}
 	// The endpoint omitted the old item: read it.
 	out, gerr := l.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &l.opt.Table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{attrPK: s(guardPK(id, ev)), attrSK: s(skGuard)},
+		Key: map[string]types.AttributeValue{attrPK: dynamo.S(guardPK(id, ev)), attrSK: dynamo.S(skGuard)},
 	})
 	if gerr != nil {
 		return "", unavailable("claim body", id, gerr)
 	}
-	if first := getS(out.Item, attrKey); first != "" {
+	if first := dynamo.GetS(out.Item, attrKey); first != "" {
 		return first, nil
 	}
 	return "", fmt.Errorf("claim body %s: %w", id, ErrConflict)

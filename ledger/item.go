@@ -1,10 +1,10 @@
 package ledger
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // Attribute names of the record and payload items.
@@ -44,77 +44,46 @@ const (
 	skPayload = "p"
 )
 
-func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-func ms(t time.Time) types.AttributeValue {
-	return n(t.UnixMilli())
-}
-
 func key(id ID, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: s(id.PK()), attrSK: s(sk)}
-}
-
-func getS(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func getN(item map[string]types.AttributeValue, name string) int64 {
-	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-		i, _ := strconv.ParseInt(v.Value, 10, 64)
-		return i
-	}
-	return 0
-}
-
-func getMS(item map[string]types.AttributeValue, name string) time.Time {
-	v := getN(item, name)
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
+	return map[string]types.AttributeValue{attrPK: dynamo.S(id.PK()), attrSK: dynamo.S(sk)}
 }
 
 // decodeRecord turns a record item into a Record. It is lenient: missing
 // attributes decode as zero values.
 func decodeRecord(item map[string]types.AttributeValue) Record {
 	r := Record{
-		ID:         ID{Source: getS(item, attrSource), Tenant: getS(item, attrTenant), Key: getS(item, attrKey)},
-		EventType:  getS(item, attrType),
-		Status:     Status(getS(item, attrStatus)),
-		Attempts:   int(getN(item, attrAttempts)),
-		Failures:   int(getN(item, attrFailures)),
-		Reclaims:   int(getN(item, attrReclaims)),
-		GivenBack:  int(getN(item, attrGivenBack)),
-		LeaseOwner: getS(item, attrOwner),
-		LeaseUntil: getMS(item, attrLeaseUntil),
-		CreatedAt:  getMS(item, attrCreated),
-		UpdatedAt:  getMS(item, attrUpdated),
-		LastError:  getS(item, attrLastError),
-		ReplayedAt: getMS(item, attrReplayed),
-		BodySHA256: getS(item, attrSHA),
-		DueShard:   int(getN(item, attrDueShard)),
-		DueAt:      getMS(item, attrDueAt),
-		Version:    getN(item, attrVersion),
-		creator:    getS(item, attrCreator),
-		writer:     getS(item, attrWriter),
+		ID:         ID{Source: dynamo.GetS(item, attrSource), Tenant: dynamo.GetS(item, attrTenant), Key: dynamo.GetS(item, attrKey)},
+		EventType:  dynamo.GetS(item, attrType),
+		Status:     Status(dynamo.GetS(item, attrStatus)),
+		Attempts:   int(dynamo.GetN(item, attrAttempts)),
+		Failures:   int(dynamo.GetN(item, attrFailures)),
+		Reclaims:   int(dynamo.GetN(item, attrReclaims)),
+		GivenBack:  int(dynamo.GetN(item, attrGivenBack)),
+		LeaseOwner: dynamo.GetS(item, attrOwner),
+		LeaseUntil: dynamo.GetMillis(item, attrLeaseUntil),
+		CreatedAt:  dynamo.GetMillis(item, attrCreated),
+		UpdatedAt:  dynamo.GetMillis(item, attrUpdated),
+		LastError:  dynamo.GetS(item, attrLastError),
+		ReplayedAt: dynamo.GetMillis(item, attrReplayed),
+		BodySHA256: dynamo.GetS(item, attrSHA),
+		DueShard:   int(dynamo.GetN(item, attrDueShard)),
+		DueAt:      dynamo.GetMillis(item, attrDueAt),
+		Version:    dynamo.GetN(item, attrVersion),
+		creator:    dynamo.GetS(item, attrCreator),
+		writer:     dynamo.GetS(item, attrWriter),
 		Steps:      decodeSteps(item),
-		PayloadRef: getS(item, attrPayloadRef),
-		Skipped:    getS(item, attrSkipped),
-		ApplyStale: getMS(item, attrApplyStale),
+		PayloadRef: dynamo.GetS(item, attrPayloadRef),
+		Skipped:    dynamo.GetS(item, attrSkipped),
+		ApplyStale: dynamo.GetMillis(item, attrApplyStale),
 	}
 	// A run claimed before the counter existed and answered after takes
 	// back a count it never added: never show less than none.
-	r.Interrupted = max(0, int(getN(item, attrInterrupts)))
-	if e := getN(item, attrExpires); e != 0 {
+	r.Interrupted = max(0, int(dynamo.GetN(item, attrInterrupts)))
+	if e := dynamo.GetN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()
 	}
-	if r.Source == "" && getS(item, attrPK) != "" {
-		if id, err := ParsePK(getS(item, attrPK)); err == nil {
+	if r.Source == "" && dynamo.GetS(item, attrPK) != "" {
+		if id, err := ParsePK(dynamo.GetS(item, attrPK)); err == nil {
 			r.ID = id
 		}
 	}

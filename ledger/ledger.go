@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,14 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/zip"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
-// API is the slice of the DynamoDB client the ledger calls.
+// API is the slice of the DynamoDB client the ledger calls: the single-item
+// calls, and the reads of many.
 type API interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	dynamo.ItemAPI
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
@@ -133,98 +130,79 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
 	}
-	token := newToken()
+	token := dynamo.NewToken()
 	item := map[string]types.AttributeValue{
-		attrPK: s(pk), attrSK: s(skRecord), attrCreator: s(token),
-		attrSource: s(ev.Source), attrTenant: s(ev.Tenant), attrKey: s(ev.Key),
-		attrStatus: s(string(Received)), attrAttempts: n(0), attrReclaims: n(0),
-		attrCreated: ms(now), attrUpdated: ms(now), attrExpires: n(rec.ExpiresAt.Unix()),
-		attrDueShard: n(int64(rec.DueShard)), attrDueAt: ms(rec.DueAt), attrVersion: n(1),
+		attrPK: dynamo.S(pk), attrSK: dynamo.S(skRecord), attrCreator: dynamo.S(token),
+		attrSource: dynamo.S(ev.Source), attrTenant: dynamo.S(ev.Tenant), attrKey: dynamo.S(ev.Key),
+		attrStatus: dynamo.S(string(Received)), attrAttempts: dynamo.N(0), attrReclaims: dynamo.N(0),
+		attrCreated: dynamo.Millis(now), attrUpdated: dynamo.Millis(now), attrExpires: dynamo.N(rec.ExpiresAt.Unix()),
+		attrDueShard: dynamo.N(int64(rec.DueShard)), attrDueAt: dynamo.Millis(rec.DueAt), attrVersion: dynamo.N(1),
 	}
 	if ev.Type != "" {
-		item[attrType] = s(ev.Type)
+		item[attrType] = dynamo.S(ev.Type)
 	}
 	if ev.BodySHA256 != "" {
-		item[attrSHA] = s(ev.BodySHA256)
+		item[attrSHA] = dynamo.S(ev.BodySHA256)
 	}
 	if ev.PayloadRef != "" {
 		if len(ev.PayloadRef) > MaxPayloadRef {
 			return Record{}, false, fmt.Errorf("%w: payload reference is %d bytes, over %d", ErrInvalid, len(ev.PayloadRef), MaxPayloadRef)
 		}
-		item[attrPayloadRef] = s(ev.PayloadRef)
+		item[attrPayloadRef] = dynamo.S(ev.PayloadRef)
 	}
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &l.opt.Table,
 		Item:                                item,
 		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :now"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": n(now.Unix())},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": dynamo.N(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
 		return rec, true, nil
 	}
-	old, failed, err := l.conditionFailure(ctx, "create", ev.ID, err)
-	if !failed {
-		if r, ok := l.readBack(ctx, ev.ID, err, func(r Record) bool { return r.creator == token }); ok {
-			return r, true, nil
-		}
+	old, mine, err := l.settle(ctx, "create", ev.ID, err, func(r Record) bool { return r.creator == token })
+	switch {
+	case err != nil:
 		return Record{}, false, err
-	}
-	if old == nil {
+	case mine:
+		return *old, true, nil // this caller's put, whose answer was lost
+	case old == nil:
 		// The condition failed but the record is gone or expired by the time we
 		// read it back: someone else owns the identity's fate; report a
 		// conflict so the caller answers 5xx and the sender retries.
 		return Record{}, false, fmt.Errorf("create %s: %w", ev.ID, ErrConflict)
 	}
-	if old.creator == token {
-		// The SDK retried a put whose first attempt succeeded but whose
-		// answer was lost: this caller created the record.
-		return *old, true, nil
-	}
 	return *old, false, nil
 }
 
-// conditionFailure recognises a failed condition. It returns the old record
-// from ALL_OLD or, when the endpoint omitted it, from one consistent read
-// (nil when there is none or it has expired). failed is false when err was
-// something else, which is returned translated.
-func (l *Ledger) conditionFailure(ctx context.Context, op string, id ID, err error) (old *Record, failed bool, _ error) {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return nil, false, unavailable(op, id, err)
-	}
-	if ccf.Item != nil {
-		r := decodeRecord(ccf.Item)
-		if r.Expired(l.now()) {
-			return nil, true, nil
-		}
-		return &r, true, nil
-	}
-	r, gerr := l.Get(ctx, id)
-	if errors.Is(gerr, ErrNotFound) {
-		return nil, true, nil
-	}
-	if gerr != nil {
-		return nil, false, gerr
-	}
-	return &r, true, nil
-}
-
-// readBack settles a write whose outcome is unknown: when err is
-// ErrUnavailable (the answer was lost and the SDK could not retry, say its
-// retry quota was spent), it reads the record with a consistent read and
-// reports it if mine recognises the caller's own write in it. Without it, a
-// write that happened would be reported as failed, and the caller would
-// leave undone what must follow it (answer, enqueue) until a later retry.
-func (l *Ledger) readBack(ctx context.Context, id ID, err error, mine func(Record) bool) (Record, bool) {
-	if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-		return Record{}, false
-	}
-	r, gerr := l.Get(ctx, id)
-	if gerr != nil || !mine(r) {
-		return Record{}, false
-	}
-	return r, true
+// settle decides what a conditional write on id's record that returned err
+// did (dynamo.Settle): the record and mine == true when mine recognises
+// the caller's own write in it (its answer was lost); otherwise the record
+// that refused the write (nil: none, or expired), or an error. Without the
+// read-back of a lost answer, a write that happened would be reported as
+// failed, and the caller would leave undone what must follow it (answer,
+// enqueue) until a later retry.
+func (l *Ledger) settle(ctx context.Context, op string, id ID, err error, mine func(Record) bool) (*Record, bool, error) {
+	return dynamo.Settle(ctx, err, dynamo.Settler[Record]{
+		Decode: func(item map[string]types.AttributeValue) (*Record, error) {
+			if r := decodeRecord(item); !r.Expired(l.now()) {
+				return &r, nil
+			}
+			return nil, nil
+		},
+		Read: func(ctx context.Context) (*Record, error) {
+			r, err := l.Get(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &r, nil
+		},
+		Mine:        mine,
+		Unavailable: func(err error) error { return unavailable(op, id, err) },
+	})
 }
 
 func unavailable(op string, id ID, err error) error {
@@ -269,7 +247,7 @@ func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte, digest stri
 		return err
 	}
 	item := payloadItem(id, body, digest)
-	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
+	item[attrExpires] = dynamo.N(l.now().Add(l.retention(id.Source)).Unix())
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &l.opt.Table, Item: item}); err != nil {
 		return unavailable("put payload", id, err)
 	}
@@ -284,10 +262,10 @@ func payloadItem(id ID, body []byte, digest string) map[string]types.AttributeVa
 	item := key(id, skPayload)
 	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
 	if enc != "" {
-		item[attrEncoding] = s(enc)
+		item[attrEncoding] = dynamo.S(enc)
 	}
 	if digest != "" {
-		item[attrSHA] = s(digest)
+		item[attrSHA] = dynamo.S(digest)
 	}
 	return item
 }
@@ -343,10 +321,10 @@ func (l *Ledger) payloadItem(ctx context.Context, id ID) (map[string]types.Attri
 // lasts at least as long. An unmarked item under a record without a digest
 // (both written before digests were kept) is taken as the record's.
 func ofRecord(item map[string]types.AttributeValue, rec Record) string {
-	if d := getS(item, attrSHA); d != "" && rec.BodySHA256 != "" && d != rec.BodySHA256 {
+	if d := dynamo.GetS(item, attrSHA); d != "" && rec.BodySHA256 != "" && d != rec.BodySHA256 {
 		return "it was stored for another body under this key: an earlier event's, whose record has expired"
 	}
-	if e := getN(item, attrExpires); e != 0 && !rec.CreatedAt.IsZero() && e < rec.CreatedAt.Unix() {
+	if e := dynamo.GetN(item, attrExpires); e != 0 && !rec.CreatedAt.IsZero() && e < rec.CreatedAt.Unix() {
 		return "it expired before the record was created: an earlier event's under this key"
 	}
 	return ""
@@ -358,28 +336,23 @@ func decodePayload(id ID, item map[string]types.AttributeValue) ([]byte, error) 
 	if b == nil {
 		return nil, fmt.Errorf("payload %s: %w (no body attribute)", id, ErrNotFound)
 	}
-	if getS(item, attrEncoding) != "gzip" {
+	if dynamo.GetS(item, attrEncoding) != "gzip" {
 		return b.Value, nil
 	}
-	body, err := zip.Decompress(b.Value, maxPayloadBytes)
+	body, err := dynamo.Decompress(b.Value, maxPayloadBytes)
 	if err != nil {
 		return nil, fmt.Errorf("payload %s: corrupt gzip: %w", id, err)
 	}
 	return body, nil
 }
 
-func newToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // update runs one conditional UpdateItem on id's record and returns the
-// record as written. The version increment is added to every write. On a
-// failed condition it returns the old record (nil when there is none) and
-// failed == true.
-func (l *Ledger) update(ctx context.Context, op string, id ID, p *exprParts, cond string) (rec Record, old *Record, failed bool, err error) {
-	p.vals[":one"] = n(1)
+// record as written, from the answer or, when that was lost, as mine
+// recognises it (settle). The version increment is added to every write.
+// When the condition refused the write, refused is true and old is the
+// record that refused it (nil when there is none).
+func (l *Ledger) update(ctx context.Context, op string, id ID, p *exprParts, cond string, mine func(Record) bool) (rec Record, old *Record, refused bool, err error) {
+	p.vals[":one"] = dynamo.N(1)
 	p.set = append(p.set, attrVersion+" = "+attrVersion+" + :one")
 	expr := p.String()
 	// DynamoDB rejects names and values that the expressions do not use.
@@ -406,12 +379,18 @@ func (l *Ledger) update(ctx context.Context, op string, id ID, p *exprParts, con
 	if len(p.names) > 0 {
 		in.ExpressionAttributeNames = p.names
 	}
-	out, uerr := l.db.UpdateItem(ctx, in)
-	if uerr == nil {
+	out, err := l.db.UpdateItem(ctx, in)
+	if err == nil {
 		return decodeRecord(out.Attributes), nil, false, nil
 	}
-	old, failed, err = l.conditionFailure(ctx, op, id, uerr)
-	return Record{}, old, failed, err
+	old, ours, err := l.settle(ctx, op, id, err, mine)
+	switch {
+	case err != nil:
+		return Record{}, nil, false, err
+	case ours:
+		return *old, nil, false, nil
+	}
+	return Record{}, old, true, nil
 }
 
 // parts starts an update: the SET assignments given, the REMOVE paths
@@ -508,35 +487,27 @@ func (l *Ledger) claim(ctx context.Context, id ID, d time.Duration, ev *Identity
 		return Lease{}, fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
 	}
 	now := l.now()
-	token := newToken()
+	token := dynamo.NewToken()
 	var want Identity
 	if ev != nil {
 		want = *ev
 	}
-	rec, old, failed, err := l.update(ctx, "claim", id,
+	rec, old, refused, err := l.update(ctx, "claim", id,
 		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", interruptedUp, "updated_at = :now"}, nil,
 			map[string]types.AttributeValue{
-				":processing": s(string(Processing)), ":received": s(string(Received)), ":failed": s(string(Failed)),
-				":tok": s(token), ":until": ms(now.Add(d)), ":now": ms(now), ":nows": n(now.Unix()), ":zero": n(0),
-				":sha": s(want.BodySHA256), ":type": s(want.Type), // identityCond's; dropped when unused
+				":processing": dynamo.S(string(Processing)), ":received": dynamo.S(string(Received)), ":failed": dynamo.S(string(Failed)),
+				":tok": dynamo.S(token), ":until": dynamo.Millis(now.Add(d)), ":now": dynamo.Millis(now), ":nows": dynamo.N(now.Unix()), ":zero": dynamo.N(0),
+				":sha": dynamo.S(want.BodySHA256), ":type": dynamo.S(want.Type), // identityCond's; dropped when unused
 			}),
 		"attribute_exists(pk) AND expires_at > :nows AND "+identityCond(ev)+"("+
 			"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR "+
-			"(#st = :processing AND lease_until <= :now))")
-	lease := func(r Record) Lease { return Lease{ID: id, Token: token, Until: r.LeaseUntil, Record: r} }
+			"(#st = :processing AND lease_until <= :now))",
+		func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token })
 	if err != nil {
-		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }); ok {
-			return lease(r), nil
-		}
 		return Lease{}, err
 	}
-	if !failed {
-		return lease(rec), nil
-	}
-	if old != nil && old.Status == Processing && old.LeaseOwner == token {
-		// The SDK retried a claim whose first attempt succeeded but whose
-		// answer was lost: the lease is ours.
-		return lease(*old), nil
+	if !refused {
+		return Lease{ID: id, Token: token, Until: rec.LeaseUntil, Record: rec}, nil
 	}
 	if old != nil && ev != nil && old.Mismatch(*ev) != "" {
 		return Lease{}, &StateError{Op: "claim", Err: ErrNotThisEvent, Record: *old}
@@ -587,10 +558,10 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	if err := p.addSteps(changes, now); err != nil {
 		return Record{}, err
 	}
-	p.vals[":processing"] = s(string(Processing))
-	p.vals[":tok"] = s(lease.Token)
-	p.vals[":now"] = ms(now)
-	p.vals[":zero"] = n(0)
+	p.vals[":processing"] = dynamo.S(string(Processing))
+	p.vals[":tok"] = dynamo.S(lease.Token)
+	p.vals[":now"] = dynamo.Millis(now)
+	p.vals[":zero"] = dynamo.N(0)
 	// A final write (the record leaves processing and the lease with it)
 	// signs itself with the lease token, so that the SDK's retry of a write
 	// whose answer was lost recognises it instead of finding the lease gone.
@@ -603,21 +574,12 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 	if extra != "" {
 		cond += " AND " + extra
 	}
-	rec, old, failed, err := l.update(ctx, op, lease.ID, p, cond)
-	if err != nil {
-		if r, ok := l.readBack(ctx, lease.ID, err, mine); ok {
-			return r, nil
-		}
-		return Record{}, err
-	}
-	if !failed {
-		return rec, nil
+	rec, old, refused, err := l.update(ctx, op, lease.ID, p, cond, mine)
+	if err != nil || !refused {
+		return rec, err
 	}
 	if old == nil {
 		return Record{}, fmt.Errorf("%s %s: %w", op, lease.ID, ErrNotFound)
-	}
-	if mine(*old) {
-		return *old, nil // our own write, retried after its answer was lost
 	}
 	return Record{}, &StateError{Op: op, Err: ErrLeaseLost, Record: *old}
 }
@@ -649,7 +611,7 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "complete", lease,
 		parts([]string{"#st = :done", interruptedDown, "updated_at = :now"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":done": s(string(Done))}), changes, "")
+			map[string]types.AttributeValue{":done": dynamo.S(string(Done))}), changes, "")
 }
 
 // Fail records a retryable failure of the handler: status failed,
@@ -713,8 +675,8 @@ func (l *Ledger) fail(ctx context.Context, op string, lease Lease, cause string,
 		rec, err := l.owned(ctx, op, lease,
 			parts(append([]string(nil), set...), remove,
 				map[string]types.AttributeValue{
-					":failed": s(string(Failed)), ":err": s(trim(cause)), ":seen": n(lease.Record.Version),
-					":shard": n(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": ms(due),
+					":failed": dynamo.S(string(Failed)), ":err": dynamo.S(trim(cause)), ":seen": dynamo.N(lease.Record.Version),
+					":shard": dynamo.N(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": dynamo.Millis(due),
 				}), changes, guard)
 		var se *StateError
 		if guard != "" && errors.As(err, &se) && errors.Is(err, ErrLeaseLost) &&
@@ -761,7 +723,7 @@ func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ..
 	}
 	return l.owned(ctx, "bury", lease,
 		parts([]string{"#st = :dead", failuresUp, interruptedDown, "updated_at = :now", "last_error = :err"}, remove,
-			map[string]types.AttributeValue{":dead": s(string(Dead)), ":err": s(trim(cause))}), changes, "")
+			map[string]types.AttributeValue{":dead": dynamo.S(string(Dead)), ":err": dynamo.S(trim(cause))}), changes, "")
 }
 
 // Extend keeps a live lease for at least d more from now, for handlers that
@@ -779,7 +741,7 @@ func (l *Ledger) Extend(ctx context.Context, lease Lease, d time.Duration) (Leas
 		until = lease.Until
 	}
 	rec, err := l.owned(ctx, "extend", lease,
-		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": ms(until)}), nil, "")
+		parts([]string{"lease_until = :until", "updated_at = :now"}, nil, map[string]types.AttributeValue{":until": dynamo.Millis(until)}), nil, "")
 	if err != nil {
 		return Lease{}, err
 	}

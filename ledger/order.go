@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/internal/name"
 )
 
@@ -87,7 +88,7 @@ func orderPK(source, tenant, resource string) string {
 }
 
 func orderKey(source, tenant, resource string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: s(orderPK(source, tenant, resource)), attrSK: s(skOrder)}
+	return map[string]types.AttributeValue{attrPK: dynamo.S(orderPK(source, tenant, resource)), attrSK: dynamo.S(skOrder)}
 }
 
 // checkResource refuses what the ledger cannot key an order item by.
@@ -108,8 +109,8 @@ func checkResource(id ID, resource string) error {
 
 func decodeOrder(source, tenant, resource string, item map[string]types.AttributeValue) Order {
 	o := Order{Source: source, Tenant: tenant, Resource: resource,
-		Position: getN(item, attrPosition), Holder: getS(item, attrHolder), HoldToken: getS(item, attrHoldTok)}
-	if e := getN(item, attrExpires); e != 0 {
+		Position: dynamo.GetN(item, attrPosition), Holder: dynamo.GetS(item, attrHolder), HoldToken: dynamo.GetS(item, attrHoldTok)}
+	if e := dynamo.GetN(item, attrExpires); e != 0 {
 		o.ExpiresAt = time.Unix(e, 0).UTC()
 	}
 	return o
@@ -262,12 +263,12 @@ func (l *Ledger) writeOrder(ctx context.Context, lease Lease, resource string, p
 	now := l.now()
 	cond := "attribute_not_exists(pk)"
 	vals := map[string]types.AttributeValue{
-		":pos": n(position), ":key": s(id.Key), ":tok": s(lease.Token),
-		":exp": n(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
+		":pos": dynamo.N(position), ":key": dynamo.S(id.Key), ":tok": dynamo.S(lease.Token),
+		":exp": dynamo.N(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 	}
 	if seen != nil {
 		cond = attrHoldTok + " = :seen"
-		vals[":seen"] = s(seen.HoldToken)
+		vals[":seen"] = dynamo.S(seen.HoldToken)
 	}
 	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           &l.opt.Table,
@@ -329,7 +330,7 @@ func (l *Ledger) ResetOrder(ctx context.Context, source, tenant, resource string
 		Key:                       orderKey(source, tenant, resource),
 		UpdateExpression:          aws.String("SET " + attrExpires + " = :exp"),
 		ConditionExpression:       aws.String(attrHoldTok + " = :seen"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": n(l.now().Unix()), ":seen": s(o.HoldToken)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": dynamo.N(l.now().Unix()), ":seen": dynamo.S(o.HoldToken)},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
@@ -351,7 +352,7 @@ func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, 
 	}
 	return l.owned(ctx, "complete", lease,
 		parts([]string{"#st = :done", interruptedDown, "updated_at = :now", attrSkipped + " = :why"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":done": s(string(Done)), ":why": s(trim(reason))}), nil, "")
+			map[string]types.AttributeValue{":done": dynamo.S(string(Done)), ":why": dynamo.S(trim(reason))}), nil, "")
 }
 
 // ReplayApplyStale is Replay for an event that is to be applied even if

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // PutPayloadIfAbsent stores body as id's payload unless a payload is stored
@@ -21,7 +22,7 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte, dig
 		return false, err
 	}
 	item := payloadItem(id, body, digest)
-	item[attrExpires] = n(l.now().Add(l.retention(id.Source)).Unix())
+	item[attrExpires] = dynamo.N(l.now().Add(l.retention(id.Source)).Unix())
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &l.opt.Table, Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
@@ -85,7 +86,7 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Ident
 	}
 	rec := decodeRecord(out.Item)
 	rec.ID = id
-	expires := getN(out.Item, attrExpires)
+	expires := dynamo.GetN(out.Item, attrExpires)
 	switch {
 	case out.Item == nil, expires <= l.now().Unix():
 		return false, nil // gone: nothing to keep a body for
@@ -101,11 +102,11 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Ident
 	set := "SET #b = :b, expires_at = :e"
 	vals := map[string]types.AttributeValue{
 		":b": &types.AttributeValueMemberB{Value: stored},
-		":e": n(expires), // with its record, whatever the source's retention
+		":e": dynamo.N(expires), // with its record, whatever the source's retention
 	}
 	if enc != "" {
 		set += ", enc = :enc"
-		vals[":enc"] = s(enc)
+		vals[":enc"] = dynamo.S(enc)
 	} else {
 		set += " REMOVE enc" // over an earlier event's compressed item
 	}
@@ -114,7 +115,7 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Ident
 	cond := "attribute_not_exists(#b) OR expires_at < :e"
 	if rec.BodySHA256 != "" {
 		set = strings.Replace(set, "SET ", "SET "+attrSHA+" = :sha, ", 1)
-		vals[":sha"] = s(rec.BodySHA256)
+		vals[":sha"] = dynamo.S(rec.BodySHA256)
 		cond += " OR attribute_not_exists(" + attrSHA + ") OR " + attrSHA + " <> :sha"
 	}
 	_, err = l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{

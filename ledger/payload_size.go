@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/hookledger/hookledger/internal/zip"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // MaxItemBytes is DynamoDB's item size limit (400 KB, attribute names
@@ -28,10 +28,8 @@ const payloadOverhead = 160
 // storedBody is the body as the payload item stores it (gzip when that is
 // smaller) and its encoding ("" or "gzip"). PutPayload encodes the same way.
 func storedBody(body []byte) ([]byte, string) {
-	if len(body) >= compressAbove {
-		if z := zip.Compress(body); len(z) < len(body) {
-			return z, "gzip"
-		}
+	if z, ok := dynamo.Shrink(body, compressAbove); ok {
+		return z, "gzip"
 	}
 	return body, ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // Due returns up to limit identities in shard whose due_at is at or before
@@ -77,7 +78,7 @@ func (l *Ledger) DueAfter(ctx context.Context, shard int, after, upTo time.Time,
 		IndexName:              aws.String(DueIndex),
 		KeyConditionExpression: aws.String("due_shard = :shard AND due_at BETWEEN :lo AND :hi"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":shard": n(int64(shard)), ":lo": n(lo), ":hi": ms(upTo),
+			":shard": dynamo.N(int64(shard)), ":lo": dynamo.N(lo), ":hi": dynamo.Millis(upTo),
 		},
 		Limit:             aws.Int32(int32(limit)),
 		ExclusiveStartKey: from.after,
@@ -87,14 +88,14 @@ func (l *Ledger) DueAfter(ctx context.Context, shard int, after, upTo time.Time,
 	}
 	entries := make([]DueEntry, 0, len(out.Items))
 	for _, it := range out.Items {
-		if getS(it, attrSK) != skRecord {
+		if dynamo.GetS(it, attrSK) != skRecord {
 			continue
 		}
-		id, err := ParsePK(getS(it, attrPK))
+		id, err := ParsePK(dynamo.GetS(it, attrPK))
 		if err != nil {
 			continue // not one of ours; never act on it
 		}
-		entries = append(entries, DueEntry{ID: id, At: getMS(it, attrDueAt)})
+		entries = append(entries, DueEntry{ID: id, At: dynamo.GetMillis(it, attrDueAt)})
 	}
 	next := DueCursor{after: out.LastEvaluatedKey, done: len(out.LastEvaluatedKey) == 0}
 	return entries, next, nil
@@ -203,7 +204,7 @@ func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, c
 				return fmt.Errorf("%s: %w: %v", op, ErrUnavailable, err)
 			}
 			for _, item := range out.Responses[l.opt.Table] {
-				if id, ok := byPK[getS(item, attrPK)]; ok && getS(item, attrSK) == sk {
+				if id, ok := byPK[dynamo.GetS(item, attrPK)]; ok && dynamo.GetS(item, attrSK) == sk {
 					found(id, item)
 				}
 			}
@@ -233,33 +234,23 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprPa
 		return Record{}, err
 	}
 	now := l.now()
-	token := newToken()
-	p.vals[":ver"] = n(rec.Version)
-	p.vals[":by"] = s(token)
-	p.vals[":now"] = ms(now)
+	token := dynamo.NewToken()
+	p.vals[":ver"] = dynamo.N(rec.Version)
+	p.vals[":by"] = dynamo.S(token)
+	p.vals[":now"] = dynamo.Millis(now)
 	p.set = append(p.set, attrWriter+" = :by")
 	cond := "ver = :ver"
 	if extra != "" {
 		cond += " AND " + extra
 	}
-	out, old, failed, err := l.update(ctx, op, rec.ID, p, cond)
-	if err != nil {
-		if r, ok := l.readBack(ctx, rec.ID, err, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token }); ok {
-			return r, nil
-		}
-		return Record{}, err
-	}
-	if !failed {
-		return out, nil
+	// A write whose answer was lost is ours all the same, and the caller
+	// must go on (the reclaimer enqueues after Requeue and Reset).
+	out, old, refused, err := l.update(ctx, op, rec.ID, p, cond, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token })
+	if err != nil || !refused {
+		return out, err
 	}
 	if old == nil {
 		return Record{}, fmt.Errorf("%s %s: %w", op, rec.ID, ErrNotFound)
-	}
-	if old.Version == rec.Version+1 && old.writer == token {
-		// The SDK retried a write whose first attempt succeeded but whose
-		// answer was lost: the transition is ours, and the caller must go
-		// on (the reclaimer enqueues after Requeue and Reset).
-		return *old, nil
 	}
 	return Record{}, &StateError{Op: op, Err: ErrConflict, Record: *old}
 }
@@ -269,7 +260,7 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprPa
 func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "requeue", rec,
 		parts([]string{"due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, nil,
-			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":received": s(string(Received)), ":failed": s(string(Failed))}),
+			map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next)), ":received": dynamo.S(string(Received)), ":failed": dynamo.S(string(Failed))}),
 		"#st IN (:received, :failed)")
 }
 
@@ -279,7 +270,7 @@ func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Recor
 func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "reset", rec,
 		parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":received": s(string(Received)), ":processing": s(string(Processing))}),
+			map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next)), ":received": dynamo.S(string(Received)), ":processing": dynamo.S(string(Processing))}),
 		"#st = :processing AND lease_until <= :now")
 }
 
@@ -292,7 +283,7 @@ func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record,
 func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "unsent", rec,
 		parts([]string{"due_at = :next", "reclaims = reclaims - :one"}, nil,
-			map[string]types.AttributeValue{":next": ms(l.notBefore(next)), ":zero": n(0)}),
+			map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next)), ":zero": dynamo.N(0)}),
 		"reclaims > :zero")
 }
 
@@ -321,7 +312,7 @@ type DueMarks map[int]time.Time
 func (m DueMarks) attr() types.AttributeValue {
 	out := make(map[string]types.AttributeValue, len(m))
 	for shard, t := range m {
-		out[strconv.Itoa(shard)] = ms(t)
+		out[strconv.Itoa(shard)] = dynamo.Millis(t)
 	}
 	return &types.AttributeValueMemberM{Value: out}
 }
@@ -352,7 +343,7 @@ func (l *Ledger) markExpiry(until time.Time) types.AttributeValue {
 	if r := l.now().Add(l.opt.Retention); r.After(exp) {
 		exp = r
 	}
-	return n(exp.Unix())
+	return dynamo.N(exp.Unix())
 }
 
 // LockRun takes the reclaimer's run lock for owner until until, with one
@@ -370,11 +361,11 @@ func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) (Du
 	now := l.now()
 	out, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &l.opt.Table,
-		Key:                 map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		Key:                 map[string]types.AttributeValue{attrPK: dynamo.S(runLockPK), attrSK: dynamo.S(runLockSK)},
 		UpdateExpression:    aws.String("SET " + attrLockBy + " = :me, " + attrLockTo + " = :until, " + attrExpires + " = :exp"),
 		ConditionExpression: aws.String("attribute_not_exists(" + attrLockBy + ") OR " + attrLockTo + " <= :now OR " + attrLockBy + " = :me"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":me": s(owner), ":until": ms(until), ":now": ms(now), ":exp": l.markExpiry(until),
+			":me": dynamo.S(owner), ":until": dynamo.Millis(until), ":now": dynamo.Millis(now), ":exp": l.markExpiry(until),
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -393,14 +384,14 @@ func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) (Du
 // it, it stores the marks alone (SaveDueMarks).
 func (l *Ledger) UnlockRun(ctx context.Context, owner string, marks DueMarks) error {
 	expr := "REMOVE " + attrLockBy + ", " + attrLockTo
-	vals := map[string]types.AttributeValue{":me": s(owner)}
+	vals := map[string]types.AttributeValue{":me": dynamo.S(owner)}
 	if marks != nil {
 		expr = "SET " + attrMarks + " = :marks " + expr
 		vals[":marks"] = marks.attr()
 	}
 	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &l.opt.Table,
-		Key:                       map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		Key:                       map[string]types.AttributeValue{attrPK: dynamo.S(runLockPK), attrSK: dynamo.S(runLockSK)},
 		UpdateExpression:          aws.String(expr),
 		ConditionExpression:       aws.String(attrLockBy + " = :me"),
 		ExpressionAttributeValues: vals,
@@ -419,7 +410,7 @@ func (l *Ledger) UnlockRun(ctx context.Context, owner string, marks DueMarks) er
 // older value is only an earlier mark). No item yet: no marks.
 func (l *Ledger) ReadDueMarks(ctx context.Context) (DueMarks, error) {
 	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &l.opt.Table, Key: map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		TableName: &l.opt.Table, Key: map[string]types.AttributeValue{attrPK: dynamo.S(runLockPK), attrSK: dynamo.S(runLockSK)},
 		ProjectionExpression: aws.String(attrMarks),
 	})
 	if err != nil {
@@ -435,7 +426,7 @@ func (l *Ledger) ReadDueMarks(ctx context.Context) (DueMarks, error) {
 func (l *Ledger) SaveDueMarks(ctx context.Context, marks DueMarks) error {
 	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &l.opt.Table,
-		Key:              map[string]types.AttributeValue{attrPK: s(runLockPK), attrSK: s(runLockSK)},
+		Key:              map[string]types.AttributeValue{attrPK: dynamo.S(runLockPK), attrSK: dynamo.S(runLockSK)},
 		UpdateExpression: aws.String("SET " + attrMarks + " = :marks, " + attrExpires + " = if_not_exists(" + attrExpires + ", :exp)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":marks": marks.attr(), ":exp": l.markExpiry(l.now()),
@@ -450,7 +441,7 @@ func (l *Ledger) SaveDueMarks(ctx context.Context, marks DueMarks) error {
 // Postpone moves due_at of a record that is not yet overdue in fact (a live
 // lease) to next, without counting a reclaim.
 func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Record, error) {
-	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": ms(l.notBefore(next))}), "")
+	return l.versioned(ctx, "postpone", rec, parts([]string{"due_at = :next"}, nil, map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next))}), "")
 }
 
 // BuryStale marks dead a non-terminal record nobody holds (past its
@@ -460,7 +451,7 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 	return l.versioned(ctx, "bury", rec,
 		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
 			map[string]types.AttributeValue{
-				":dead": s(string(Dead)), ":done": s(string(Done)), ":processing": s(string(Processing)), ":err": s(trim(cause)),
+				":dead": dynamo.S(string(Dead)), ":done": dynamo.S(string(Done)), ":processing": dynamo.S(string(Processing)), ":err": dynamo.S(trim(cause)),
 			}),
 		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)")
 }
@@ -485,14 +476,14 @@ func (l *Ledger) replay(ctx context.Context, id ID, applyStale bool, changes []S
 		return Record{}, err
 	}
 	now := l.now()
-	token := newToken()
+	token := dynamo.NewToken()
 	p := parts([]string{"#st = :received", "attempts = :zero", attrFailures + " = :zero", attrInterrupts + " = :zero", attrGivenBack + " = :zero", "reclaims = :zero",
 		"updated_at = :now", attrReplayed + " = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
 		[]string{"lease_owner"},
 		map[string]types.AttributeValue{
-			":received": s(string(Received)), ":dead": s(string(Dead)), ":failed": s(string(Failed)),
-			":zero": n(0), ":now": ms(now), ":nows": n(now.Unix()), ":by": s(token),
-			":shard": n(int64(shardOf(id.PK(), l.opt.Shards))), ":due": ms(now.Add(l.opt.ReclaimAfter)),
+			":received": dynamo.S(string(Received)), ":dead": dynamo.S(string(Dead)), ":failed": dynamo.S(string(Failed)),
+			":zero": dynamo.N(0), ":now": dynamo.Millis(now), ":nows": dynamo.N(now.Unix()), ":by": dynamo.S(token),
+			":shard": dynamo.N(int64(shardOf(id.PK(), l.opt.Shards))), ":due": dynamo.Millis(now.Add(l.opt.ReclaimAfter)),
 		})
 	if applyStale {
 		p.set = append(p.set, attrApplyStale+" = :now")
@@ -500,21 +491,13 @@ func (l *Ledger) replay(ctx context.Context, id ID, applyStale bool, changes []S
 	if err := p.addSteps(changes, now); err != nil {
 		return Record{}, err
 	}
-	rec, old, failed, err := l.update(ctx, "replay", id, p, "attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)")
-	if err != nil {
-		if r, ok := l.readBack(ctx, id, err, func(r Record) bool { return r.Status == Received && r.writer == token }); ok {
-			return r, nil
-		}
-		return Record{}, err
-	}
-	if !failed {
-		return rec, nil
+	rec, old, refused, err := l.update(ctx, "replay", id, p, "attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)",
+		func(r Record) bool { return r.Status == Received && r.writer == token })
+	if err != nil || !refused {
+		return rec, err
 	}
 	if old == nil {
 		return Record{}, fmt.Errorf("replay %s: %w", id, ErrNotFound)
-	}
-	if old.Status == Received && old.writer == token {
-		return *old, nil // our own write, retried after its answer was lost
 	}
 	return Record{}, &StateError{Op: "replay", Err: ErrConflict, Record: *old}
 }
@@ -527,11 +510,11 @@ func (l *Ledger) List(ctx context.Context, status Status, limit int) ([]Record, 
 		return nil, fmt.Errorf("%w: unknown status %q (want received, processing, done, failed or dead)", ErrInvalid, status)
 	}
 	filter := "sk = :r"
-	vals := map[string]types.AttributeValue{":r": s(skRecord)}
+	vals := map[string]types.AttributeValue{":r": dynamo.S(skRecord)}
 	var names map[string]string
 	if status != "" {
 		filter += " AND #st = :st"
-		vals[":st"] = s(string(status))
+		vals[":st"] = dynamo.S(string(status))
 		names = map[string]string{"#st": attrStatus}
 	}
 	var recs []Record

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/internal/name"
 )
 
@@ -114,9 +115,9 @@ func (p *exprParts) addSteps(changes []StepChange, now time.Time) error {
 			p.remove = append(p.remove, ph)
 			continue
 		}
-		v := map[string]types.AttributeValue{"s": s(string(c.Status)), "t": ms(now)}
+		v := map[string]types.AttributeValue{"s": dynamo.S(string(c.Status)), "t": dynamo.Millis(now)}
 		if c.Result != "" {
-			v["r"] = s(c.Result)
+			v["r"] = dynamo.S(c.Result)
 		}
 		p.vals[":s"+strconv.Itoa(i)] = &types.AttributeValueMemberM{Value: v}
 		p.set = append(p.set, ph+" = :s"+strconv.Itoa(i))
@@ -136,7 +137,7 @@ func decodeSteps(item map[string]types.AttributeValue) map[string]Step {
 		if !ok {
 			continue
 		}
-		st := Step{Status: StepStatus(getS(m.Value, "s")), Result: getS(m.Value, "r"), At: getMS(m.Value, "t")}
+		st := Step{Status: StepStatus(dynamo.GetS(m.Value, "s")), Result: dynamo.GetS(m.Value, "r"), At: dynamo.GetMillis(m.Value, "t")}
 		if out == nil {
 			out = map[string]Step{}
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/hookledger/hookledger/internal/dynamotable"
+	"github.com/hookledger/hookledger/dynamo"
 )
 
 // DueIndex is the name of the sparse global secondary index the reclaimer
@@ -43,16 +43,9 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 	}
 }
 
-// TableAPI is what CreateTable needs.
-type TableAPI interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
-
 // CreateTable creates the ledger table if it does not exist, waits until it
 // is active and enables TTL on expires_at. For tests and local runs; in AWS
 // the SAM template owns the table.
-func CreateTable(ctx context.Context, db TableAPI, name string) error {
-	return dynamotable.Create(ctx, db, TableInput(name), attrExpires)
+func CreateTable(ctx context.Context, db dynamo.TableAPI, name string) error {
+	return dynamo.CreateTable(ctx, db, TableInput(name), attrExpires)
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make lint / make test: the repository's hygiene.
 #   - no tracked build output (compiled binaries, build folders) and no tracked file over 1 MiB
-#   - go mod tidy changes nothing, in every module (the product and the proof lab)
+#   - go mod tidy changes nothing, in every module (the product, the idempotency module, the proof lab)
 #   - no package of the proof lab (lab/) in the product's dependency graph, tests included
+#   - the idempotency module on the root module's public packages only: no internal/ package in
+#     its dependencies, and none imported by its tests
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -31,7 +33,7 @@ while IFS= read -r -d '' f; do
   esac
 done < <(git ls-files -z)
 
-for mod in . lab; do
+for mod in . idempotency lab; do
   if ! out=$(cd "$mod" && GOWORK=off GOFLAGS=-mod=mod go mod tidy -diff 2>&1); then
     say "go mod tidy is not clean in $mod/ (run: (cd $mod && GOWORK=off go mod tidy)):"
     echo "$out" >&2
@@ -39,9 +41,21 @@ for mod in . lab; do
   fi
 done
 
-if lab=$(go list -deps -test ./... | grep '^github.com/hookledger/hookledger/lab\(/\|$\)'); then
+if lab=$(go list -deps -test ./... ./idempotency/... | grep '^github.com/hookledger/hookledger/lab\(/\|$\)'); then
   say "the product depends on the proof lab (no product package, test or not, may import lab/):"
   echo "$lab" | sed 's/^/  /' >&2
+  fail=1
+fi
+
+internal='^github.com/hookledger/hookledger/internal/'
+if deps=$(go list -deps ./idempotency/... | grep "$internal"); then
+  say "the idempotency module depends on the root module's internal packages (it may use public ones, such as dynamo):"
+  echo "$deps" | sed 's/^/  /' >&2
+  fail=1
+fi
+if imps=$(go list -test -f '{{join .Imports "\n"}}' ./idempotency/... | grep "$internal"); then
+  say "an idempotency test imports the root module's internal packages (the module's tests keep their helpers in helpers_test.go):"
+  echo "$imps" | sort -u | sed 's/^/  /' >&2
   fail=1
 fi
 

@@ -20,13 +20,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/sdkconfig"
 )
 
 type env struct {
@@ -50,7 +50,7 @@ func setup(t *testing.T) *env {
 	if os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("AWS_ENDPOINT_URL is not set: refusing to touch real AWS")
 	}
-	cfg, err := sdkconfig.Load(t.Context(), os.Getenv)
+	cfg, err := config.LoadDefaultConfig(t.Context()) // the script sets the endpoint, region and dummy credentials
 	if err != nil {
 		t.Fatal(err)
 	}

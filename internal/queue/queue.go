@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/hookledger/hookledger/internal/zip"
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -99,12 +99,9 @@ func Encode(m Message) (string, error) {
 		if body == nil {
 			body = []byte{}
 		}
-		if len(body) >= compressAbove {
-			if z := zip.Compress(body); len(z) < len(body) {
-				w.BodyGzip = z
-			}
-		}
-		if w.BodyGzip == nil {
+		if z, ok := dynamo.Shrink(body, compressAbove); ok {
+			w.BodyGzip = z
+		} else {
 			w.Body = &body
 		}
 	}
@@ -141,7 +138,7 @@ func Decode(body string) (Message, error) {
 	}
 	switch {
 	case m.BodyGzip != nil:
-		body, err := zip.Decompress(m.BodyGzip, maxBodyBytes)
+		body, err := dynamo.Decompress(m.BodyGzip, maxBodyBytes)
 		if err != nil {
 			return Message{}, fmt.Errorf("%w: body_gz: %v", ErrMalformed, err)
 		}

@@ -1,8 +1,4 @@
-// Package dynamotable creates a DynamoDB table for tests and local runs
-// (in AWS a template owns the table): package ledger creates its table
-// with it, and package idempotency its smaller one. Each owns its table's
-// definition; only the mechanics of creating one are shared.
-package dynamotable
+package dynamo
 
 import (
 	"context"
@@ -16,23 +12,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// API is what Create calls.
-type API interface {
+// TableAPI is the slice of the DynamoDB client CreateTable calls.
+type TableAPI interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
-// How long Create waits for a new table to become active, and how often
+// How long CreateTable waits for a new table to become active, and how often
 // it looks.
 const (
 	activeWait = 60 * time.Second
 	activePoll = 200 * time.Millisecond
 )
 
-// Create creates the table in unless it exists, waits until it is active
-// and enables TTL on the attribute ttl.
-func Create(ctx context.Context, db API, in *dynamodb.CreateTableInput, ttl string) error {
+// CreateTable creates the table in unless it exists, waits until it is
+// active and enables TTL on the attribute ttl. For tests and local runs:
+// in AWS a template owns the table. Each store passes its own definition.
+func CreateTable(ctx context.Context, db TableAPI, in *dynamodb.CreateTableInput, ttl string) error {
 	name := aws.ToString(in.TableName)
 	_, err := db.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException

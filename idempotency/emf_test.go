@@ -1,4 +1,4 @@
-package metric
+package idempotency
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-func TestWriterDimensions(t *testing.T) {
+func TestEMFDimensions(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	e := NewWriter(&buf, "shop")
+	e := newEMFWriter(&buf, "shop")
 	e.now = func() time.Time { return time.UnixMilli(1700000000000) }
 	e.Count(map[string]string{"Operation": "create-order"}, "IdempotencyHit", "IdempotencyCacheHit")
 	var doc struct {
@@ -33,6 +33,6 @@ func TestWriterDimensions(t *testing.T) {
 		len(d[0].Metrics) != 2 || doc.Operation != "create-order" || doc.IdempotencyHit != 1 || doc.IdempotencyCacheHit != 1 {
 		t.Fatalf("line %s", buf.String())
 	}
-	var nilWriter *Writer
+	var nilWriter *emfWriter
 	nilWriter.Count(nil, "x") // must not panic
 }

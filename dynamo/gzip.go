@@ -1,7 +1,4 @@
-// Package zip is the gzip both the ledger (payload items) and the queue
-// (message bodies) use: pooled writers at BestSpeed, since a new gzip.Writer
-// allocates about 1 MB, and bounded reads.
-package zip
+package dynamo
 
 import (
 	"bytes"
@@ -11,6 +8,9 @@ import (
 	"sync"
 )
 
+// The gzip of stored bodies and results (and the queue's message bodies):
+// pooled writers at BestSpeed, since a new gzip.Writer allocates about
+// 1 MB, and reads bounded by the caller.
 var writers = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return zw
@@ -26,6 +26,17 @@ func Compress(b []byte) []byte {
 	zw.Close()
 	writers.Put(zw)
 	return buf.Bytes()
+}
+
+// Shrink returns b gzip-compressed and true when b has at least from bytes
+// and compression makes it smaller; b and false otherwise.
+func Shrink(b []byte, from int) ([]byte, bool) {
+	if len(b) >= from {
+		if z := Compress(b); len(z) < len(b) {
+			return z, true
+		}
+	}
+	return b, false
 }
 
 // Decompress reverses Compress, refusing output past limit bytes.

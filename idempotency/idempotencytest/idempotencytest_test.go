@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/idempotencytest"
+	"github.com/hookledger/hookledger/idempotency/idempotencytest"
 )
 
 type req struct {

@@ -1,4 +1,4 @@
-package dynamotable_test
+package dynamo_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/dynamotable"
 )
 
 // TestCreateTwice: creating a table that exists, with TTL already on, is
@@ -28,7 +28,7 @@ func TestCreateTwice(t *testing.T) {
 	}
 	t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
 	for i := range 2 {
-		if err := dynamotable.Create(t.Context(), db, in(), "expires_at"); err != nil {
+		if err := dynamo.CreateTable(t.Context(), db, in(), "expires_at"); err != nil {
 			t.Fatalf("create #%d: %v", i+1, err)
 		}
 	}

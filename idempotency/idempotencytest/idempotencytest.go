@@ -17,8 +17,6 @@ package idempotencytest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,8 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/idempotency"
-	"github.com/hookledger/hookledger/internal/zip"
 )
 
 // Memory is an in-memory idempotency.Backend. Safe for concurrent use.
@@ -47,12 +45,6 @@ func NewMemory(now func() time.Time) *Memory {
 		now = time.Now
 	}
 	return &Memory{now: now, recs: map[string]idempotency.Record{}, requests: map[string]int{}}
-}
-
-func token() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func checkKey(key string) error {
@@ -87,7 +79,7 @@ func (m *Memory) Claim(_ context.Context, key string, c idempotency.Claim) (idem
 	}
 	exp := time.Unix(max(c.ExpiresAt.Unix(), lease), 0).UTC()
 	if !ok || old.Expired(now) {
-		r := idempotency.Record{Key: key, Status: idempotency.StatusInProgress, Attempts: 1, LeaseOwner: token(),
+		r := idempotency.Record{Key: key, Status: idempotency.StatusInProgress, Attempts: 1, LeaseOwner: dynamo.NewToken(),
 			LeaseUntil: ms(c.LeaseUntil), CreatedAt: ms(now), UpdatedAt: ms(now), ExpiresAt: exp, Validation: c.Validation, Version: 1}
 		m.recs[key] = r
 		return r, true, nil
@@ -101,7 +93,7 @@ func (m *Memory) Claim(_ context.Context, key string, c idempotency.Claim) (idem
 		return copyRecord(old), false, nil
 	}
 	r := old
-	r.Status, r.LeaseOwner, r.LeaseUntil = idempotency.StatusInProgress, token(), ms(c.LeaseUntil)
+	r.Status, r.LeaseOwner, r.LeaseUntil = idempotency.StatusInProgress, dynamo.NewToken(), ms(c.LeaseUntil)
 	r.Attempts++
 	r.UpdatedAt, r.ExpiresAt, r.Version = ms(now), exp, r.Version+1
 	r.Result, r.ResultSize, r.StoredSize, r.Unstored = nil, 0, 0, ""
@@ -149,8 +141,8 @@ func (m *Memory) Complete(_ context.Context, key, token string, c idempotency.Co
 	if unstored == "" && len(c.Data) > idempotency.MaxResultDecodedBytes {
 		unstored = fmt.Sprintf("result of %d bytes is over the %d-byte limit of a result before compression", len(c.Data), idempotency.MaxResultDecodedBytes)
 	}
-	if unstored == "" && len(c.Data) >= 512 {
-		if z := zip.Compress(c.Data); len(z) < len(c.Data) {
+	if unstored == "" {
+		if z, ok := dynamo.Shrink(c.Data, 512); ok {
 			stored = len(z)
 		}
 	}

@@ -1,8 +1,9 @@
-package idempotency_test
+package main
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,12 +12,14 @@ import (
 	"github.com/hookledger/hookledger/internal/testbody"
 )
 
-// TestCostPerCall pins the budget the issue sets against Powertools (2
-// requests and 2 write units per first call, 1 and 1 per repeat, at 1 KB),
-// measured against the emulator and priced by internal/awstest's DynamoDB
-// billing rules, for every payload size the benchmark reports: a first
-// call is one conditional PutItem and one UpdateItem of 1 WCU each, a
-// repeat one failed conditional PutItem of 1 WCU, a cached repeat nothing.
+// TestCostPerCall pins the idempotency module's budget against Powertools
+// (2 requests and 2 write units per first call, 1 and 1 per repeat, at
+// 1 KB), measured against the emulator and priced by internal/awstest's
+// DynamoDB billing rules, for every payload size the benchmark reports: a
+// first call is one conditional PutItem and one UpdateItem of 1 WCU each,
+// a repeat one failed conditional PutItem of 1 WCU, a cached repeat
+// nothing. It lives with the lab's meters, beside the comparison
+// (bench_idem.go) that prints the same numbers.
 func TestCostPerCall(t *testing.T) {
 	t.Parallel()
 	m := awstest.NewMeter()
@@ -30,7 +33,7 @@ func TestCostPerCall(t *testing.T) {
 	acc := &awstest.Accountant{Raw: rawDB, Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
 	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
 	for _, cached := range []bool{false, true} {
-		opt := idempotency.Options{Table: table, Logger: quietLogger()}
+		opt := idempotency.Options{Table: table, Logger: slog.New(slog.DiscardHandler)}
 		if cached {
 			opt.CacheEntries = 16
 		}
