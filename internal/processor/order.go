@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -78,7 +77,7 @@ func (w *work) Take(ctx context.Context, k engine.OrderKey) (engine.Place, error
 			}
 			pause, waited = min(2*pause, orderPollMax), true
 		case errors.Is(err, ledger.ErrInvalid):
-			return engine.Place{}, hookledger.Permanent(fmt.Errorf("InOrder: %w", err))
+			return engine.Place{}, engine.PermanentError{Err: fmt.Errorf("InOrder: %w", err)}
 		default:
 			return engine.Place{}, err
 		}
