@@ -10,7 +10,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hookledger/hookledger/internal/jsoncheck"
+	"github.com/hookledger/hookledger/jsoncheck"
 )
 
 // derivedPrefix starts every derived key, so a derived key never collides with

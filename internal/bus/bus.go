@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/jsoncheck"
 )
 
 // sources finds the source that takes an EventBridge source's events.

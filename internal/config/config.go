@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/jsoncheck"
+	"github.com/hookledger/hookledger/jsoncheck"
 	"github.com/hookledger/hookledger/ledger"
 )
 

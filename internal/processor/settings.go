@@ -12,8 +12,8 @@ import (
 	"github.com/hookledger/hookledger/internal/awsjson"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/engine"
-	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/jsoncheck"
 )
 
 // EffectSettingsEnv holds the effects' settings as one JSON object of

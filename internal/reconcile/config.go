@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/jsoncheck"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/jsoncheck"
 )
 
 // Spec is one configured reconciliation: a source and tenant of the sources

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/jsoncheck"
 	hname "github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/jsoncheck"
 	"github.com/hookledger/hookledger/webhook"
 )
 

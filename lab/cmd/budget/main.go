@@ -248,8 +248,8 @@ func readingPath(doc string) ([]string, error) {
 }
 
 // layers lists imports that point up: a package under internal/ importing
-// the root package, ledger and webhook importing internal/, or the leaf
-// dynamo importing anything of the module.
+// the root package, ledger and webhook importing internal/, or a leaf
+// (dynamo, jsoncheck) importing anything of the module.
 func layers() ([]string, error) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
@@ -270,7 +270,7 @@ func layers() ([]string, error) {
 			case (p == "ledger" || p == "webhook" || strings.HasPrefix(p, "ledger/") || strings.HasPrefix(p, "webhook/")) &&
 				strings.HasPrefix(imp, mod+"/internal/"):
 				bad = append(bad, p+" imports "+strings.TrimPrefix(imp, mod+"/"))
-			case p == "dynamo" && strings.HasPrefix(imp, mod+"/"):
+			case (p == "dynamo" || p == "jsoncheck") && strings.HasPrefix(imp, mod+"/"):
 				bad = append(bad, p+" imports "+strings.TrimPrefix(imp, mod+"/")+" (a leaf imports nothing of the module)")
 			}
 		}
