@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // Handler performs an event's side effects. Returning nil marks the event
@@ -55,8 +55,8 @@ func (r *Router) Handle(source, eventType string, h Handler, opts ...RouteOption
 	if source == "" || eventType == "" {
 		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
 	}
-	if source != Any && !name.Source(source) {
-		panic(fmt.Sprintf("hookledger: route %q/%q: %q is not a source name, so no event can match it: write the source's name as configured in the sources JSON (1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit), or hookledger.Any for every source", source, eventType, source))
+	if source != Any && !ledger.ValidName(source) {
+		panic(fmt.Sprintf("hookledger: route %q/%q: %q is not a source name, so no event can match it: write the source's name as configured in the sources JSON (%s), or hookledger.Any for every source", source, eventType, source, ledger.NameRule))
 	}
 	if eventType != Any {
 		if why := badType(eventType); why != "" {
@@ -91,7 +91,7 @@ func badType(t string) string {
 	if strings.Contains(t, Any) {
 		return "routes match exact types, and '*' is not a pattern"
 	}
-	if err := name.CheckType(t); err != nil {
+	if err := ledger.CheckType(t); err != nil {
 		return "the receiver refuses such a type (" + err.Error() + ")"
 	}
 	return ""

@@ -124,12 +124,14 @@
 //
 // # Limits and other items
 //
-// ID.Validate refuses what DynamoDB would refuse (an encoded partition key
-// over MaxPKBytes, a part that is not UTF-8), and CheckPayloadSize tells,
-// before anything is written, whether a body fits one payload item
-// (MaxItemBytes) after compression, so no record is created whose payload
-// could never be stored. The replay guard (ClaimBody) keeps one small item
-// per source, tenant, event type and body digest ("rg#..." partition keys,
+// NewID is the door of a new event's identity: it refuses, once, what the
+// ledger, the queue or the logs could not carry (CheckText, MaxPartLen, an
+// encoded partition key over MaxPKBytes). ID.Validate guards the ledger's
+// methods against IDs built by hand. CheckPayloadSize tells, before
+// anything is written, whether a body fits one payload item (MaxItemBytes)
+// after compression, so no record is created whose payload could never be
+// stored. The replay guard (ClaimBody) keeps one small item per source,
+// tenant, event type and body digest ("rg#..." partition keys,
 // sort key "g"), with an expiry and no due-index attributes.
 //
 // # Order items

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/hookledger/hookledger/dynamo"
-	"github.com/hookledger/hookledger/internal/name"
 )
 
 // skGuard is the sort key of a replay-guard item.
@@ -23,7 +22,7 @@ const skGuard = "g"
 // never sees it, and List reads only records. The type comes before the
 // digest, each escaped, so no two (type, digest) pairs share an item.
 func guardPK(id ID, ev Identity) string {
-	return "rg#" + name.Escape(id.Source) + "#" + name.Escape(id.Tenant) + "#" + name.Escape(ev.Type) + "#" + name.Escape(ev.BodySHA256)
+	return "rg#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(ev.Type) + "#" + escape(ev.BodySHA256)
 }
 
 // ClaimBody is the replay guard: it records that id's source and tenant
@@ -42,10 +41,10 @@ func guardPK(id ID, ev Identity) string {
 // again under a new id and another type passes the guard; the type is then
 // one the sender never gave it, so route by source and never trust such a
 // delivery's type for anything a forged one could abuse.
+//
+// id is the delivery's, as NewID returned it: ClaimBody does not check it
+// again (Create, which follows it, guards the record's key).
 func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, error) {
-	if err := id.Validate(); err != nil {
-		return "", err
-	}
 	if ev.BodySHA256 == "" || len(ev.BodySHA256) > 128 {
 		return "", fmt.Errorf("%w: body digest must be 1..128 bytes", ErrInvalid)
 	}

@@ -120,11 +120,11 @@ type NewEvent struct {
 // created == true for the first caller; every other caller gets the existing
 // record and created == false (a duplicate is a result, not an error).
 func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) {
-	if err := ev.Validate(); err != nil {
+	pk := ev.PK()
+	if err := ev.check(pk); err != nil {
 		return Record{}, false, err
 	}
 	now := l.now()
-	pk := ev.PK()
 	rec := Record{
 		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,

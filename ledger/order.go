@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/hookledger/hookledger/dynamo"
-	"github.com/hookledger/hookledger/internal/name"
 )
 
 // Attributes of the order item.
@@ -84,7 +83,7 @@ func (e *OrderError) Unwrap() error { return e.Err }
 // orderPK is the order item's partition key: "ord#", then source, tenant
 // and resource, each escaped, joined by "#" (no two triples share one).
 func orderPK(source, tenant, resource string) string {
-	return "ord#" + name.Escape(source) + "#" + name.Escape(tenant) + "#" + name.Escape(resource)
+	return "ord#" + escape(source) + "#" + escape(tenant) + "#" + escape(resource)
 }
 
 func orderKey(source, tenant, resource string) map[string]types.AttributeValue {

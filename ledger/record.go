@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/hookledger/hookledger/internal/name"
 )
 
 // Status is a record's place in the state machine (see the package doc).
@@ -46,18 +44,42 @@ const MaxPartLen = 512
 const MaxPKBytes = 2048
 
 // ID is an event's identity: who sent it (source), for whom (tenant), and the
-// sender's event id or a derived key.
+// sender's event id or a derived key. NewID makes one from a delivery.
 type ID struct {
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`
 	Key    string `json:"event_key"`
 }
 
-// Validate reports an empty or over-long part, a part that is not valid
-// UTF-8 (DynamoDB refuses it), and an encoded partition key over
-// DynamoDB's MaxPKBytes.
-func (id ID) Validate() error {
-	for _, p := range []struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.Key}} {
+// NewID is the door of a new event's identity: it checks every rule the
+// ledger, the queue and the logs need of the three parts, once, and returns
+// their ID. Its errors wrap ErrInvalid, and also ErrText when a part has
+// characters the pipeline cannot carry (CheckText), which it checks before
+// the sizes (Validate). Source and tenant are names the sources config
+// accepted (ValidName).
+func NewID(source, tenant, key string) (ID, error) {
+	id := ID{Source: source, Tenant: tenant, Key: key}
+	for _, p := range id.parts() {
+		if err := CheckText(p.v); err != nil {
+			return ID{}, fmt.Errorf("%w: %s: %w", ErrInvalid, p.name, err)
+		}
+	}
+	if err := id.Validate(); err != nil {
+		return ID{}, err
+	}
+	return id, nil
+}
+
+// Validate is the guard for an ID built by hand (a literal, a command's
+// arguments): it reports an empty or over-long part, a part that is not
+// valid UTF-8 (the SDK would send U+FFFD in its place, so two ids would
+// share one record), and an encoded partition key over DynamoDB's
+// MaxPKBytes. NewID checks all of it, and more.
+func (id ID) Validate() error { return id.check(id.PK()) }
+
+// check is Validate for a caller that has encoded pk already.
+func (id ID) check(pk string) error {
+	for _, p := range id.parts() {
 		if p.v == "" {
 			return fmt.Errorf("%w: %s is empty", ErrInvalid, p.name)
 		}
@@ -68,27 +90,36 @@ func (id ID) Validate() error {
 			return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, p.name)
 		}
 	}
-	if n := len(id.PK()); n > MaxPKBytes {
-		return fmt.Errorf("%w: encoded key is %d bytes, over DynamoDB's %d-byte partition key limit", ErrInvalid, n, MaxPKBytes)
+	if len(pk) > MaxPKBytes {
+		return fmt.Errorf("%w: encoded key is %d bytes, over DynamoDB's %d-byte partition key limit", ErrInvalid, len(pk), MaxPKBytes)
 	}
 	return nil
+}
+
+func (id ID) parts() [3]struct{ name, v string } {
+	return [3]struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.Key}}
 }
 
 // String is the identity as logged: source/tenant/key.
 func (id ID) String() string { return id.Source + "/" + id.Tenant + "/" + id.Key }
 
-// PK is the stored partition key. Each part is escaped so that the encoding
-// is injective: "%" becomes "%25" and "#" becomes "%23" before joining with
-// "#". Downstream idempotency keys derive from it (hookledger.IdempotencyKey).
-func (id ID) PK() string { return name.EventKey(id.Source, id.Tenant, id.Key) }
+// PK is the stored partition key: "ev#", then source, tenant and key, each
+// escaped ("%" as "%25", "#" as "%23") and joined by "#", so no two
+// identities share one. Downstream idempotency keys derive from it
+// (hookledger.IdempotencyKey), so it never changes: keys of events already
+// processed must stay the same.
+func (id ID) PK() string {
+	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.Key)
+}
 
 // ParsePK inverts ID.PK.
 func ParsePK(pk string) (ID, error) {
-	source, tenant, key, ok := name.ParseEventKey(pk)
-	if !ok {
+	rest, ok := strings.CutPrefix(pk, "ev#")
+	parts := strings.Split(rest, "#")
+	if !ok || len(parts) != 3 {
 		return ID{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
 	}
-	return ID{Source: source, Tenant: tenant, Key: key}, nil
+	return ID{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), Key: unescaper.Replace(parts[2])}, nil
 }
 
 // shardOf spreads records over the due index's partitions.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/dynamo"
-	"github.com/hookledger/hookledger/internal/name"
 )
 
 // StepStatus is how far a step of an event's handler got, as recorded.
@@ -44,18 +43,17 @@ type StepChange struct {
 // must stay under 1 KB so that a status change costs one write unit: step
 // results are meant for ids, not documents.
 const (
-	MaxStepName   = name.MaxStep
+	MaxStepName   = 64
 	MaxStepResult = 256
 )
 
-// ValidStepName reports whether s may name a step: 1 to MaxStepName
-// bytes of letters, digits, '_', '.' and '-', starting with a letter or
-// digit.
-func ValidStepName(s string) bool { return name.Step(s) }
+// ValidStepName reports whether s may name a step (NameRule, at most
+// MaxStepName bytes).
+func ValidStepName(s string) bool { return namePattern.MatchString(s) }
 
 func (c StepChange) validate() error {
 	if !ValidStepName(c.Name) {
-		return fmt.Errorf("%w: step name %q: want %s", ErrInvalid, c.Name, name.StepRule)
+		return fmt.Errorf("%w: step name %q: want %s", ErrInvalid, c.Name, NameRule)
 	}
 	switch c.Status {
 	case StepStarted, StepDone, "":

@@ -44,7 +44,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // Mode is a step's delivery guarantee.
@@ -125,7 +125,7 @@ var (
 // MaxResultBytes, all of an event's step names and results together at most
 // MaxTotalBytes, and an event has at most MaxSteps steps.
 const (
-	MaxNameBytes   = name.MaxStep
+	MaxNameBytes   = ledger.MaxStepName
 	MaxResultBytes = 256
 	MaxTotalBytes  = 512
 	MaxSteps       = 16
@@ -383,8 +383,8 @@ func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error
 func (r *Run) enter(spec Spec) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !name.Step(spec.Name) {
-		return PermanentError{fmt.Errorf("step name %q: want %s", spec.Name, name.StepRule)}
+	if !ledger.ValidStepName(spec.Name) {
+		return PermanentError{fmt.Errorf("step name %q: want %s", spec.Name, ledger.NameRule)}
 	}
 	if r.busy {
 		return PermanentError{fmt.Errorf("step %s started while another step is running: run steps one after another", spec.Name)}
@@ -628,7 +628,7 @@ func (r *Run) ExtendLease(ctx context.Context, d time.Duration) error {
 // of events already processed must stay the same.
 func DownstreamKey(source, tenant, id, step string) string {
 	h := sha256.New()
-	h.Write([]byte(name.EventKey(source, tenant, id)))
+	h.Write([]byte(ledger.ID{Source: source, Tenant: tenant, Key: id}.PK()))
 	h.Write([]byte{0})
 	h.Write([]byte(step))
 	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]

@@ -17,13 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/hookledger/hookledger/internal/engine"
-	"github.com/hookledger/hookledger/internal/name"
+	"github.com/hookledger/hookledger/internal/source"
 )
-
-// SourcePrefix starts the EventBridge "source" of every forwarded event:
-// "hookledger." and the hookledger source's name ("hookledger.stripe"), so
-// a consumer's rule selects them by prefix.
-const SourcePrefix = name.ForwardSource
 
 // MaxEntryBytes is EventBridge's limit on one PutEvents entry (256 KB,
 // source, detail-type and detail counted together).
@@ -68,7 +63,7 @@ func Build(f engine.Forwarded) (src, detailType string, detail []byte, err error
 	if err != nil {
 		return "", "", nil, engine.PermanentError{Err: fmt.Errorf("forward: %w", err)}
 	}
-	src = SourcePrefix + f.Source
+	src = source.ForwardPrefix + f.Source
 	if n := len(src) + len(detailType) + len(detail); n > MaxEntryBytes {
 		return "", "", nil, engine.PermanentError{Err: fmt.Errorf("forward: the entry is %d bytes, over EventBridge's %d: forward the part of the event your consumers need (ev.Forward(ctx, detail))", n, MaxEntryBytes)}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/source"
 )
 
 var at = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -87,7 +88,7 @@ func TestPublishReachesTheBus(t *testing.T) {
 	}
 	rule := "forwarded"
 	if _, err := eb.PutRule(t.Context(), &eventbridge.PutRuleInput{Name: &rule, EventBusName: &bus,
-		EventPattern: aws.String(`{"source":[{"prefix":"` + forward.SourcePrefix + `"}]}`)}); err != nil {
+		EventPattern: aws.String(`{"source":[{"prefix":"` + source.ForwardPrefix + `"}]}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eb.PutTargets(t.Context(), &eventbridge.PutTargetsInput{Rule: &rule, EventBusName: &bus,

@@ -84,12 +84,12 @@ func TestDuplicateWritesAMissingStoredObject(t *testing.T) {
 	}
 }
 
-// A signed body can carry any string as its type; one past MaxTypeBytes
+// A signed body can carry any string as its type; one past ledger.MaxType
 // is refused before anything is written.
 func TestLongEventTypeIs400BeforeAnyWrite(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	typ := strings.Repeat("t", receiver.MaxTypeBytes+1)
+	typ := strings.Repeat("t", ledger.MaxType+1)
 	body := []byte(`{"id":"evt_longtype","type":"` + typ + `"}`)
 	resp := f.handle(t, f.request(t, f.stripe, "/webhooks/stripe/acme", stripeSecret, webhook.Message{Body: body}))
 	if resp.StatusCode != 400 || !strings.Contains(resp.Body, "event type too long") {

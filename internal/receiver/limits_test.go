@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
@@ -42,6 +44,35 @@ func TestKeysAndTypesThePipelineCannotCarryAre400(t *testing.T) {
 	req := f.request(t, f.stripe, "/webhooks/stripe/acme", stripeSecret, webhook.Message{Body: []byte(`{"id":"evt_\ud83d\ude00","type":"invoice.paid"}`)})
 	if resp := f.handle(t, req); resp.StatusCode != 200 {
 		t.Errorf("a surrogate pair: got %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// Each unusable key or type has its own 400, and where a delivery has two,
+// the key's characters come first, then the type's checks, then the key's
+// size: the identity is checked once (ledger.NewID), the answers stay.
+func TestUnusableKeysAndTypesKeepTheirAnswers(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	long := strings.Repeat("#", ledger.MaxPartLen) // 1536 bytes escaped, with a long tenant over 2048
+	tenant := strings.Repeat("t", ledger.MaxPartLen)
+	longType := strings.Repeat("t", ledger.MaxType+1)
+	tests := []struct{ name, tenant, key, typ, want string }{
+		{"key characters", "acme", "evt_\x01", "invoice.paid", "idempotency key has characters"},
+		{"type characters", "acme", "evt_1", "invoice.\uffff", "event type has characters"},
+		{"type too long", "acme", "evt_1", longType, "event type too long"},
+		{"key too long", tenant, long, "invoice.paid", "idempotency key too long"},
+		{"key too long, type characters", tenant, long, "invoice.\uffff", "event type has characters"},
+		{"key characters, type too long", "acme", "evt_\x01", longType, "idempotency key has characters"},
+	}
+	for _, tt := range tests {
+		d := receiver.Delivery{Source: "stripe", Tenant: tt.tenant, Key: tt.key, Type: tt.typ, Body: []byte(`{}`), Digest: "d"}
+		res, body := f.h.Claim(t.Context(), d, slog.New(slog.DiscardHandler))
+		if res != receiver.BadRequest || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: got %s %s, want %s %q", tt.name, res, body, receiver.BadRequest, tt.want)
+		}
+	}
+	if f.meter.Service("DynamoDB")+f.meter.Service("SQS") != 0 {
+		t.Errorf("refused deliveries reached AWS: %v", f.meter.Snapshot())
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
-	"github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
@@ -274,7 +273,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
 		return jsonAnswer(http.StatusMethodNotAllowed, NotAllowed, `{"error":"method not allowed, use POST"}`), none
 	}
-	if !source.ValidName(src) || !source.ValidName(tenant) {
+	if !ledger.ValidName(src) || !ledger.ValidName(tenant) {
 		return jsonAnswer(http.StatusNotFound, NotFound, `{"error":"unknown source or tenant"}`), none
 	}
 	verifier, refs, err := h.Sources.Verifier(src, tenant)
@@ -393,20 +392,21 @@ func (h *Handler) Claim(ctx context.Context, d Delivery, log *slog.Logger) (Resu
 func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answer {
 	src, tenant, body, digest := d.Source, d.Tenant, d.Body, d.Digest
 	ev := webhook.Event{Key: d.Key, Type: d.Type}
-	if err := name.CheckText(ev.Key); err != nil {
-		log.WarnContext(ctx, "unusable idempotency key", "reason", err.Error())
+	// The identity's door (ledger.NewID): every rule, once. Its characters
+	// are answered before the type's, its sizes after.
+	id, idErr := ledger.NewID(src, tenant, ev.Key)
+	if errors.Is(idErr, ledger.ErrText) {
+		log.WarnContext(ctx, "unusable idempotency key", "reason", idErr.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`)
 	}
-	if err := name.CheckText(ev.Type); err != nil {
+	if err := ledger.CheckType(ev.Type); errors.Is(err, ledger.ErrText) {
 		log.WarnContext(ctx, "unusable event type", "reason", err.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type has characters the pipeline cannot carry"}`)
-	}
-	if len(ev.Type) > MaxTypeBytes {
-		log.WarnContext(ctx, "event type too long", "bytes", len(ev.Type), "limit", MaxTypeBytes)
+	} else if err != nil {
+		log.WarnContext(ctx, "event type too long", "bytes", len(ev.Type), "limit", ledger.MaxType)
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"event type too long"}`)
 	}
-	id := ledger.ID{Source: src, Tenant: tenant, Key: ev.Key}
-	if err := id.Validate(); err != nil {
+	if idErr != nil {
 		return keyed(jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key too long"}`))
 	}
 	// Refuse what cannot be held before anything is written: a record whose
@@ -506,9 +506,6 @@ func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	}
 	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body, msg.SHA256)
 }
-
-// MaxTypeBytes bounds an event type (name.MaxType).
-const MaxTypeBytes = name.MaxType
 
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {

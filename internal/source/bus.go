@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	hname "github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -30,6 +29,12 @@ const AnyAccount = "*"
 // whose source starts with "aws.", so Stripe alone writes these: the only
 // bus events that may share a tenant's key space with its signed HTTP door.
 const StripePartnerSource = "aws.partner/stripe.com/"
+
+// ForwardPrefix starts the EventBridge source of every event hookledger
+// forwards (Event.Forward): "hookledger." and the source's name
+// ("hookledger.stripe"), so a consumer's rule selects them by prefix. No
+// source's bus_sources may take them back in.
+const ForwardPrefix = "hookledger."
 
 // busProviders may take events from the bus: Stripe (its partner event
 // source, snapshot and thin events alike) and ProviderEventBridge.
@@ -168,8 +173,8 @@ func newBusSource(name string, src Source) (*busSource, error) {
 		if !eventSourceName.MatchString(p) || strings.Contains(strings.TrimSuffix(p, "*"), "*") || p == "*" {
 			return nil, fmt.Errorf("source %q bus_sources[%d] %q: want an EventBridge source name (aws.partner/stripe.com/ed_..., com.example.orders), or a prefix ending in * (aws.partner/stripe.com/*)", name, i, p)
 		}
-		if overlap(p, hname.ForwardSource+"*") {
-			return nil, fmt.Errorf("source %q bus_sources[%d] %q matches the events hookledger forwards (EventBridge source %s<source>): taken back in, each would become a new event; narrow it", name, i, p, hname.ForwardSource)
+		if overlap(p, ForwardPrefix+"*") {
+			return nil, fmt.Errorf("source %q bus_sources[%d] %q matches the events hookledger forwards (EventBridge source %s<source>): taken back in, each would become a new event; narrow it", name, i, p, ForwardPrefix)
 		}
 		b.patterns = append(b.patterns, p)
 	}

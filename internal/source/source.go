@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	hname "github.com/hookledger/hookledger/internal/name"
 	"github.com/hookledger/hookledger/jsoncheck"
+	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
 
@@ -73,9 +73,6 @@ var (
 	ErrUnknownTenant = errors.New("unknown tenant")
 )
 
-// ValidName reports whether s may name a source or tenant.
-func ValidName(s string) bool { return hname.Source(s) }
-
 // Parse reads the sources JSON (HOOKLEDGER_SOURCES): an object from source
 // name to Source. Unknown fields are errors, so a typo never silently turns
 // a check off; so are a key given twice and anything after the document.
@@ -117,8 +114,8 @@ type Registry struct {
 func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 	r := &Registry{entries: map[string]entry{}, secrets: secrets}
 	for name, src := range cfg {
-		if !ValidName(name) {
-			return nil, fmt.Errorf("source %q: name must be %s", name, hname.SourceRule)
+		if !ledger.ValidName(name) {
+			return nil, fmt.Errorf("source %q: name must be %s", name, ledger.NameRule)
 		}
 		if len(src.Tenants) == 0 {
 			return nil, fmt.Errorf("source %q: no tenants (add \"tenants\": {\"<name>\": {\"secrets\": [...]}})", name)
@@ -163,8 +160,8 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		}
 		e := entry{provider: src.Provider, verifier: v, bus: bus, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 		for tn, t := range src.Tenants {
-			if !ValidName(tn) {
-				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
+			if !ledger.ValidName(tn) {
+				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, ledger.NameRule)
 			}
 			if len(t.Secrets) == 0 && len(t.Accounts) == 0 {
 				return nil, fmt.Errorf("source %q tenant %q: no secrets (its HTTP door) and no accounts (its bus door)", name, tn)
@@ -213,8 +210,8 @@ func eventBridgeEntry(name string, src Source, bus *busSource) (entry, error) {
 	}
 	e := entry{provider: ProviderEventBridge, bus: bus, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
 	for tn, t := range src.Tenants {
-		if !ValidName(tn) {
-			return entry{}, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, hname.SourceRule)
+		if !ledger.ValidName(tn) {
+			return entry{}, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, ledger.NameRule)
 		}
 		if len(t.Secrets) > 0 {
 			return entry{}, fmt.Errorf("source %q tenant %q: secrets: an %s source has no HTTP door to sign for; remove them", name, tn, ProviderEventBridge)
