@@ -57,7 +57,7 @@ const (
 	DefaultTable    = "hookledger" // HOOKLEDGER_TABLE, outside the template (hookledger dev)
 	DefaultLogLevel = "info"
 	DefaultStage    = "local"
-	DefaultPayload  = PayloadOnTrouble
+	DefaultPayload  = PayloadOnTrouble // a receiver's whose Payload is "" too
 )
 
 // Off is what a count whose 0 turns its feature off (HOOKLEDGER_RECLAIM_MAX_QUEUE,

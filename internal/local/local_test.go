@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
@@ -129,7 +130,7 @@ func TestReceiverRequestsHaveTheDeployedDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := &deadlines{}
-	p := &Pipeline{Receiver: &receiver.Handler{Sources: reg, Ledger: seen, Queue: seen}}
+	p := &Pipeline{Receiver: &receiver.Handler{Sources: reg, Ledger: seen, Queue: seen, Payload: config.PayloadAlways}}
 	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
 	body := []byte(`{"id":"evt_deadline","type":"invoice.paid"}`)
 	hdr, err := v.Sign(webhook.Message{Body: body, Now: time.Now()}, secret)

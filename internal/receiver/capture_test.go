@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
@@ -18,7 +19,7 @@ import (
 func TestCapturedBodyIsNotStoredUnderAPendingEvent(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.Payload = receiver.PayloadOnTrouble
+	f.h.Payload = config.PayloadOnTrouble
 	legit := []byte(`{"action":"opened","number":7,"amount":4900}`)
 	captured := []byte(`{"action":"opened","number":3,"amount":999999}`)
 	send := func(id string, body []byte) (int, string) {

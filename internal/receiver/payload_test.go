@@ -14,18 +14,37 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
-	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
+
+// The policy has one default, the deployed one: a receiver whose Payload is
+// unset stores no body for a new event whose enqueue succeeds. Before, the
+// Handler's zero value meant always while HOOKLEDGER_PAYLOAD defaulted to
+// on-trouble.
+func TestPayloadPolicyDefaultsToOnTrouble(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.h.Payload = ""
+	if resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_default")); resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 {
+		t.Errorf("new event cost %v, want 1 PutItem (the record, no payload: config.DefaultPayload is %s)", snap, config.DefaultPayload)
+	}
+	if _, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_default"}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("payload: %v, want none stored", err)
+	}
+}
 
 // With on-trouble, a new event is the record and the message: no payload
 // item, two calls, two sequential round trips.
 func TestOnTroubleNewEventWritesNoPayload(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.Payload = receiver.PayloadOnTrouble
+	f.h.Payload = config.PayloadOnTrouble
 	resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_ot"))
 	if resp.StatusCode != 200 || resp.Headers["X-Hookledger-Result"] != "accepted" {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
@@ -46,7 +65,7 @@ func TestOnTroubleNewEventWritesNoPayload(t *testing.T) {
 func TestOnTroubleStoresThePayloadWhenTheEnqueueFails(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.Payload = receiver.PayloadOnTrouble
+	f.h.Payload = config.PayloadOnTrouble
 	f.h.Queue = &queue.Sender{API: f.sqs, URL: f.queue + "-missing"}
 	if resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_ot_q")); resp.StatusCode != 503 {
 		t.Fatalf("got %d, want 503", resp.StatusCode)
@@ -177,7 +196,7 @@ func bigBody(id string, n int) []byte {
 // message carry its key.
 func TestStoreKeepsBodiesPastTheLedgersLimit(t *testing.T) {
 	t.Parallel()
-	for _, policy := range []string{receiver.PayloadAlways, receiver.PayloadOnTrouble} {
+	for _, policy := range []string{config.PayloadAlways, config.PayloadOnTrouble} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()
 			f, st := storeFixture(t)

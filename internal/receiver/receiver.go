@@ -4,6 +4,7 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -61,18 +63,6 @@ var (
 	_ objects  = (*blob.Store)(nil)
 )
 
-// Payload policies: when a new event's body is stored (the values of
-// HOOKLEDGER_PAYLOAD).
-const (
-	// PayloadAlways stores every new event's body, in parallel with the
-	// enqueue (a Handler's zero value; the deployed default, from
-	// HOOKLEDGER_PAYLOAD, is PayloadOnTrouble).
-	PayloadAlways = "always"
-	// PayloadOnTrouble stores a new event's body only when its enqueue
-	// fails; the processor stores it when the event runs into trouble.
-	PayloadOnTrouble = "on-trouble"
-)
-
 // Mismatch policies: what to do when a key arrives again with a different
 // body digest.
 const (
@@ -93,7 +83,8 @@ type Handler struct {
 	Queue    sender
 	MaxBody  int    // bytes; 0 means DefaultMaxBody
 	Mismatch string // MismatchFlag or MismatchReject
-	// Payload is PayloadAlways ("" too) or PayloadOnTrouble.
+	// Payload is when a new event's body is stored: config.PayloadAlways
+	// or config.PayloadOnTrouble ("": config.DefaultPayload).
 	Payload string
 	// Store is the S3 payload store (nil: none). Bodies a ledger item
 	// cannot hold, and bodies over StoreAbove bytes when it is set, are
@@ -455,13 +446,13 @@ func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answe
 }
 
 // accept stores and enqueues a new event: the one round trip after the
-// record. With PayloadAlways (and for every body kept in the payload
-// store) the body is written while the message is sent; with
-// PayloadOnTrouble only the message is sent, and the body is written only
-// if the send fails, so that the reclaimer can re-drive the event. Either
-// way the sender waits for two sequential round trips.
+// record. With config.PayloadAlways (and for every body kept in the
+// payload store) the body is written while the message is sent; with
+// config.PayloadOnTrouble only the message is sent, and the body is written
+// only if the send fails, so that the reclaimer can re-drive the event.
+// Either way the sender waits for two sequential round trips.
 func (h *Handler) accept(ctx context.Context, msg queue.Message) error {
-	if h.Payload == PayloadOnTrouble && msg.Ref == "" {
+	if cmp.Or(h.Payload, config.DefaultPayload) == config.PayloadOnTrouble && msg.Ref == "" {
 		err := h.Queue.Send(ctx, msg)
 		if err == nil {
 			return nil

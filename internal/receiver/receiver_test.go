@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -76,7 +77,9 @@ func setupWith(t *testing.T, extra map[string]source.Source, secrets *source.Sec
 		t.Fatal(err)
 	}
 	sq := sqs.NewFromConfig(cfg)
-	h := &receiver.Handler{Sources: reg, Ledger: l, Queue: &queue.Sender{API: sq, URL: qurl}, MaxBody: 4096, Now: c.Now}
+	// Always, so that a test reads every accepted body back; the tests of
+	// on-trouble, the default, set it.
+	h := &receiver.Handler{Sources: reg, Ledger: l, Queue: &queue.Sender{API: sq, URL: qurl}, MaxBody: 4096, Payload: config.PayloadAlways, Now: c.Now}
 	sv, _ := webhook.New(webhook.Config{Provider: "stripe"})
 	gv, _ := webhook.New(webhook.Config{Provider: "github"})
 	m.Reset()
