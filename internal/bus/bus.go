@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
@@ -314,16 +315,6 @@ func (h *Handler) park(ctx context.Context, log *slog.Logger, body, reason strin
 	return Parked
 }
 
-func (h *Handler) logger() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
+func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
 
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *Handler) now() time.Time { return fallback.Now(h.Now) }

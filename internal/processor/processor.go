@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
@@ -204,19 +205,9 @@ func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQS
 	return resp, nil
 }
 
-func (h *Handler) logger() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
+func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
 
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *Handler) now() time.Time { return fallback.Now(h.Now) }
 
 // lease is how long to hold an event: the invocation's remaining time plus
 // a margin, or the configured lease outside Lambda.

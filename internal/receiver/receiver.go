@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -232,19 +233,9 @@ func respond(a answer) events.APIGatewayV2HTTPResponse {
 	}
 }
 
-func (h *Handler) logger() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
+func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
 
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *Handler) now() time.Time { return fallback.Now(h.Now) }
 
 // pathParts takes source and tenant from the route's path parameters, or
 // from a raw path of the form /webhooks/{source}/{tenant}.

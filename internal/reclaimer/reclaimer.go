@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -441,19 +442,9 @@ func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep R
 	return true
 }
 
-func (h *Handler) logger() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return slog.Default()
-}
+func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
 
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *Handler) now() time.Time { return fallback.Now(h.Now) }
 
 func (h *Handler) backoff(reclaims int) time.Duration {
 	if h.Backoff != nil {

@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -207,19 +208,9 @@ type Reconciler struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Reconciler) now() time.Time { return fallback.Now(r.Now) }
 
-func (r *Reconciler) log() *slog.Logger {
-	if r.Log != nil {
-		return r.Log
-	}
-	return slog.Default()
-}
+func (r *Reconciler) log() *slog.Logger { return fallback.Logger(r.Log) }
 
 // Run reconciles one job. The report holds what was done even when an
 // error stopped the run early (a provider API failure); per-event feed

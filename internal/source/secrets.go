@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 	"github.com/hookledger/hookledger/internal/awsjson"
+	"github.com/hookledger/hookledger/internal/fallback"
 )
 
 // SSMAPI reads one SSM parameter, decrypted ("" when it has no value).
@@ -248,12 +249,7 @@ func (s *Secrets) staleOr(c cached, now time.Time, err error) (string, error) {
 	return "", err
 }
 
-func (s *Secrets) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
+func (s *Secrets) now() time.Time { return fallback.Now(s.Now) }
 
 func or(d, def time.Duration) time.Duration {
 	if d > 0 {

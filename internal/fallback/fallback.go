@@ -1,0 +1,25 @@
+// Package fallback holds what a handler uses when a dependency field is
+// left nil: the default logger and the system clock. Tests set the fields;
+// Lambda wiring sets the logger.
+package fallback
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Logger is log, or slog.Default() when log is nil.
+func Logger(log *slog.Logger) *slog.Logger {
+	if log != nil {
+		return log
+	}
+	return slog.Default()
+}
+
+// Now is now(), or time.Now() when now is nil.
+func Now(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
+	}
+	return time.Now()
+}
