@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/cfn"
 	"github.com/hookledger/hookledger/internal/source"
 	"gopkg.in/yaml.v3"
 )
@@ -23,7 +24,7 @@ func TestEventBridgeIsOffByDefault(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	for _, p := range []string{"InboundEventBus", "ForwardEventBus"} {
-		if d := get(tp.root, "Parameters", p, "Default"); d == nil || d.Value != "" {
+		if d := cfn.Get(tp.root, "Parameters", p, "Default"); d == nil || d.Value != "" {
 			t.Errorf("%s's default is %v, want empty (nothing deployed)", p, d)
 		}
 	}
@@ -33,16 +34,16 @@ func TestEventBridgeIsOffByDefault(t *testing.T) {
 			t.Errorf("no resource %s", name)
 			continue
 		}
-		if c := get(r, "Condition"); c == nil || c.Value != "HasInboundBus" {
+		if c := cfn.Get(r, "Condition"); c == nil || c.Value != "HasInboundBus" {
 			t.Errorf("%s is deployed without InboundEventBus", name)
 		}
 	}
 	for _, out := range []string{"BusFunctionName", "BusIntakeQueueUrl", "BusDeadLetterQueueUrl"} {
-		if c := get(tp.root, "Outputs", out, "Condition"); c == nil || c.Value != "HasInboundBus" {
+		if c := cfn.Get(tp.root, "Outputs", out, "Condition"); c == nil || c.Value != "HasInboundBus" {
 			t.Errorf("output %s without HasInboundBus", out)
 		}
 	}
-	fw := get(tp.resource("ProcessorFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_FORWARD_BUS")
+	fw := cfn.Get(tp.resource("ProcessorFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_FORWARD_BUS")
 	if fw == nil || fw.Tag != "!If" || fw.Content[0].Value != "HasForwardBus" {
 		t.Error("HOOKLEDGER_FORWARD_BUS must be set only with ForwardEventBus")
 	}
@@ -53,14 +54,14 @@ func TestEventBridgeIsOffByDefault(t *testing.T) {
 func statementsOf(t *testing.T, tp tmpl, role string) map[string]*yaml.Node {
 	t.Helper()
 	out := map[string]*yaml.Node{}
-	for _, p := range get(tp.resource(role), "Properties", "Policies").Content {
+	for _, p := range cfn.Get(tp.resource(role), "Properties", "Policies").Content {
 		doc := p
 		if p.Tag == "!If" {
 			doc = p.Content[1]
 		}
-		for _, st := range get(doc, "PolicyDocument", "Statement").Content {
+		for _, st := range cfn.Get(doc, "PolicyDocument", "Statement").Content {
 			sid := "kms"
-			if s := get(st, "Sid"); s != nil {
+			if s := cfn.Get(st, "Sid"); s != nil {
 				sid = s.Value
 			}
 			out[sid] = st
@@ -94,10 +95,10 @@ func TestBusRoleReadsNoSecret(t *testing.T) {
 			t.Errorf("BusRole statement %s is not one the bus door needs", sid)
 			continue
 		}
-		if got := flatten(get(st, "Action")); !slices.Equal(got, w) {
+		if got := flatten(cfn.Get(st, "Action")); !slices.Equal(got, w) {
 			t.Errorf("BusRole %s actions %v, want %v", sid, got, w)
 		}
-		if get(st, "Effect").Value != "Allow" {
+		if cfn.Get(st, "Effect").Value != "Allow" {
 			t.Errorf("BusRole %s is not an Allow", sid)
 		}
 	}
@@ -107,7 +108,7 @@ func TestBusRoleReadsNoSecret(t *testing.T) {
 		}
 	}
 	for sid, res := range map[string]string{"Park": "BusDeadLetterQueue.Arn", "IntakeEventSource": "BusIntakeQueue.Arn", "Enqueue": "Queue.Arn"} {
-		if r := get(sts[sid], "Resource"); r == nil || r.Value != res {
+		if r := cfn.Get(sts[sid], "Resource"); r == nil || r.Value != res {
 			t.Errorf("BusRole %s on %v, want %s", sid, r, res)
 		}
 	}
@@ -144,33 +145,33 @@ func TestBusRuleRetriesThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	rule := tp.resource("BusRule")
-	if v := get(rule, "Properties", "EventBusName"); v == nil || v.Value != "InboundEventBus" {
+	if v := cfn.Get(rule, "Properties", "EventBusName"); v == nil || v.Value != "InboundEventBus" {
 		t.Errorf("the rule is on %v, want InboundEventBus", v)
 	}
-	targets := get(rule, "Properties", "Targets").Content
+	targets := cfn.Get(rule, "Properties", "Targets").Content
 	if len(targets) != 1 {
 		t.Fatalf("%d targets, want the intake queue", len(targets))
 	}
 	tg := targets[0]
-	if get(tg, "Arn").Value != "BusIntakeQueue.Arn" || get(tg, "DeadLetterConfig", "Arn").Value != "BusDeadLetterQueue.Arn" ||
-		get(tg, "RetryPolicy", "MaximumRetryAttempts").Value != "185" || get(tg, "RetryPolicy", "MaximumEventAgeInSeconds").Value != "86400" {
+	if cfn.Get(tg, "Arn").Value != "BusIntakeQueue.Arn" || cfn.Get(tg, "DeadLetterConfig", "Arn").Value != "BusDeadLetterQueue.Arn" ||
+		cfn.Get(tg, "RetryPolicy", "MaximumRetryAttempts").Value != "185" || cfn.Get(tg, "RetryPolicy", "MaximumEventAgeInSeconds").Value != "86400" {
 		t.Error("the rule's target must be the intake queue, with a day of retries and the bus's dead-letter queue")
 	}
-	if get(tp.resource("BusIntakeQueue"), "Properties", "RedrivePolicy", "deadLetterTargetArn").Value != "BusDeadLetterQueue.Arn" {
+	if cfn.Get(tp.resource("BusIntakeQueue"), "Properties", "RedrivePolicy", "deadLetterTargetArn").Value != "BusDeadLetterQueue.Arn" {
 		t.Error("the intake queue must redrive to the bus's dead-letter queue")
 	}
-	st := get(tp.resource("BusQueuePolicy"), "Properties", "PolicyDocument", "Statement").Content
-	if len(st) != 1 || get(st[0], "Principal", "Service").Value != "events.amazonaws.com" ||
-		get(st[0], "Condition", "ArnEquals", "aws:SourceArn").Value != "BusRule.Arn" {
+	st := cfn.Get(tp.resource("BusQueuePolicy"), "Properties", "PolicyDocument", "Statement").Content
+	if len(st) != 1 || cfn.Get(st[0], "Principal", "Service").Value != "events.amazonaws.com" ||
+		cfn.Get(st[0], "Condition", "ArnEquals", "aws:SourceArn").Value != "BusRule.Arn" {
 		t.Error("the queues take messages from EventBridge, for the bus rule only")
 	}
 	for _, a := range []struct{ alarm, metric string }{{"BusParkedAlarm", "BusParked"}, {"BusDeadLetterQueueNotEmptyAlarm", "ApproximateNumberOfMessagesVisible"}} {
-		if m := get(tp.resource(a.alarm), "Properties", "MetricName"); m == nil || m.Value != a.metric {
+		if m := cfn.Get(tp.resource(a.alarm), "Properties", "MetricName"); m == nil || m.Value != a.metric {
 			t.Errorf("%s watches %v, want %s", a.alarm, m, a.metric)
 		}
 	}
-	ev := get(tp.resource("BusFunction"), "Properties", "Events", "Intake", "Properties")
-	if get(ev, "Queue").Value != "BusIntakeQueue.Arn" || !slices.Contains(flatten(get(ev, "FunctionResponseTypes")), "ReportBatchItemFailures") {
+	ev := cfn.Get(tp.resource("BusFunction"), "Properties", "Events", "Intake", "Properties")
+	if cfn.Get(ev, "Queue").Value != "BusIntakeQueue.Arn" || !slices.Contains(flatten(cfn.Get(ev, "FunctionResponseTypes")), "ReportBatchItemFailures") {
 		t.Error("the bus function reads the intake queue and reports per-message failures")
 	}
 }
@@ -183,14 +184,14 @@ func TestForwardPutsOnOneBus(t *testing.T) {
 	if st == nil {
 		t.Fatal("the processor may not forward")
 	}
-	if a := flatten(get(st, "Action")); !slices.Equal(a, []string{"events:PutEvents"}) {
+	if a := flatten(cfn.Get(st, "Action")); !slices.Equal(a, []string{"events:PutEvents"}) {
 		t.Errorf("forward actions %v", a)
 	}
-	if r := get(st, "Resource").Value; r != "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${ForwardEventBus}" {
+	if r := cfn.Get(st, "Resource").Value; r != "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${ForwardEventBus}" {
 		t.Errorf("forward resource %s", r)
 	}
-	for _, p := range get(tp.resource("ProcessorRole"), "Properties", "Policies").Content {
-		if p.Tag == "!If" && get(p.Content[1], "PolicyName").Value == "processor-forward" && p.Content[0].Value != "HasForwardBus" {
+	for _, p := range cfn.Get(tp.resource("ProcessorRole"), "Properties", "Policies").Content {
+		if p.Tag == "!If" && cfn.Get(p.Content[1], "PolicyName").Value == "processor-forward" && p.Content[0].Value != "HasForwardBus" {
 			t.Error("the forward policy exists without ForwardEventBus")
 		}
 	}
@@ -222,7 +223,7 @@ func evalRule(t *testing.T, n *yaml.Node, params map[string]string) string {
 // source.TestBadBusConfigsAreClearErrors).
 func TestForwardToTheInboundBusIsRefused(t *testing.T) {
 	t.Parallel()
-	rule := get(loadTemplate(t).root, "Rules", "ForwardNotToTheInboundBus")
+	rule := cfn.Get(loadTemplate(t).root, "Rules", "ForwardNotToTheInboundBus")
 	if rule == nil {
 		t.Fatal("no rule ForwardNotToTheInboundBus")
 	}
@@ -232,9 +233,9 @@ func TestForwardToTheInboundBusIsRefused(t *testing.T) {
 	}{{"", "", false}, {"", "in", false}, {"out", "", false}, {"out", "in", false}, {"in", "in", true}} {
 		params := map[string]string{"ForwardEventBus": c.forward, "InboundEventBus": c.inbound}
 		refused := false
-		if evalRule(t, get(rule, "RuleCondition"), params) == "true" {
-			for _, a := range get(rule, "Assertions").Content {
-				refused = refused || evalRule(t, get(a, "Assert"), params) != "true"
+		if evalRule(t, cfn.Get(rule, "RuleCondition"), params) == "true" {
+			for _, a := range cfn.Get(rule, "Assertions").Content {
+				refused = refused || evalRule(t, cfn.Get(a, "Assert"), params) != "true"
 			}
 		}
 		if refused != c.refused {
@@ -250,7 +251,7 @@ func TestBusQueuesHoldAnEventAndItsReason(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	for _, q := range []string{"BusIntakeQueue", "BusDeadLetterQueue"} {
-		n := get(tp.resource(q), "Properties", "MaximumMessageSize")
+		n := cfn.Get(tp.resource(q), "Properties", "MaximumMessageSize")
 		if n == nil || n.Value != "1048576" {
 			t.Errorf("%s's MaximumMessageSize is %v, want SQS's most, 1048576", q, n)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/cfn"
 	"gopkg.in/yaml.v3"
 )
 
@@ -44,7 +45,7 @@ func TestNoBatchActionsOnAWS(t *testing.T) {
 			walk(c, where, emulatorOnly)
 		}
 	}
-	res := get(tp.root, "Resources")
+	res := cfn.Get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		walk(res.Content[i+1], res.Content[i].Value, false)
 	}
@@ -53,15 +54,15 @@ func TestNoBatchActionsOnAWS(t *testing.T) {
 	if !emulatorGrant {
 		t.Error("ReclaimerRole has no emulator-only sqs:SendMessageBatch grant (!If HasEndpointUrl); the enforced-IAM e2e would deny its batch re-drives")
 	}
-	for _, p := range get(tp.resource("ReclaimerRole"), "Properties", "Policies").Content {
+	for _, p := range cfn.Get(tp.resource("ReclaimerRole"), "Properties", "Policies").Content {
 		if p.Tag != "!If" || p.Content[0].Value != "HasEndpointUrl" {
 			continue
 		}
-		for _, st := range get(p.Content[1], "PolicyDocument", "Statement").Content {
-			if a := get(st, "Action"); a == nil || a.Value != "sqs:SendMessageBatch" {
+		for _, st := range cfn.Get(p.Content[1], "PolicyDocument", "Statement").Content {
+			if a := cfn.Get(st, "Action"); a == nil || a.Value != "sqs:SendMessageBatch" {
 				t.Errorf("the reclaimer's emulator-only policy grants %v; it exists for sqs:SendMessageBatch alone", a)
 			}
-			if r := get(st, "Resource"); r == nil || r.Tag != "!GetAtt" || r.Value != "Queue.Arn" {
+			if r := cfn.Get(st, "Resource"); r == nil || r.Tag != "!GetAtt" || r.Value != "Queue.Arn" {
 				t.Errorf("the reclaimer's emulator-only policy: resource %v, want !GetAtt Queue.Arn", r)
 			}
 		}

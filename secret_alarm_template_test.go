@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/cfn"
 	"github.com/hookledger/hookledger/internal/source"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestSecretUnavailableAlarmSaysHowToFindIt(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	d := get(tp.resource("SecretUnavailableAlarm"), "Properties", "AlarmDescription")
+	d := cfn.Get(tp.resource("SecretUnavailableAlarm"), "Properties", "AlarmDescription")
 	if d == nil || d.Tag != "!Sub" {
 		t.Fatalf("SecretUnavailableAlarm's description must be a !Sub naming the receiver's log group: %v", d)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookledger/hookledger/internal/cfn"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
@@ -27,40 +28,19 @@ type tmpl struct{ root *yaml.Node }
 
 func loadTemplate(t *testing.T) tmpl {
 	t.Helper()
-	raw, err := os.ReadFile("template.yaml")
+	root, err := cfn.Read("template.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return tmpl{root: doc.Content[0]}
+	return tmpl{root: root}
 }
 
-// get walks mapping keys; nil when a key is missing.
-func get(n *yaml.Node, path ...string) *yaml.Node {
-	for _, key := range path {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				next = n.Content[i+1]
-			}
-		}
-		n = next
-	}
-	return n
-}
-
-func (tp tmpl) resource(name string) *yaml.Node { return get(tp.root, "Resources", name) }
+func (tp tmpl) resource(name string) *yaml.Node { return cfn.Get(tp.root, "Resources", name) }
 
 // maxLen is a parameter's MaxLength.
 func (tp tmpl) maxLen(t *testing.T, param string) int {
 	t.Helper()
-	ml := get(tp.root, "Parameters", param, "MaxLength")
+	ml := cfn.Get(tp.root, "Parameters", param, "MaxLength")
 	if ml == nil {
 		t.Fatalf("%s has no MaxLength: its value can push a function's environment past 4 KB", param)
 	}
@@ -77,7 +57,7 @@ func (tp tmpl) maxLen(t *testing.T, param string) int {
 func TestEnvironmentsFitLambdas4KB(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if d := get(tp.root, "Parameters", "SourcesConfig", "ConstraintDescription"); d == nil || !strings.Contains(d.Value, "ssm:") {
+	if d := cfn.Get(tp.root, "Parameters", "SourcesConfig", "ConstraintDescription"); d == nil || !strings.Contains(d.Value, "ssm:") {
 		t.Error("SourcesConfig's ConstraintDescription must name the fix (keep the JSON in SSM or Secrets Manager)")
 	}
 	prefix := tp.maxLen(t, "SecretsPrefix")
@@ -98,8 +78,8 @@ func TestEnvironmentsFitLambdas4KB(t *testing.T) {
 	}
 	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction", "BusFunction"} {
 		total := 0
-		for _, vars := range []*yaml.Node{get(tp.root, "Globals", "Function", "Environment", "Variables"),
-			get(tp.resource(fn), "Properties", "Environment", "Variables")} {
+		for _, vars := range []*yaml.Node{cfn.Get(tp.root, "Globals", "Function", "Environment", "Variables"),
+			cfn.Get(tp.resource(fn), "Properties", "Environment", "Variables")} {
 			if vars == nil {
 				t.Fatalf("%s: no environment", fn)
 			}
@@ -144,7 +124,7 @@ func TestPipelineSettingsHoldsEverySetting(t *testing.T) {
 	if _, err := config.Load(func(k string) string { return map[string]string{config.SettingsVar: string(raw)}[k] }); err != nil {
 		t.Errorf("the document with every setting: %v", err)
 	}
-	if d := get(tp.root, "Parameters", "PipelineSettings", "Default"); d == nil || d.Value != "{}" {
+	if d := cfn.Get(tp.root, "Parameters", "PipelineSettings", "Default"); d == nil || d.Value != "{}" {
 		t.Errorf("PipelineSettings default %v, want {} (every default in code)", d)
 	}
 }
@@ -154,12 +134,12 @@ func TestPipelineSettingsHoldsEverySetting(t *testing.T) {
 func TestParametersAreFewAndDescribed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	params := get(tp.root, "Parameters")
+	params := cfn.Get(tp.root, "Parameters")
 	var names []string
 	for i := 0; i+1 < len(params.Content); i += 2 {
 		name := params.Content[i].Value
 		names = append(names, name)
-		if d := get(params.Content[i+1], "Description"); d == nil || len(strings.Fields(d.Value)) < 5 {
+		if d := cfn.Get(params.Content[i+1], "Description"); d == nil || len(strings.Fields(d.Value)) < 5 {
 			t.Errorf("parameter %s has no description worth the name", name)
 		}
 	}
@@ -168,11 +148,11 @@ func TestParametersAreFewAndDescribed(t *testing.T) {
 	}
 	t.Logf("%d parameters: %s", len(names), strings.Join(names, ", "))
 	grouped := map[string]int{}
-	for _, g := range get(tp.root, "Metadata", "AWS::CloudFormation::Interface", "ParameterGroups").Content {
-		for _, p := range get(g, "Parameters").Content {
+	for _, g := range cfn.Get(tp.root, "Metadata", "AWS::CloudFormation::Interface", "ParameterGroups").Content {
+		for _, p := range cfn.Get(g, "Parameters").Content {
 			grouped[p.Value]++
-			if get(params, p.Value) == nil {
-				t.Errorf("parameter group %q lists %s, which is not a parameter", get(g, "Label", "default").Value, p.Value)
+			if cfn.Get(params, p.Value) == nil {
+				t.Errorf("parameter group %q lists %s, which is not a parameter", cfn.Get(g, "Label", "default").Value, p.Value)
 			}
 		}
 	}
@@ -196,7 +176,7 @@ func TestFixedValuesLiveInDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := get(tp.root, "Mappings", "Defaults", "Stack")
+	stack := cfn.Get(tp.root, "Mappings", "Defaults", "Stack")
 	if stack == nil || len(stack.Content) == 0 {
 		t.Fatal("no Mappings: Defaults: Stack in template.yaml")
 	}
@@ -225,7 +205,7 @@ func TestEverySettingIsDocumented(t *testing.T) {
 			t.Errorf("docs/configuration.md does not document %s", name)
 		}
 	}
-	params := get(tp.root, "Parameters")
+	params := cfn.Get(tp.root, "Parameters")
 	for i := 0; i+1 < len(params.Content); i += 2 {
 		if name := params.Content[i].Value; !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/configuration.md does not document the parameter %s", name)
@@ -239,7 +219,7 @@ func TestEverySettingIsDocumented(t *testing.T) {
 func TestReclaimerReservesNoConcurrencyByDefault(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if rce := get(tp.resource("ReclaimerFunction"), "Properties", "ReservedConcurrentExecutions"); rce != nil {
+	if rce := cfn.Get(tp.resource("ReclaimerFunction"), "Properties", "ReservedConcurrentExecutions"); rce != nil {
 		t.Fatalf("the reclaimer reserves concurrency (%s %s); reserve nothing by default", rce.Tag, rce.Value)
 	}
 }
@@ -252,21 +232,21 @@ func TestReclaimerReservesNoConcurrencyByDefault(t *testing.T) {
 func TestLargeBodyStoreDays(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	p := get(tp.root, "Parameters", "LargeBodyStoreDays")
-	if p == nil || get(p, "Default").Value != "0" || get(p, "MinValue").Value != "0" {
+	p := cfn.Get(tp.root, "Parameters", "LargeBodyStoreDays")
+	if p == nil || cfn.Get(p, "Default").Value != "0" || cfn.Get(p, "MinValue").Value != "0" {
 		t.Fatal("LargeBodyStoreDays must default to 0 (no store) and allow 0")
 	}
-	if d := get(p, "Description").Value; !strings.Contains(d, strconv.Itoa(config.MaxBodyWithStore>>20)+" MiB") || !strings.Contains(d, "HOOKLEDGER_MAX_BODY") {
+	if d := cfn.Get(p, "Description").Value; !strings.Contains(d, strconv.Itoa(config.MaxBodyWithStore>>20)+" MiB") || !strings.Contains(d, "HOOKLEDGER_MAX_BODY") {
 		t.Errorf("LargeBodyStoreDays' description must say that HOOKLEDGER_MAX_BODY may then go up to %d MiB: %q", config.MaxBodyWithStore>>20, d)
 	}
-	if c := get(tp.root, "Conditions", "HasPayloadStore"); c == nil || !strings.Contains(fmt.Sprint(flatten(c)), "LargeBodyStoreDays") {
+	if c := cfn.Get(tp.root, "Conditions", "HasPayloadStore"); c == nil || !strings.Contains(fmt.Sprint(flatten(c)), "LargeBodyStoreDays") {
 		t.Error("HasPayloadStore must come from LargeBodyStoreDays")
 	}
-	rules := get(tp.resource("PayloadBucket"), "Properties", "LifecycleConfiguration", "Rules")
-	if e := get(rules.Content[0], "ExpirationInDays"); e == nil || e.Tag != "!Ref" || e.Value != "LargeBodyStoreDays" {
+	rules := cfn.Get(tp.resource("PayloadBucket"), "Properties", "LifecycleConfiguration", "Rules")
+	if e := cfn.Get(rules.Content[0], "ExpirationInDays"); e == nil || e.Tag != "!Ref" || e.Value != "LargeBodyStoreDays" {
 		t.Errorf("the bucket's objects must expire after LargeBodyStoreDays: %v", e)
 	}
-	days := get(tp.resource("ReceiverFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_PAYLOAD_STORE_DAYS")
+	days := cfn.Get(tp.resource("ReceiverFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_PAYLOAD_STORE_DAYS")
 	if days == nil || !strings.Contains(fmt.Sprint(flatten(days)), "LargeBodyStoreDays") {
 		t.Error("the receiver must get HOOKLEDGER_PAYLOAD_STORE_DAYS from LargeBodyStoreDays (it checks the store against the retention)")
 	}
@@ -292,7 +272,7 @@ func TestQueueTakesTheLargestMessages(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	for _, q := range []string{"Queue", "DeadLetterQueue"} {
-		if v := get(tp.resource(q), "Properties", "MaximumMessageSize"); v == nil || v.Value != strconv.Itoa(queue.MaxMessageBytes) {
+		if v := cfn.Get(tp.resource(q), "Properties", "MaximumMessageSize"); v == nil || v.Value != strconv.Itoa(queue.MaxMessageBytes) {
 			t.Errorf("%s MaximumMessageSize %v, want %d (queue.MaxMessageBytes)", q, v, queue.MaxMessageBytes)
 		}
 	}
@@ -305,40 +285,40 @@ func TestPayloadStoreBucketIsLockedDown(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	b := tp.resource("PayloadBucket")
-	if v := get(b, "Condition"); v == nil || v.Value != "HasPayloadStore" {
+	if v := cfn.Get(b, "Condition"); v == nil || v.Value != "HasPayloadStore" {
 		t.Error("PayloadBucket must exist only with PayloadStore=s3")
 	}
-	if v := get(b, "Properties", "BucketEncryption", "ServerSideEncryptionConfiguration"); v == nil {
+	if v := cfn.Get(b, "Properties", "BucketEncryption", "ServerSideEncryptionConfiguration"); v == nil {
 		t.Error("PayloadBucket has no default encryption")
 	}
 	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
-		if v := get(b, "Properties", "PublicAccessBlockConfiguration", k); v == nil || v.Value != "true" {
+		if v := cfn.Get(b, "Properties", "PublicAccessBlockConfiguration", k); v == nil || v.Value != "true" {
 			t.Errorf("PayloadBucket %s is not true", k)
 		}
 	}
-	if v := get(b, "Properties", "OwnershipControls", "Rules"); v == nil || get(v.Content[0], "ObjectOwnership").Value != "BucketOwnerEnforced" {
+	if v := cfn.Get(b, "Properties", "OwnershipControls", "Rules"); v == nil || cfn.Get(v.Content[0], "ObjectOwnership").Value != "BucketOwnerEnforced" {
 		t.Error("PayloadBucket must enforce bucket-owner ownership")
 	}
-	rules := get(b, "Properties", "LifecycleConfiguration", "Rules")
-	if rules == nil || get(rules.Content[0], "ExpirationInDays") == nil || get(rules.Content[0], "Prefix").Value != config.DefaultPayloadPrefix {
+	rules := cfn.Get(b, "Properties", "LifecycleConfiguration", "Rules")
+	if rules == nil || cfn.Get(rules.Content[0], "ExpirationInDays") == nil || cfn.Get(rules.Content[0], "Prefix").Value != config.DefaultPayloadPrefix {
 		t.Error("PayloadBucket objects under the payloads prefix must expire")
 	}
-	pol := get(tp.resource("PayloadBucketPolicy"), "Properties", "PolicyDocument", "Statement")
-	if pol == nil || get(pol.Content[0], "Effect").Value != "Deny" || get(pol.Content[0], "Condition", "Bool", "aws:SecureTransport") == nil {
+	pol := cfn.Get(tp.resource("PayloadBucketPolicy"), "Properties", "PolicyDocument", "Statement")
+	if pol == nil || cfn.Get(pol.Content[0], "Effect").Value != "Deny" || cfn.Get(pol.Content[0], "Condition", "Bool", "aws:SecureTransport") == nil {
 		t.Error("PayloadBucketPolicy must deny requests without TLS")
 	}
 	want := map[string]string{"ReceiverRole": "s3:PutObject", "ProcessorRole": "s3:GetObject", "ReclaimerRole": "s3:GetObject"}
 	for role, action := range want {
 		found := false
-		for _, p := range get(tp.resource(role), "Properties", "Policies").Content {
+		for _, p := range cfn.Get(tp.resource(role), "Properties", "Policies").Content {
 			if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasPayloadStore" {
 				continue
 			}
-			st := get(p.Content[1], "PolicyDocument", "Statement").Content[0]
-			if a := get(st, "Action"); a == nil || a.Value != action {
+			st := cfn.Get(p.Content[1], "PolicyDocument", "Statement").Content[0]
+			if a := cfn.Get(st, "Action"); a == nil || a.Value != action {
 				t.Errorf("%s payload store grant: action %v, want only %s", role, a, action)
 			}
-			if r := get(st, "Resource"); r == nil || !strings.HasSuffix(r.Value, "/"+config.DefaultPayloadPrefix+"*") {
+			if r := cfn.Get(st, "Resource"); r == nil || !strings.HasSuffix(r.Value, "/"+config.DefaultPayloadPrefix+"*") {
 				t.Errorf("%s payload store grant: resource %v, want the payloads prefix only", role, r)
 			}
 			found = true
@@ -357,13 +337,13 @@ func TestServerSideFailuresAreAlarmed(t *testing.T) {
 	tp := loadTemplate(t)
 	want := map[string]bool{"hookledger/NeedsOperator": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false,
 		"AWS/Lambda/Url5xxCount": false, "AWS/SQS/ApproximateNumberOfMessagesVisible": false, "AWS/SQS/ApproximateAgeOfOldestMessage": false}
-	res := get(tp.root, "Resources")
+	res := cfn.Get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
-		if get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
+		if cfn.Get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
 			continue
 		}
-		key := get(r, "Properties", "Namespace").Value + "/" + get(r, "Properties", "MetricName").Value
+		key := cfn.Get(r, "Properties", "Namespace").Value + "/" + cfn.Get(r, "Properties", "MetricName").Value
 		if _, ok := want[key]; ok {
 			want[key] = true
 		}
@@ -382,21 +362,21 @@ func (tp tmpl) defaultAlarms(t *testing.T) map[string]string {
 	t.Helper()
 	off := map[string]bool{"HasFunctionUrl": true, "ReconcileOn": true, "HasInboundBus": true} // false at the defaults
 	out := map[string]string{}
-	res := get(tp.root, "Resources")
+	res := cfn.Get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
-		if get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
+		if cfn.Get(r, "Type").Value != "AWS::CloudWatch::Alarm" {
 			continue
 		}
-		if c := get(r, "Condition"); c != nil && off[c.Value] {
+		if c := cfn.Get(r, "Condition"); c != nil && off[c.Value] {
 			continue
 		} else if c != nil && c.Value != "HasHttpApi" {
 			t.Fatalf("alarm %s has condition %s: say here whether the defaults turn it on", res.Content[i].Value, c.Value)
 		}
-		if get(r, "Properties", "Metrics") != nil {
+		if cfn.Get(r, "Properties", "Metrics") != nil {
 			t.Fatalf("alarm %s watches a metric math expression: CloudWatch bills each metric in it as an alarm of its own; count them here", res.Content[i].Value)
 		}
-		out[res.Content[i].Value] = get(r, "Properties", "Namespace").Value + "/" + get(r, "Properties", "MetricName").Value
+		out[res.Content[i].Value] = cfn.Get(r, "Properties", "Namespace").Value + "/" + cfn.Get(r, "Properties", "MetricName").Value
 	}
 	return out
 }
@@ -418,14 +398,14 @@ func TestAlarmsAreOnePerOperatorAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := get(tp.root, "Resources")
+	res := cfn.Get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		name := res.Content[i].Value
-		if get(res.Content[i+1], "Type").Value == "AWS::CloudWatch::Alarm" && !strings.Contains(string(doc), "`"+name+"`") {
+		if cfn.Get(res.Content[i+1], "Type").Value == "AWS::CloudWatch::Alarm" && !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/deploy.md's alarm table does not list %s", name)
 		}
 	}
-	d := get(tp.resource("NeedsOperatorAlarm"), "Properties", "AlarmDescription")
+	d := cfn.Get(tp.resource("NeedsOperatorAlarm"), "Properties", "AlarmDescription")
 	for _, want := range []string{"Dead", "Indeterminate", "Parked", "BodyMismatch", "DeadLettersCleared", "hookledger replay", "Logs Insights",
 		"${ProcessorLogGroup}", "${ReclaimerLogGroup}", "${ReceiverLogGroup}"} {
 		if d == nil || !strings.Contains(d.Value, want) {
@@ -444,13 +424,13 @@ func TestAlarmsAreOnePerOperatorAction(t *testing.T) {
 func TestPlatformLogLinesAreDropped(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	lc := get(tp.root, "Globals", "Function", "LoggingConfig")
+	lc := cfn.Get(tp.root, "Globals", "Function", "LoggingConfig")
 	for key, want := range map[string]string{"LogFormat": "JSON", "SystemLogLevel": "WARN", "ApplicationLogLevel": "TRACE"} {
-		if v := get(lc, key); v == nil || v.Value != want {
+		if v := cfn.Get(lc, key); v == nil || v.Value != want {
 			t.Errorf("Globals LoggingConfig %s = %v, want %s", key, v, want)
 		}
 	}
-	if get(lc, "LogGroup") != nil {
+	if cfn.Get(lc, "LogGroup") != nil {
 		t.Error("LoggingConfig names a log group: the functions' log groups (with retention, and the roles' grants) are /aws/lambda/<function>")
 	}
 }
@@ -463,14 +443,14 @@ func TestPlatformLogLinesAreDropped(t *testing.T) {
 func TestBatchWindowFitsTheVisibilityTimeout(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	esm := get(tp.resource("ProcessorFunction"), "Properties", "Events", "Queue", "Properties")
-	if w := get(esm, "MaximumBatchingWindowInSeconds"); w == nil || w.Tag != "!Ref" || w.Value != "BatchWindowSeconds" {
+	esm := cfn.Get(tp.resource("ProcessorFunction"), "Properties", "Events", "Queue", "Properties")
+	if w := cfn.Get(esm, "MaximumBatchingWindowInSeconds"); w == nil || w.Tag != "!Ref" || w.Value != "BatchWindowSeconds" {
 		t.Fatalf("the event source's MaximumBatchingWindowInSeconds is %v, want !Ref BatchWindowSeconds", w)
 	}
-	for _, tv := range get(tp.root, "Parameters", "EffectTimeoutSeconds", "AllowedValues").Content {
+	for _, tv := range cfn.Get(tp.root, "Parameters", "EffectTimeoutSeconds", "AllowedValues").Content {
 		timeout, _ := strconv.Atoi(tv.Value)
-		vis, _ := strconv.Atoi(get(tp.root, "Mappings", "ProcessorTimeouts", tv.Value, "VisibilityTimeout").Value)
-		for _, wv := range get(tp.root, "Parameters", "BatchWindowSeconds", "AllowedValues").Content {
+		vis, _ := strconv.Atoi(cfn.Get(tp.root, "Mappings", "ProcessorTimeouts", tv.Value, "VisibilityTimeout").Value)
+		for _, wv := range cfn.Get(tp.root, "Parameters", "BatchWindowSeconds", "AllowedValues").Content {
 			window, _ := strconv.Atoi(wv.Value)
 			if gather := max(window, 20); vis < gather+timeout {
 				t.Errorf("timeout %d s, window %d s: visibility %d s < gathering %d s + timeout", timeout, window, vis, gather)
@@ -484,10 +464,10 @@ func TestBatchWindowFitsTheVisibilityTimeout(t *testing.T) {
 func TestOnlyProdGetsADashboard(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if c := get(tp.resource("Dashboard"), "Condition"); c == nil || c.Value != "IsProd" {
+	if c := cfn.Get(tp.resource("Dashboard"), "Condition"); c == nil || c.Value != "IsProd" {
 		t.Errorf("the dashboard's condition is %v, want IsProd", c)
 	}
-	if c := get(tp.root, "Outputs", "DashboardName", "Condition"); c == nil || c.Value != "IsProd" {
+	if c := cfn.Get(tp.root, "Outputs", "DashboardName", "Condition"); c == nil || c.Value != "IsProd" {
 		t.Errorf("the DashboardName output's condition is %v, want IsProd", c)
 	}
 }
@@ -496,7 +476,7 @@ func TestOnlyProdGetsADashboard(t *testing.T) {
 // SecretsPrefix=prefix.
 func (tp tmpl) grantsEnv(t *testing.T, fn, variable, prefix string) string {
 	t.Helper()
-	v := get(tp.resource(fn), "Properties", "Environment", "Variables", variable)
+	v := cfn.Get(tp.resource(fn), "Properties", "Environment", "Variables", variable)
 	if v == nil || v.Tag != "!If" || len(v.Content) != 3 || v.Content[0].Value != "HasSecretsPrefix" || v.Content[1].Tag != "!Sub" {
 		t.Fatalf("%s %s must be !If [HasSecretsPrefix, !Sub ..., nothing granted]", fn, variable)
 	}
@@ -520,14 +500,14 @@ func (tp tmpl) secretStatements(t *testing.T, role, prefix string) []statement {
 	t.Helper()
 	r := strings.NewReplacer("${AWS::Partition}", "aws", "${AWS::Region}", "us-east-1", "${AWS::AccountId}", "123456789012", "${SecretsPrefix}", prefix)
 	var out []statement
-	for _, p := range get(tp.resource(role), "Properties", "Policies").Content {
+	for _, p := range cfn.Get(tp.resource(role), "Properties", "Policies").Content {
 		if p.Tag != "!If" || len(p.Content) < 2 || p.Content[0].Value != "HasSecretsPrefix" {
 			continue
 		}
-		for _, st := range get(p.Content[1], "PolicyDocument", "Statement").Content {
-			s := statement{effect: get(st, "Effect").Value}
-			s.actions = flatten(get(st, "Action"))
-			for _, res := range flatten(get(st, "Resource")) {
+		for _, st := range cfn.Get(p.Content[1], "PolicyDocument", "Statement").Content {
+			s := statement{effect: cfn.Get(st, "Effect").Value}
+			s.actions = flatten(cfn.Get(st, "Action"))
+			for _, res := range flatten(cfn.Get(st, "Resource")) {
 				s.resources = append(s.resources, r.Replace(res))
 			}
 			out = append(out, s)
@@ -693,11 +673,11 @@ func TestSecretsPrefixGrantsAgreeWithTheRoles(t *testing.T) {
 func TestFrontDoorResources(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if d := get(tp.root, "Parameters", "FrontDoor", "Default"); d == nil || d.Value != "HttpApi" {
+	if d := cfn.Get(tp.root, "Parameters", "FrontDoor", "Default"); d == nil || d.Value != "HttpApi" {
 		t.Errorf("FrontDoor default %v, want HttpApi", d)
 	}
 	cond := func(name string) string {
-		if c := get(tp.resource(name), "Condition"); c != nil {
+		if c := cfn.Get(tp.resource(name), "Condition"); c != nil {
 			return c.Value
 		}
 		return ""
@@ -714,11 +694,11 @@ func TestFrontDoorResources(t *testing.T) {
 		}
 	}
 	url := tp.resource("ReceiverFunctionUrl")
-	if v := get(url, "Properties", "AuthType"); v == nil || v.Value != "NONE" {
+	if v := cfn.Get(url, "Properties", "AuthType"); v == nil || v.Value != "NONE" {
 		t.Errorf("function URL AuthType %v, want NONE (senders cannot sign AWS requests)", v)
 	}
 	prop := func(res, key string) string {
-		if v := get(tp.resource(res), "Properties", key); v != nil {
+		if v := cfn.Get(tp.resource(res), "Properties", key); v != nil {
 			return v.Value
 		}
 		return ""
@@ -737,20 +717,20 @@ func TestFrontDoorResources(t *testing.T) {
 		}
 	}
 	for out, want := range map[string]string{"WebhookUrl": "", "HttpApiWebhookUrl": "HasHttpApi", "FunctionUrlWebhookUrl": "HasFunctionUrl", "ApiEndpoint": "HasHttpApi"} {
-		o := get(tp.root, "Outputs", out)
+		o := cfn.Get(tp.root, "Outputs", out)
 		if o == nil {
 			t.Errorf("no output %s", out)
 			continue
 		}
-		if c := get(o, "Condition"); (c == nil && want != "") || (c != nil && c.Value != want) {
+		if c := cfn.Get(o, "Condition"); (c == nil && want != "") || (c != nil && c.Value != want) {
 			t.Errorf("output %s condition %v, want %q", out, c, want)
 		}
 	}
-	rce := get(tp.resource("ReceiverFunction"), "Properties", "ReservedConcurrentExecutions")
+	rce := cfn.Get(tp.resource("ReceiverFunction"), "Properties", "ReservedConcurrentExecutions")
 	if rce == nil || rce.Tag != "!If" || len(rce.Content) != 3 || rce.Content[0].Value != "HasReceiverReservation" || rce.Content[2].Value != "AWS::NoValue" {
 		t.Error("the receiver's ReservedConcurrentExecutions must be !If [HasReceiverReservation, ReceiverConcurrency, AWS::NoValue]")
 	}
-	if d := get(tp.root, "Parameters", "ReceiverConcurrency", "Default"); d == nil || d.Value != "0" {
+	if d := cfn.Get(tp.root, "Parameters", "ReceiverConcurrency", "Default"); d == nil || d.Value != "0" {
 		t.Errorf("ReceiverConcurrency default %v, want 0 (accounts with a quota of 10 cannot reserve)", d)
 	}
 }
@@ -760,20 +740,20 @@ func TestFrontDoorResources(t *testing.T) {
 func TestReconcilerIsOptionalAndAlarmed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	if d := get(tp.root, "Parameters", "ReconcileConfig", "Default"); d == nil || d.Value != "[]" {
+	if d := cfn.Get(tp.root, "Parameters", "ReconcileConfig", "Default"); d == nil || d.Value != "[]" {
 		t.Errorf("ReconcileConfig default %v, want [] (no reconciler)", d)
 	}
-	if c := fmt.Sprint(flatten(get(tp.root, "Conditions", "ReconcileOn"))); !strings.Contains(c, "ReconcileConfig") {
+	if c := fmt.Sprint(flatten(cfn.Get(tp.root, "Conditions", "ReconcileOn"))); !strings.Contains(c, "ReconcileConfig") {
 		t.Errorf("ReconcileOn must come from ReconcileConfig: %s", c)
 	}
 	for _, name := range []string{"ReconcilerRole", "ReconcilerLogGroup", "ReconcilerFunction", "ReconcileMissingAlarm", "ReconcilerErrorsAlarm"} {
-		if c := get(tp.resource(name), "Condition"); c == nil || c.Value != "ReconcileOn" {
+		if c := cfn.Get(tp.resource(name), "Condition"); c == nil || c.Value != "ReconcileOn" {
 			t.Errorf("%s is not conditional on ReconcileOn", name)
 		}
 	}
 	a := tp.resource("ReconcileMissingAlarm")
-	if get(a, "Properties", "MetricName").Value != "ReconcileMissing" || get(a, "Properties", "Threshold").Value != "0" ||
-		get(a, "Properties", "ComparisonOperator").Value != "GreaterThanThreshold" {
+	if cfn.Get(a, "Properties", "MetricName").Value != "ReconcileMissing" || cfn.Get(a, "Properties", "Threshold").Value != "0" ||
+		cfn.Get(a, "Properties", "ComparisonOperator").Value != "GreaterThanThreshold" {
 		t.Error("ReconcileMissingAlarm must fire when ReconcileMissing > 0")
 	}
 }
@@ -785,13 +765,13 @@ func TestReconcilerIsOptionalAndAlarmed(t *testing.T) {
 // ReconcileConfig was NoEcho, and guided asked until one typed [].
 func TestGuidedDeployAsksOnlyForSourcesConfig(t *testing.T) {
 	t.Parallel()
-	params := get(loadTemplate(t).root, "Parameters")
+	params := cfn.Get(loadTemplate(t).root, "Parameters")
 	for i := 0; i+1 < len(params.Content); i += 2 {
 		name, p := params.Content[i].Value, params.Content[i+1]
-		noEcho := get(p, "NoEcho")
-		mustType := get(p, "Default") == nil || (noEcho != nil && noEcho.Value == "true")
+		noEcho := cfn.Get(p, "NoEcho")
+		mustType := cfn.Get(p, "Default") == nil || (noEcho != nil && noEcho.Value == "true")
 		if mustType != (name == "SourcesConfig") {
-			t.Errorf("%s: NoEcho %v, Default %v; want a visible default (Enter keeps it) for all but SourcesConfig", name, noEcho != nil, get(p, "Default") != nil)
+			t.Errorf("%s: NoEcho %v, Default %v; want a visible default (Enter keeps it) for all but SourcesConfig", name, noEcho != nil, cfn.Get(p, "Default") != nil)
 		}
 	}
 }
@@ -900,7 +880,7 @@ func TestSamconfigSections(t *testing.T) {
 			t.Fatalf("[%s]: read only %v; the extraction broke", section, o)
 		}
 		for name := range o {
-			if get(tp.root, "Parameters", name) == nil {
+			if cfn.Get(tp.root, "Parameters", name) == nil {
 				t.Errorf("[%s] sets %s, which is not a template parameter", section, name)
 			}
 		}

@@ -2,12 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/cfn"
 	"gopkg.in/yaml.v3"
 )
 
@@ -34,15 +34,10 @@ type Stack struct {
 
 // ReadStack reads path (template.yaml).
 func ReadStack(path string) (Stack, error) {
-	raw, err := os.ReadFile(path)
+	root, err := cfn.Read(path)
 	if err != nil {
 		return Stack{}, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return Stack{}, fmt.Errorf("%s: %w", path, err)
-	}
-	root := doc.Content[0]
 	var st Stack
 	var errs []string
 	num := func(n *yaml.Node, what string) int {
@@ -56,47 +51,47 @@ func ReadStack(path string) (Stack, error) {
 		}
 		return v
 	}
-	defaults := node(root, "Mappings", "Defaults", "Stack")
-	st.BatchSize = num(node(defaults, "ProcessorBatchSize"), "Defaults ProcessorBatchSize")
-	st.LogRetentionDays = num(node(defaults, "LogRetentionDays"), "Defaults LogRetentionDays")
-	st.BatchWindow = time.Duration(num(node(root, "Parameters", "BatchWindowSeconds", "Default"), "BatchWindowSeconds default")) * time.Second
-	if av := node(root, "Parameters", "BatchWindowSeconds", "AllowedValues"); av != nil {
+	defaults := cfn.Get(root, "Mappings", "Defaults", "Stack")
+	st.BatchSize = num(cfn.Get(defaults, "ProcessorBatchSize"), "Defaults ProcessorBatchSize")
+	st.LogRetentionDays = num(cfn.Get(defaults, "LogRetentionDays"), "Defaults LogRetentionDays")
+	st.BatchWindow = time.Duration(num(cfn.Get(root, "Parameters", "BatchWindowSeconds", "Default"), "BatchWindowSeconds default")) * time.Second
+	if av := cfn.Get(root, "Parameters", "BatchWindowSeconds", "AllowedValues"); av != nil {
 		for _, v := range av.Content {
 			st.WindowChoices = append(st.WindowChoices, time.Duration(num(v, "BatchWindowSeconds allowed value"))*time.Second)
 		}
 	}
-	st.Concurrency = num(node(root, "Parameters", "ProcessorConcurrency", "Default"), "ProcessorConcurrency default")
-	st.MemoryMB = num(node(root, "Globals", "Function", "MemorySize"), "Globals MemorySize")
+	st.Concurrency = num(cfn.Get(root, "Parameters", "ProcessorConcurrency", "Default"), "ProcessorConcurrency default")
+	st.MemoryMB = num(cfn.Get(root, "Globals", "Function", "MemorySize"), "Globals MemorySize")
 	st.ProcessorMB = st.MemoryMB
-	if n := node(root, "Resources", "ProcessorFunction", "Properties", "MemorySize"); n != nil {
+	if n := cfn.Get(root, "Resources", "ProcessorFunction", "Properties", "MemorySize"); n != nil {
 		st.ProcessorMB = num(n, "ProcessorFunction MemorySize")
 	}
-	if v := node(root, "Globals", "Function", "LoggingConfig", "SystemLogLevel"); v != nil {
+	if v := cfn.Get(root, "Globals", "Function", "LoggingConfig", "SystemLogLevel"); v != nil {
 		st.SystemLogLevel = v.Value
 	}
-	if sched := node(defaults, "ReclaimSchedule"); sched != nil {
+	if sched := cfn.Get(defaults, "ReclaimSchedule"); sched != nil {
 		if st.ReclaimEvery, err = rateOf(sched.Value); err != nil {
 			errs = append(errs, "Defaults ReclaimSchedule: "+err.Error())
 		}
 	} else {
 		errs = append(errs, "Defaults ReclaimSchedule missing")
 	}
-	table := node(root, "Resources", "LedgerTable", "Properties")
-	st.PITR = value(node(table, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled")) == "true"
-	st.KMSTable = value(node(table, "SSESpecification", "SSEEnabled")) == "true"
-	st.AccessLogFormat = value(node(root, "Resources", "HttpApiStage", "Properties", "AccessLogSettings", "Format"))
+	table := cfn.Get(root, "Resources", "LedgerTable", "Properties")
+	st.PITR = cfn.Value(cfn.Get(table, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled")) == "true"
+	st.KMSTable = cfn.Value(cfn.Get(table, "SSESpecification", "SSEEnabled")) == "true"
+	st.AccessLogFormat = cfn.Value(cfn.Get(root, "Resources", "HttpApiStage", "Properties", "AccessLogSettings", "Format"))
 	st.Alarms = map[string]string{}
-	res := node(root, "Resources")
+	res := cfn.Get(root, "Resources")
 	for i := 0; res != nil && i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
-		switch value(node(r, "Type")) {
+		switch cfn.Value(cfn.Get(r, "Type")) {
 		case "AWS::CloudWatch::Alarm":
-			if node(r, "Properties", "Metrics") != nil {
+			if cfn.Get(r, "Properties", "Metrics") != nil {
 				errs = append(errs, res.Content[i].Value+" is a metric-math alarm: it is billed for each metric in it, which this model does not count")
 			}
-			st.Alarms[res.Content[i].Value] = value(node(r, "Condition"))
+			st.Alarms[res.Content[i].Value] = cfn.Value(cfn.Get(r, "Condition"))
 		case "AWS::CloudWatch::Dashboard":
-			st.DashboardCondition = value(node(r, "Condition"))
+			st.DashboardCondition = cfn.Value(cfn.Get(r, "Condition"))
 		}
 	}
 	if len(errs) > 0 {
@@ -158,27 +153,4 @@ func rateOf(expr string) (time.Duration, error) {
 		return time.Duration(n) * time.Hour, nil
 	}
 	return time.Duration(n) * time.Minute, nil
-}
-
-func node(n *yaml.Node, path ...string) *yaml.Node {
-	for _, key := range path {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				next = n.Content[i+1]
-			}
-		}
-		n = next
-	}
-	return n
-}
-
-func value(n *yaml.Node) string {
-	if n == nil {
-		return ""
-	}
-	return n.Value
 }
