@@ -102,3 +102,15 @@ func Example() {
 	// completed: done charge: ch_1 notify: ntf_1 <nil>
 	// redelivery refused as terminal: true
 }
+
+// NewID is where a delivery's identity enters the ledger: every rule of
+// its three parts is checked there, once.
+func ExampleNewID() {
+	id, err := ledger.NewID("stripe", "acme", "evt_1#2")
+	fmt.Println(id.PK(), err)
+	_, err = ledger.NewID("stripe", "acme", "evt_\uffff")
+	fmt.Println(errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrText))
+	// Output:
+	// ev#stripe#acme#evt_1%232 <nil>
+	// true true
+}
