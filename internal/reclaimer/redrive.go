@@ -1,0 +1,186 @@
+package reclaimer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/inject"
+	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/ledger"
+)
+
+// decide settles a due record that needs no message (a live lease is
+// postponed) and reports whether it is to be re-driven, or buried past its
+// give-up time: redrive reads its body first, because a record whose body
+// is stored nowhere is buried with a cause that says where it may be.
+func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
+	if rec.LeaseLive(now) {
+		grace := h.LeaseGrace
+		if grace <= 0 {
+			grace = DefaultLeaseGrace
+		}
+		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(grace)); err != nil {
+			return false, err
+		}
+		rep.Postponed++
+		return false, nil
+	}
+	return true, nil
+}
+
+// count books a failed transition: a conflict means another reclaimer or a
+// worker acted first, which is fine. Either way the record is held: the
+// next run reads it again (a worker's claim leaves its due time where it
+// was, and the worker may yet die).
+func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
+	rep.hold(rec.ID)
+	if errors.Is(err, ledger.ErrConflict) {
+		rep.Conflicts++
+		return
+	}
+	rep.Errors++
+	h.logger().WarnContext(ctx, "reclaim failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+		"status", string(rec.Status), "error", err.Error())
+}
+
+// redrive re-enqueues records: read their payloads in one go, take each
+// with its own conditional write (Requeue or Reset, so only one reclaimer
+// ever sends a given record), then send the messages of those it took in
+// batches. A record past its give-up time is buried instead (giveUp, or
+// buryBodiless when its body is stored nowhere). A message SQS failed is
+// taken back (Unsent) and due again soon; one whose fate is unknown stays
+// counted and is due again after its backoff, like one whose send never
+// happened because the run died. idle: the queue was idle when the run
+// began (see next).
+func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, idle bool, rep *Report) {
+	var inLedger []ledger.Record // the rest keep their body in the payload store
+	for _, rec := range recs {
+		if rec.PayloadRef == "" {
+			inLedger = append(inLedger, rec)
+		}
+	}
+	// Only each record's own body: a payload item an earlier event under
+	// the key left behind is not this record's (ledger.Payloads).
+	bodies, readErr := h.Ledger.Payloads(ctx, inLedger)
+	if readErr != nil {
+		h.logger().WarnContext(ctx, "reclaim: some payloads could not be read; their records wait for the next run", "error", readErr.Error())
+	}
+	var msgs []queue.Message
+	var taken []ledger.Record
+	var reset []bool // taken[i] was processing with an expired lease
+	for _, rec := range recs {
+		next := h.next(rec, now, idle)
+		body, ok := bodies[rec.ID]
+		if rec.PayloadRef != "" {
+			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
+			switch {
+			case errors.Is(err, blob.ErrMissing):
+			case err != nil:
+				rep.Errors++ // unknown: look again next run
+				rep.hold(rec.ID)
+				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "error", err.Error())
+				continue
+			default:
+				body, ok = b, true
+			}
+		} else if !ok && readErr != nil {
+			rep.Errors++ // unknown: look again next run
+			rep.hold(rec.ID)
+			continue
+		}
+		if !ok {
+			log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
+			if waiting, err := h.awaitMessage(ctx, rec, now, log); waiting || err != nil {
+				if err != nil {
+					h.count(ctx, rec, err, rep)
+				} else {
+					rep.Postponed++
+				}
+				continue
+			}
+			// Past the wait: the message is gone from the queue, or the
+			// record's give-up time has come. Nothing the reclaimer can do
+			// brings the body back: bury the record, saying where the body
+			// may still be, so that it ends dead (alarmed, listed for
+			// replay) before it expires.
+			h.buryBodiless(ctx, rec, rep)
+			continue
+		}
+		if until := GiveUpAt(rec); !until.IsZero() && !now.Before(until) {
+			h.giveUp(ctx, rec, until, rep)
+			continue
+		}
+		var took ledger.Record
+		var err error
+		if rec.Status == ledger.Processing {
+			took, err = h.Ledger.Reset(ctx, rec, next)
+			if err == nil {
+				inject.Crash(inject.ReclaimerAfterReset)
+			}
+		} else {
+			took, err = h.Ledger.Requeue(ctx, rec, next)
+		}
+		if err != nil {
+			h.count(ctx, rec, err, rep)
+			continue
+		}
+		// The conditional write above made this reclaimer the only one to
+		// send this record now.
+		msgs = append(msgs, queue.Message{
+			Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
+			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
+		})
+		taken = append(taken, took)
+		reset = append(reset, rec.Status == ledger.Processing)
+	}
+	if len(msgs) > 0 {
+		h.send(ctx, msgs, taken, reset, now, idle, rep)
+	}
+}
+
+// send sends the messages of the records redrive took (taken[i] as its
+// write left it; reset[i]: it was processing) and books SQS's answer for
+// each.
+func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger.Record, reset []bool, now time.Time, idle bool, rep *Report) {
+	sent := 0
+	retry := h.RetryAfter
+	if retry <= 0 {
+		retry = DefaultRetryAfter
+	}
+	for i, err := range h.Queue.SendBatch(ctx, msgs) {
+		rec := taken[i]
+		switch {
+		case err == nil && reset[i]:
+			sent++
+			rep.Reset++
+		case err == nil:
+			sent++
+			rep.Requeued++
+		case errors.Is(err, queue.ErrNotSent):
+			if _, uerr := h.Ledger.Unsent(ctx, rec, now.Add(retry)); uerr != nil {
+				h.count(ctx, rec, uerr, rep)
+				continue
+			}
+			rep.Unsent++
+		case errors.Is(err, queue.ErrRejected):
+			rep.Rejected++
+			if idle && !reset[i] && rec.Status == ledger.Received {
+				// Refused, not lost: the short wait (next) is not for it.
+				prev := rec
+				prev.Reclaims--
+				if _, perr := h.Ledger.Postpone(ctx, rec, h.next(prev, now, false)); perr != nil {
+					h.count(ctx, rec, perr, rep)
+				}
+			}
+			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts, and the event is dead at its give-up time unless a send succeeds first",
+				"source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
+		default:
+			rep.Errors++
+			h.logger().WarnContext(ctx, "re-drive send failed; due again after its backoff", "source", rec.Source, "tenant", rec.Tenant,
+				"event_key", rec.Key, "reclaims", rec.Reclaims, "error", err.Error())
+		}
+	}
+	h.Metrics.Add(map[string]int{"Reclaimed": sent})
+}
