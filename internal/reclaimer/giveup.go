@@ -121,6 +121,24 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 	return true, nil
 }
 
+// bodyless handles a due record whose body is stored nowhere the
+// reclaimer can read: it waits for the event's message (awaitMessage) and,
+// past the wait, buries the record. Nothing the reclaimer can do brings
+// the body back, so the cause says where it may still be, and the record
+// ends dead (alarmed, listed for replay) before it expires.
+func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
+	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
+	waiting, err := h.awaitMessage(ctx, rec, now, log)
+	switch {
+	case err != nil:
+		h.count(ctx, rec, err, rep)
+	case waiting:
+		rep.Postponed++
+	default:
+		h.buryBodiless(ctx, rec, rep)
+	}
+}
+
 // buryBodiless marks dead a record whose body was never stored and whose
 // message has not come back for the whole wait: past awaitUntil.
 // BuryStale holds for received, failed and processing records

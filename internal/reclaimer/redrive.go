@@ -71,7 +71,6 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	var taken []ledger.Record
 	var reset []bool // taken[i] was processing with an expired lease
 	for _, rec := range recs {
-		next := h.next(rec, now, idle)
 		body, ok := bodies[rec.ID]
 		if rec.PayloadRef != "" {
 			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
@@ -91,37 +90,14 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			continue
 		}
 		if !ok {
-			log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
-			if waiting, err := h.awaitMessage(ctx, rec, now, log); waiting || err != nil {
-				if err != nil {
-					h.count(ctx, rec, err, rep)
-				} else {
-					rep.Postponed++
-				}
-				continue
-			}
-			// Past the wait: the message is gone from the queue, or the
-			// record's give-up time has come. Nothing the reclaimer can do
-			// brings the body back: bury the record, saying where the body
-			// may still be, so that it ends dead (alarmed, listed for
-			// replay) before it expires.
-			h.buryBodiless(ctx, rec, rep)
+			h.bodyless(ctx, rec, now, rep)
 			continue
 		}
 		if until := GiveUpAt(rec); !until.IsZero() && !now.Before(until) {
 			h.giveUp(ctx, rec, until, rep)
 			continue
 		}
-		var took ledger.Record
-		var err error
-		if rec.Status == ledger.Processing {
-			took, err = h.Ledger.Reset(ctx, rec, next)
-			if err == nil {
-				inject.Crash(inject.ReclaimerAfterReset)
-			}
-		} else {
-			took, err = h.Ledger.Requeue(ctx, rec, next)
-		}
+		took, err := h.take(ctx, rec, h.next(rec, now, idle))
 		if err != nil {
 			h.count(ctx, rec, err, rep)
 			continue
@@ -138,6 +114,19 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	if len(msgs) > 0 {
 		h.send(ctx, msgs, taken, reset, now, idle, rep)
 	}
+}
+
+// take makes rec this reclaimer's to send, with one conditional write:
+// Reset for an expired lease, Requeue otherwise.
+func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error) {
+	if rec.Status != ledger.Processing {
+		return h.Ledger.Requeue(ctx, rec, next)
+	}
+	took, err := h.Ledger.Reset(ctx, rec, next)
+	if err == nil {
+		inject.Crash(inject.ReclaimerAfterReset)
+	}
+	return took, err
 }
 
 // send sends the messages of the records redrive took (taken[i] as its

@@ -212,24 +212,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 		}
 		ids = append(ids, e.ID)
 	}
-	var peeked map[ledger.ID]ledger.Record
-	if len(ids) > 0 {
-		peeked, _ = h.Ledger.Peek(ctx, ids) // a record it lacks is read again below
-	}
-	var again []ledger.ID
-	for _, id := range ids {
-		if p, ok := peeked[id]; !ok || !p.Status.Terminal() {
-			again = append(again, id)
-		}
-	}
-	var recs map[ledger.ID]ledger.Record
-	var readErr error
-	if len(again) > 0 {
-		recs, readErr = h.Ledger.GetMany(ctx, again)
-		if readErr != nil {
-			h.logger().WarnContext(ctx, "reclaim: some records could not be read; they wait for the next run", "shard", w.shard, "error", readErr.Error())
-		}
-	}
+	peeked, recs, readErr := r.read(w.shard, ids)
 	var drive []ledger.Record
 	for _, id := range ids {
 		rep.Scanned++
@@ -268,4 +251,27 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 		}
 	}
 	return next, nil
+}
+
+// read reads a page's records: all with eventually consistent reads
+// (Peek), then consistently those it did not find terminal. A record
+// missing from both after an error waits for the next run.
+func (r *run) read(shard int, ids []ledger.ID) (peeked, recs map[ledger.ID]ledger.Record, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	peeked, _ = r.h.Ledger.Peek(r.ctx, ids) // a record it lacks is read again below
+	var again []ledger.ID
+	for _, id := range ids {
+		if p, ok := peeked[id]; !ok || !p.Status.Terminal() {
+			again = append(again, id)
+		}
+	}
+	if len(again) > 0 {
+		recs, err = r.h.Ledger.GetMany(r.ctx, again)
+		if err != nil {
+			r.h.logger().WarnContext(r.ctx, "reclaim: some records could not be read; they wait for the next run", "shard", shard, "error", err.Error())
+		}
+	}
+	return peeked, recs, err
 }
