@@ -192,26 +192,57 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 			o.apply(&cfg)
 		}
 	}
+	st, attempt, recorded, over := t.begin(ev)
+	if over != nil {
+		return *over
+	}
+	guard := &memGuard{t: t, ev: ev}
+	run := t.newRun(ev, cfg, st, attempt, recorded, guard)
+	res.Attempt = attempt
+	herr, crashed := t.call(ctx, engine.Event{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID, Type: ev.Type, Body: ev.Body,
+		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, &res.Order)
+	guard.release()
+	res.Ran = run.Runs()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, n := range res.Ran {
+		t.runs[name] += n
+	}
+	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
+	res.Err = herr
+	if crashed {
+		res.Status = Crashed // nothing after the crash point is recorded
+		st.interrupted++
+		return res
+	}
+	t.judge(st, run, herr, cfg.loseLease, attempt, &res)
+	return res
+}
+
+// begin starts the event's next attempt: its state, the attempt's number
+// and the steps recorded before it. A done, dead or stale event is over:
+// its result is what a redelivery would find.
+func (t *Tester) begin(ev hookledger.Event) (st *state, attempt int, recorded map[string]engine.State, over *Result) {
 	k := [3]string{ev.Source, ev.Tenant, ev.ID}
 	t.mu.Lock()
-	st := t.events[k]
+	defer t.mu.Unlock()
+	st = t.events[k]
 	if st == nil {
 		st = &state{steps: map[string]engine.State{}}
 		t.events[k] = st
 	}
 	if st.status == Done || st.status == Dead || st.status == Stale {
-		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
-		t.mu.Unlock()
-		return res
+		return st, 0, nil, &Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
 	}
 	st.attempts++
-	attempt := st.attempts
-	recorded := copySteps(st.steps)
-	t.mu.Unlock()
+	return st, st.attempts, copySteps(st.steps), nil
+}
 
+// newRun is the step engine for one attempt, over the in-memory store and
+// guard, with the crash point and lost lease cfg asks for.
+func (t *Tester) newRun(ev hookledger.Event, cfg runConfig, st *state, attempt int, recorded map[string]engine.State, guard *memGuard) *engine.Run {
 	store := &memStore{t: t, st: st, lose: cfg.loseLease}
-	guard := &memGuard{t: t, ev: ev}
-	run := engine.New(engine.Config{
+	return engine.New(engine.Config{
 		Store: store, Recorded: recorded, Attempt: attempt,
 		Key: func(name string) string { return engine.DownstreamKey(ev.Source, ev.Tenant, ev.ID, name) },
 		Point: func(p string) {
@@ -231,40 +262,28 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		Forward: t.forward,
 		Guard:   guard,
 	})
-	res.Attempt = attempt
-	herr, crashed := t.call(ctx, engine.Event{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID, Type: ev.Type, Body: ev.Body,
-		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, &res.Order)
-	guard.release()
-	res.Ran = run.Runs()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for name, n := range res.Ran {
-		t.runs[name] += n
-	}
-	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
-	res.Err = herr
-	if crashed {
-		res.Status = Crashed // nothing after the crash point is recorded
-		st.interrupted++
-		return res
-	}
+}
+
+// judge records how the attempt ended, as the processor's final write
+// would, and says so in res. The caller holds t.mu.
+func (t *Tester) judge(st *state, run *engine.Run, herr error, lost bool, attempt int, res *Result) {
 	j := run.Judge(herr, st.failures, t.MaxAttempts, attempt)
-	if cfg.loseLease {
+	if lost {
 		j.Verdict = engine.Abandon // the takeover makes this run's writes fail, the final one too
 	}
 	switch j.Verdict {
 	case engine.Abandon:
 		res.Status = LeaseLost
 		st.interrupted++
-		return res
+		return
 	case engine.GiveBack:
 		res.Status = Failed // the resource stayed busy: retried, not a failure of the handler
 		st.interrupted++
-		return res
+		return
 	case engine.Skip:
 		st.status, st.cause = Stale, j.Cause
 		res.Status, res.Cause, res.Err = Stale, st.cause, nil
-		return res
+		return
 	}
 	apply(st.steps, run.Pending())
 	if j.Failed() {
@@ -279,7 +298,6 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		st.status, st.cause = Failed, j.Cause
 	}
 	res.Status, res.Cause = st.status, st.cause
-	return res
 }
 
 // call runs the handler and reports the event's order; a simulated crash
