@@ -10,11 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -173,15 +171,6 @@ type API interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// BatchAPI is the slice of the SQS client the batch sender calls.
-type BatchAPI interface {
-	API
-	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
-
-var _ BatchAPI = (*sqs.Client)(nil)
-
 // Sender enqueues messages on one queue. Every message carries its tenant
 // as the message group (see GroupID), which turns a standard queue into a
 // fair queue on AWS: one tenant's burst does not hold up the others.
@@ -218,123 +207,6 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	return nil
 }
 
-// Batch limits: SQS takes at most 10 entries per SendMessageBatch, and the
-// entries' bodies together must stay within the batch payload limit (1 MiB
-// on AWS since 2025, 256 KiB before); batches here stay within 256 KiB, and
-// a message that alone exceeds it goes in a batch of its own.
-const (
-	MaxBatchEntries = 10
-	maxBatchBytes   = 256 * 1024
-)
-
-// BatchSender enqueues messages on one queue in batches, and reads the
-// queue's depth: the reclaimer's sender.
-type BatchSender struct {
-	API BatchAPI
-	URL string
-}
-
-// Send enqueues m alone, as Sender.Send does.
-func (s *BatchSender) Send(ctx context.Context, m Message) error {
-	return (&Sender{API: s.API, URL: s.URL}).Send(ctx, m)
-}
-
-// SendBatch enqueues msgs with as few SendMessageBatch calls as the limits
-// allow and reports each message's fate: errs[i] is nil when msgs[i] was
-// queued, wraps ErrNotSent or ErrRejected when SQS failed that entry (it was
-// not queued), and wraps ErrUnavailable when its call failed as a whole (it
-// may or may not be queued). No message is sent twice by one SendBatch: an
-// entry SQS failed is reported, not retried here.
-func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
-	errs := make([]error, len(msgs))
-	var batch []int // indexes into msgs
-	var entries []types.SendMessageBatchRequestEntry
-	size := 0
-	flush := func() {
-		if len(entries) > 0 {
-			s.sendBatch(ctx, msgs, batch, entries, errs)
-		}
-		batch, entries, size = nil, nil, 0
-	}
-	for i, m := range msgs {
-		body, err := Encode(m)
-		if err != nil {
-			errs[i] = fmt.Errorf("%w: %w", ErrRejected, err)
-			continue
-		}
-		if len(entries) == MaxBatchEntries || len(entries) > 0 && size+len(body) > maxBatchBytes {
-			flush()
-		}
-		entries = append(entries, types.SendMessageBatchRequestEntry{
-			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String(GroupID(m.Tenant)),
-		})
-		batch = append(batch, i)
-		size += len(body)
-	}
-	flush()
-	return errs
-}
-
-func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int, entries []types.SendMessageBatchRequestEntry, errs []error) {
-	out, err := s.API.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &s.URL, Entries: entries})
-	if err != nil {
-		for _, i := range batch {
-			errs[i] = fmt.Errorf("enqueue %s: %w: %v", msgs[i].ID(), ErrUnavailable, err)
-		}
-		return
-	}
-	answered := make(map[string]bool, len(entries))
-	for _, ok := range out.Successful {
-		answered[aws.ToString(ok.Id)] = true
-	}
-	for _, f := range out.Failed {
-		id := aws.ToString(f.Id)
-		i, err := strconv.Atoi(id)
-		if err != nil || !contains(batch, i) {
-			continue // not one of ours; the loop below reports what stays unanswered
-		}
-		answered[id] = true
-		kind := ErrNotSent
-		if f.SenderFault {
-			kind = ErrRejected
-		}
-		errs[i] = fmt.Errorf("enqueue %s: %w: %s: %s", msgs[i].ID(), kind, aws.ToString(f.Code), aws.ToString(f.Message))
-	}
-	for _, i := range batch {
-		if !answered[strconv.Itoa(i)] {
-			// SQS answers every entry; one it did not mention is unknown.
-			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].ID(), ErrUnavailable)
-		}
-	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// Depth is the approximate number of messages waiting on the queue
-// (visible: what a new message queues behind) and of those in flight
-// (received, not yet deleted), in one request.
-func (s *BatchSender) Depth(ctx context.Context) (waiting, inFlight int, err error) {
-	visible, taken := types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible
-	out, err := s.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.URL, AttributeNames: []types.QueueAttributeName{visible, taken}})
-	if err != nil {
-		return 0, 0, fmt.Errorf("queue depth: %w: %v", ErrUnavailable, err)
-	}
-	var n [2]int
-	for i, name := range []types.QueueAttributeName{visible, taken} {
-		if n[i], err = strconv.Atoi(out.Attributes[string(name)]); err != nil {
-			return 0, 0, fmt.Errorf("queue depth: %w: %s %q", ErrUnavailable, name, out.Attributes[string(name)])
-		}
-	}
-	return n[0], n[1], nil
-}
-
 // MaxGroupIDLen is the longest message group id SQS accepts.
 const MaxGroupIDLen = 128
 
@@ -361,103 +233,4 @@ func validGroupID(s string) bool {
 		}
 	}
 	return true
-}
-
-// AdminAPI is what CreateQueues needs.
-type AdminAPI interface {
-	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, opts ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
-
-// QueueSpec describes the queue pair CreateQueues makes.
-type QueueSpec struct {
-	// Name is the processing queue's name; its DLQ is Name-dlq. Letters,
-	// digits, '-' and '_', at most MaxQueueNameLen characters.
-	Name string
-	// VisibilityTimeout is in seconds, 1 to MaxVisibilityTimeout; keep it at
-	// least 6x the processor timeout. 0 means DefaultVisibilityTimeout.
-	VisibilityTimeout int
-	// MaxReceiveCount is the deliveries before a message moves to the DLQ,
-	// 1 to MaxMaxReceiveCount. 0 means DefaultMaxReceiveCount.
-	MaxReceiveCount int
-}
-
-// The limits and zero-value defaults of a QueueSpec.
-const (
-	// MaxQueueNameLen leaves room for the DLQ's "-dlq" within SQS's 80
-	// characters.
-	MaxQueueNameLen          = 80 - len("-dlq")
-	MaxVisibilityTimeout     = 43200 // SQS's maximum, 12 hours
-	MaxMaxReceiveCount       = 1000  // SQS's maximum in a redrive policy
-	DefaultVisibilityTimeout = 30
-	DefaultMaxReceiveCount   = 5
-)
-
-// ValidQueueName reports whether SQS accepts name, and name-dlq, as the name
-// of a standard queue.
-func ValidQueueName(name string) bool {
-	if name == "" || len(name) > MaxQueueNameLen {
-		return false
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// Validate reports what SQS would refuse in the spec, before anything is
-// created. Zero values stand for the defaults.
-func (spec QueueSpec) Validate() error {
-	switch {
-	case !ValidQueueName(spec.Name):
-		return fmt.Errorf("queue name %q: want 1 to %d letters, digits, '-' or '_'", spec.Name, MaxQueueNameLen)
-	case spec.VisibilityTimeout < 0 || spec.VisibilityTimeout > MaxVisibilityTimeout:
-		return fmt.Errorf("visibility timeout %d s: want 1 to %d (0: %d)", spec.VisibilityTimeout, MaxVisibilityTimeout, DefaultVisibilityTimeout)
-	case spec.MaxReceiveCount < 0 || spec.MaxReceiveCount > MaxMaxReceiveCount:
-		return fmt.Errorf("max receive count %d: want 1 to %d (0: %d)", spec.MaxReceiveCount, MaxMaxReceiveCount, DefaultMaxReceiveCount)
-	}
-	return nil
-}
-
-// CreateQueues creates name-dlq and name with a redrive policy to it, for
-// local runs and tests (in AWS the SAM template owns them). It returns both
-// URLs. A zero VisibilityTimeout or MaxReceiveCount takes the default; a
-// spec that Validate refuses creates nothing and returns its error.
-func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, dlqURL string, err error) {
-	if err := spec.Validate(); err != nil {
-		return "", "", fmt.Errorf("create queues: %w", err)
-	}
-	if spec.VisibilityTimeout == 0 {
-		spec.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if spec.MaxReceiveCount == 0 {
-		spec.MaxReceiveCount = DefaultMaxReceiveCount
-	}
-	size := strconv.Itoa(MaxMessageBytes) // SQS's default is 256 KiB on AWS
-	dlq, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name + "-dlq"),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": size}})
-	if err != nil {
-		return "", "", fmt.Errorf("create queue %s-dlq: %w", spec.Name, err)
-	}
-	attrs, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-	if err != nil {
-		return "", "", fmt.Errorf("read %s-dlq arn: %w", spec.Name, err)
-	}
-	redrive, _ := json.Marshal(map[string]string{
-		"deadLetterTargetArn": attrs.Attributes["QueueArn"],
-		"maxReceiveCount":     strconv.Itoa(spec.MaxReceiveCount),
-	})
-	q, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name), Attributes: map[string]string{
-		"VisibilityTimeout":      strconv.Itoa(spec.VisibilityTimeout),
-		"RedrivePolicy":          string(redrive),
-		"MessageRetentionPeriod": "1209600",
-		"MaximumMessageSize":     size,
-	}})
-	if err != nil {
-		return "", "", fmt.Errorf("create queue %s: %w", spec.Name, err)
-	}
-	return *q.QueueUrl, *dlq.QueueUrl, nil
 }
