@@ -10,42 +10,33 @@ import (
 )
 
 // MessageLifetime is the longest a message can stay on an SQS queue: 14
-// days, SQS's longest retention (the template's queues keep messages that
-// long).
+// days, SQS's longest retention, which the template's queues use.
 const MessageLifetime = 14 * 24 * time.Hour
 
-// ExpiryMargin is how long before a record expires the reclaimer gives up
-// on it (GiveUpAt), at most: half the time from the start of its window
-// (its creation, or the operator's last replay) to its expiry when that is
-// shorter.
+// ExpiryMargin is at most how long before a record expires the reclaimer
+// gives up on it (GiveUpAt).
 //
-// A day leaves time for a reclaimer that is down, throttled or held back by
-// a full queue when the give-up time comes, and the operator a day, once
-// the Dead alarm fires, to fix what kept the event from being done (and
-// redrive the dead-letter queue, for a body that survives only there) and
-// replay it before the record expires. A record that expired still
-// non-terminal would be gone without a Dead alarm: silently lost.
+// A day leaves time for a reclaimer that is down, throttled or paced when
+// the give-up time comes. Once the Dead alarm fires, it leaves the operator
+// a day to fix the cause and replay the event before the record expires.
+// A record that expired still non-terminal would be lost without an alarm.
 const ExpiryMargin = 24 * time.Hour
 
 // GiveUpAt is when the reclaimer stops re-driving rec and marks it dead
-// instead (zero: never, for a record that never expires): ExpiryMargin
-// before it expires, or half way from the start of its window (its
-// creation, or the operator's last replay) to its expiry when that leaves
-// less.
+// instead (zero: never, for a record that never expires). It is
+// ExpiryMargin before the record expires, or half way from the start of
+// its window (its creation, or its last replay) to its expiry if that is
+// earlier.
 //
-// This is the bound on trouble that is not the handler's: crashes, Lambda
-// timeouts, lost leases, DynamoDB and SQS errors do not spend the event's
-// MaxAttempts (which counts the handler's own failures) and are re-driven,
-// backing off up to an hour between looks, until GiveUpAt. A source's
-// retention is at least its provider's retry horizon (by default the
-// horizon plus a day where HOOKLEDGER_RETENTION is shorter, so GiveUpAt is
-// the horizon itself: the event keeps trying as long as its sender would
-// have), and with the default 7-day retention the event keeps trying for 6
-// days. Infrastructure trouble is transient by nature (an outage, a bad
-// deploy, an overloaded machine), so a short bound would kill events that a
-// little more patience completes, while the alarms on processor errors,
-// the oldest message's age and the dead-letter queue tell the operator
-// within minutes that something is wrong.
+// This bounds trouble that is not the handler's. Crashes, timeouts, lost
+// leases and AWS errors do not spend MaxAttempts; they are re-driven, up to
+// an hour apart, until GiveUpAt. By default a source's retention is at
+// least its provider's retry horizon plus a day, so the event keeps trying
+// as long as its sender would have; with the default 7-day retention, for
+// 6 days.
+// Such trouble is transient (an outage, a bad deploy), and a short bound
+// would kill events that patience completes. The alarms on errors, message
+// age and the dead-letter queue tell the operator within minutes.
 func GiveUpAt(rec ledger.Record) time.Time {
 	if rec.ExpiresAt.IsZero() {
 		return time.Time{}
@@ -56,15 +47,13 @@ func GiveUpAt(rec ledger.Record) time.Time {
 }
 
 // next is when to look at rec again after re-driving it now: after its
-// backoff, and no later than its give-up time, so that the look that
-// buries it comes on time.
+// backoff, and no later than its give-up time, so the burial comes on time.
 //
 // The backoff spares a consumer that takes messages and fails. A received
-// record shows no such consumer: nobody claimed its last message. If,
-// besides, nothing waited on the queue or was in flight when the run
-// began (idle), that message is gone, not slow: the queue lost it. Such a
-// record waits only the first step, however often it was re-driven, so
-// that it is re-driven within a step of the queue working again.
+// record shows no such consumer: nobody claimed its last message. If the
+// queue was also idle when the run began, that message was lost, not slow.
+// Such a record waits only the first step, so it is re-driven within a
+// step of the queue working again.
 func (h *Handler) next(rec ledger.Record, now time.Time, idle bool) time.Time {
 	wait := h.backoff(rec.Reclaims)
 	if idle && rec.Status == ledger.Received {
@@ -77,9 +66,8 @@ func (h *Handler) next(rec ledger.Record, now time.Time, idle bool) time.Time {
 	return next
 }
 
-// awaitUntil is when the reclaimer stops waiting for rec's message: the
-// earlier of the longest the message can stay on the queue and the
-// record's give-up time.
+// awaitUntil is when the reclaimer stops waiting for rec's message: when
+// the message must have left the queue, or the give-up time if earlier.
 func (h *Handler) awaitUntil(rec ledger.Record) time.Time {
 	until := rec.CreatedAt.Add(MessageLifetime)
 	if cap := GiveUpAt(rec); !cap.IsZero() && cap.Before(until) {
@@ -88,20 +76,14 @@ func (h *Handler) awaitUntil(rec ledger.Record) time.Time {
 	return until
 }
 
-// awaitMessage decides what to do with a record whose body is stored
-// nowhere the reclaimer can read. The body of an event whose message is
-// still on the queue may live only in that message: with
-// HOOKLEDGER_PAYLOAD=on-trouble, or when the receiver's payload write
-// failed beside a successful enqueue, and the processor keeps it in the
-// ledger only once the event runs into trouble (a redelivery, a failure,
-// a burial). Such a record cannot be re-driven, and counting reclaims
-// would bury an event that a backlogged or redelivered message would still
-// complete. So while the message may still be on the queue, and the record
-// is not so close to its expiry that it could no longer go dead in time
-// (awaitUntil), the record is postponed without counting a reclaim,
-// looking again after its age (1 minute to 1 hour, never past the end of
-// the wait). Past that, it reports false and the caller counts reclaims
-// and buries as before.
+// awaitMessage postpones a record whose body is stored nowhere the
+// reclaimer can read, while its message may still be on the queue. Under
+// HOOKLEDGER_PAYLOAD=on-trouble, or after a failed payload write beside a
+// good enqueue, the body may live only in the message. The processor
+// stores it only once the event runs into trouble. Such a record cannot be
+// re-driven, and counting reclaims would bury an event its message may
+// still complete. So until awaitUntil it is postponed without a reclaim,
+// for its age (1 minute to 1 hour). Past that, it reports false.
 func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
 	age := now.Sub(rec.CreatedAt)
 	until := h.awaitUntil(rec)
@@ -122,10 +104,8 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 }
 
 // bodyless handles a due record whose body is stored nowhere the
-// reclaimer can read: it waits for the event's message (awaitMessage) and,
-// past the wait, buries the record. Nothing the reclaimer can do brings
-// the body back, so the cause says where it may still be, and the record
-// ends dead (alarmed, listed for replay) before it expires.
+// reclaimer can read: it waits for the event's message (awaitMessage), then
+// buries the record before it expires, saying where the body may be.
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
 	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
@@ -140,14 +120,11 @@ func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time
 }
 
 // buryBodiless marks dead a record whose body was never stored and whose
-// message has not come back for the whole wait: past awaitUntil.
-// BuryStale holds for received, failed and processing records
-// with an expired lease, and needs no payload. The cause tells the
-// operator where the body may still be: a message its workers kept dying
-// on went to the dead-letter queue with it (maxReceiveCount deliveries).
-// Redriving that queue (hookledger replay --dlq) hands the message to the
-// processor, which finds the event dead and keeps the body; the event is
-// then replayed like any dead one.
+// message did not come back before awaitUntil. The cause says where the
+// body may still be: a message its workers kept dying on went to the
+// dead-letter queue. Redriving that queue (hookledger replay --dlq) hands
+// it to the processor, which finds the event dead and stores the body.
+// The event is then replayed like any dead one.
 func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
 	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d interrupted, %d reclaims, last status %s): the body was never stored in the ledger "+
 		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --key %s",

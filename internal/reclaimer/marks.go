@@ -19,11 +19,10 @@ type shardWalk struct {
 	terminal []ledger.DueEntry // entries it found terminal (see Handler.remember)
 }
 
-// settled is how far the walk leaves the shard's mark: up to upTo (the
-// run's start less the lag) once it read the shard to the end, else up to
-// just before the last entry it handled (entries with that same due time
-// may wait on the next page), and in either case before every entry it
-// held. Never before where it started.
+// settled is where the walk leaves the shard's mark. A complete walk
+// moves it up to upTo; else to just before the last entry it handled
+// (others with that due time may be on the next page). Either way it stays
+// before every entry the walk held, and never goes back.
 func (w shardWalk) settled(upTo time.Time) time.Time {
 	m := w.mark
 	switch {
@@ -54,12 +53,10 @@ func (r *run) upTo() time.Time {
 	return r.start.Add(-lag)
 }
 
-// sawTerminal notes an entry of a terminal record for the next run (see
-// Handler.remember): only one the next run reads again, past the lag
-// behind this run's start (an entry before it is past the mark once the
-// shard is settled), and no more than maxKnown in all, so that a run that
-// walks a long stretch (its marks lost, or held back) holds no more in
-// memory than a minute of entries.
+// sawTerminal notes a terminal record's entry for the next run (see
+// Handler.remember). It notes only entries the next run reads again (after
+// the cutoff), and at most maxKnown: a run that walks a long stretch holds
+// no more in memory than a minute of entries.
 func (r *run) sawTerminal(w *shardWalk, e ledger.DueEntry) {
 	if e.At.After(r.cutoff) && r.noted.Add(1) <= maxKnown {
 		w.terminal = append(w.terminal, e)
@@ -97,12 +94,10 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 // minute of new events at 800 a second); the rest are read again.
 const maxKnown = 50000
 
-// remember keeps, for the next run in this process, the entries of this
-// run's walks that it found terminal and that the next run reads again
-// (due after the mark it leaves their shard). A record leaves a terminal
-// status only by a replay, which gives it a new due time too, so an entry
-// the next run finds at the same due time is still a terminal record's, or
-// one the index has not yet dropped: nothing to recover either way.
+// remember keeps, for the next run in this process, the terminal entries
+// it will read again (due after their shard's new mark). Only a replay
+// takes a record out of a terminal status, and it gives a new due time.
+// So an entry found again at the same due time needs no read.
 func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 	known := map[ledger.ID]time.Time{}
 	for _, w := range walks {

@@ -1,37 +1,34 @@
-// Package reclaimer is the reclaimer Lambda's handler: on a schedule it
+// Package reclaimer is the reclaimer Lambda's handler. On a schedule it
 // finds overdue records through the ledger's sparse due index and recovers
-// them — re-enqueues received and failed records, resets expired leases to
-// received and re-enqueues them (the event's recorded steps decide, at the
-// retry, what already happened), and marks dead what could not be done in
-// the time its record leaves (GiveUpAt). Every action is one conditional
-// write, so two reclaimers never both act on one record.
+// them. It re-enqueues received and failed records, resets expired leases
+// and re-enqueues those (the event's recorded steps decide, at the retry,
+// what already happened), and marks dead what cannot be done before its
+// record expires (GiveUpAt). Every action is one conditional write, so two
+// reclaimers never both act on one record.
 //
-// A run scales with the backlog: it walks the shards in parallel, a page of
-// due records at a time (one Query, one BatchGetItem for the records, one
-// for the payloads, one conditional write per record, one SendMessageBatch
-// per ten messages), keeps going while shards return full pages until its
-// time budget (the invocation's deadline less a margin) is spent, paces
-// itself by the queue's depth so that new events never wait behind more
-// than a bounded number of re-driven ones, and, when the budget ran out
-// with a backlog left, starts the next run at once (a continuation) instead
-// of waiting for the next schedule tick, a bounded number of times.
+// A run scales with the backlog. It walks the shards in parallel, a page of
+// due records at a time: one Query, one BatchGetItem for the records and
+// one for the bodies, a conditional write per record, and one
+// SendMessageBatch per ten messages. It goes on while shards return full
+// pages, until its time budget is spent. It paces itself by the queue's
+// depth, so new events never wait behind more than a bounded number of
+// re-driven ones. When the budget runs out with a backlog left, it starts
+// the next run at once (a continuation), a bounded number of times.
 //
-// The due index keeps done records (see package ledger), so a run reads
-// each shard only from the mark the last run left there (ledger.DueMarks)
-// up to now: an entry is read about once, when it falls due, and a done
-// record costs half a read unit instead of the write its removal would.
-// The mark moves only past what the run settled: entries of records that
-// were terminal or were given a later due time. It stops before the first
-// entry the run held (an error, or a conflict: a worker's claim leaves the
-// due time where it was, and the worker may die), before the rest of a
-// shard the run did not finish, and a lag (Handler.Lag) behind the run's
-// start, so that the next run reads again what the eventually consistent
-// index may have shown late. A mark that is too early costs reads; none is
-// ever too late, because every write that gives a record a due time gives
-// it one at or after the write. The entries the next run reads again that
-// this one found terminal cost no second read when the next run is in the
-// same process (a warm Lambda container): it passes them on this run's word
-// (Report.Known), as it passes a peek's (see ledger.Peek).
+// The due index keeps done records (see package ledger), so a run reads each
+// shard only from the mark the last run left there (ledger.DueMarks). An
+// entry is then read about once, when it falls due, and a done record
+// costs half a read unit instead of the write its removal would. The mark
+// moves only past what the run settled: records that were terminal or got
+// a later due time. It stops before the first entry the run held (an error,
+// or a conflict: a worker's claim leaves the due time, and the worker may
+// die), before the rest of a shard the run did not finish, and a lag
+// (Handler.Lag) behind the run's start, so the next run reads again what
+// the eventually consistent index showed late. A mark too early costs
+// reads; none is ever too late, because every write that gives a record a
+// due time gives it one at or after the write. In a warm container, the
+// next run passes the entries this one found terminal without reading them
+// again (Report.Known).
 package reclaimer
 
 import (
@@ -111,12 +108,10 @@ const (
 	// DefaultWorkers bounds the shards worked on at once.
 	DefaultWorkers = 8
 	// DefaultLag is how far behind a run's start the run leaves each
-	// shard's mark (ledger.DueMarks): the next run reads again the entries
-	// due in that last stretch, so an entry that the eventually consistent
-	// index shows late (it trails the table by well under a second in
-	// normal operation) is still read. A minute covers that many times
-	// over, at the price of reading about one schedule period of entries
-	// twice (half a read unit each).
+	// shard's mark (ledger.DueMarks). The next run reads that stretch again,
+	// so an entry the index shows late is still read. The index trails the
+	// table by well under a second; a minute covers that many times over,
+	// at the price of reading about a minute of entries twice.
 	DefaultLag = time.Minute
 )
 
@@ -127,10 +122,9 @@ type Handler struct {
 	// Continue starts the next run when a run's budget ran out with a
 	// backlog left; nil: the next schedule tick picks the backlog up.
 	Continue continuer
-	// Lock makes runs take turns (a run that finds another holding it
-	// ends at once, Stopped "locked"); nil: runs may overlap, which is
-	// safe — every reclaim is a conditional write — but walks the same
-	// shards twice.
+	// Lock makes runs take turns: a run that finds another holding it ends
+	// at once (StopLocked). nil: runs may overlap, which is safe (every
+	// reclaim is a conditional write) but reads the same shards twice.
 	Lock locker
 	// PerShard is the page size: due records read per shard query.
 	PerShard int
@@ -155,13 +149,12 @@ type Handler struct {
 	// (default DefaultLag).
 	Lag time.Duration
 	// Backoff is the wait before the next look after the n-th reclaim
-	// (default 1 minute doubling, at most 1 hour; see next for when a
-	// record waits only Backoff(0)).
+	// (default 1 minute doubling, at most 1 hour; see next).
 	Backoff func(reclaims int) time.Duration
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
-	// Store reads the bodies kept in the S3 payload store (nil: none).
+	// Store reads the bodies in the S3 payload store (nil: none).
 	Store *blob.Store
 	// DeadLetters, when set, takes the bodies the ledger lacks out of the
 	// dead-letter queue at the start of each scheduled run (see

@@ -11,10 +11,9 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// decide settles a due record that needs no message (a live lease is
-// postponed) and reports whether it is to be re-driven, or buried past its
-// give-up time: redrive reads its body first, because a record whose body
-// is stored nowhere is buried with a cause that says where it may be.
+// decide postpones a record whose lease is live, and reports whether the
+// record goes on to redrive. Redrive re-drives or buries it; it reads the
+// body first, because a burial's cause says where a missing body may be.
 func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
 	if rec.LeaseLive(now) {
 		grace := h.LeaseGrace
@@ -30,10 +29,10 @@ func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, 
 	return true, nil
 }
 
-// count books a failed transition: a conflict means another reclaimer or a
-// worker acted first, which is fine. Either way the record is held: the
-// next run reads it again (a worker's claim leaves its due time where it
-// was, and the worker may yet die).
+// count books a failed transition. A conflict means another reclaimer or
+// a worker acted first, which is fine. Either way the record is held for
+// the next run: a worker's claim leaves its due time, and the worker may
+// die.
 func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
 	rep.hold(rec.ID)
 	if errors.Is(err, ledger.ErrConflict) {
@@ -45,15 +44,11 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 		"status", string(rec.Status), "error", err.Error())
 }
 
-// redrive re-enqueues records: read their payloads in one go, take each
-// with its own conditional write (Requeue or Reset, so only one reclaimer
-// ever sends a given record), then send the messages of those it took in
-// batches. A record past its give-up time is buried instead (giveUp, or
-// buryBodiless when its body is stored nowhere). A message SQS failed is
-// taken back (Unsent) and due again soon; one whose fate is unknown stays
-// counted and is due again after its backoff, like one whose send never
-// happened because the run died. idle: the queue was idle when the run
-// began (see next).
+// redrive re-enqueues records. It reads their bodies in one go, takes each
+// with a conditional write (so only one reclaimer sends it), then sends the
+// messages in batches. A record past its give-up time, or without a body,
+// is buried instead. idle: the queue was idle when the run began (see
+// next).
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, idle bool, rep *Report) {
 	var inLedger []ledger.Record // the rest keep their body in the payload store
 	for _, rec := range recs {
@@ -130,8 +125,10 @@ func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (
 }
 
 // send sends the messages of the records redrive took (taken[i] as its
-// write left it; reset[i]: it was processing) and books SQS's answer for
-// each.
+// write left it; reset[i]: it was processing) and books SQS's answers. An
+// entry SQS failed is taken back (Unsent) and due again soon. One whose
+// fate is unknown stays counted, due after its backoff, as if the run had
+// died before sending.
 func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger.Record, reset []bool, now time.Time, idle bool, rep *Report) {
 	sent := 0
 	retry := h.RetryAfter
