@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -19,13 +20,22 @@ type BatchAPI interface {
 
 var _ BatchAPI = (*sqs.Client)(nil)
 
-// Batch limits: SQS takes at most 10 entries per SendMessageBatch, and the
-// entries' bodies together must stay within the batch payload limit (1 MiB
-// on AWS since 2025, 256 KiB before); batches here stay within 256 KiB, and
-// a message that alone exceeds it goes in a batch of its own.
+// Batch limits: SQS takes at most 10 entries per SendMessageBatch, within
+// a payload limit (1 MiB on AWS since 2025, 256 KiB before). Batches here
+// stay within 256 KiB; a larger message goes in a batch of its own.
 const (
 	MaxBatchEntries = 10
 	maxBatchBytes   = 256 * 1024
+)
+
+// Errors of a batch entry that was not queued.
+var (
+	// ErrNotSent: SQS failed the entry on its side (throttling, an internal
+	// error); sending it again later may work.
+	ErrNotSent = errors.New("queue: entry not sent")
+	// ErrRejected: SQS refused the entry as the sender's fault (its
+	// contents, its size); the same message would be refused again.
+	ErrRejected = errors.New("queue: entry rejected")
 )
 
 // BatchSender enqueues messages on one queue in batches, and reads the
@@ -41,11 +51,10 @@ func (s *BatchSender) Send(ctx context.Context, m Message) error {
 }
 
 // SendBatch enqueues msgs with as few SendMessageBatch calls as the limits
-// allow and reports each message's fate: errs[i] is nil when msgs[i] was
-// queued, wraps ErrNotSent or ErrRejected when SQS failed that entry (it was
-// not queued), and wraps ErrUnavailable when its call failed as a whole (it
-// may or may not be queued). No message is sent twice by one SendBatch: an
-// entry SQS failed is reported, not retried here.
+// allow and reports each message's fate. errs[i] is nil when msgs[i] was
+// queued. It wraps ErrNotSent or ErrRejected when SQS failed that entry (not
+// queued), and ErrUnavailable when the whole call failed (maybe queued). A
+// failed entry is reported, never sent twice.
 func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
 	errs := make([]error, len(msgs))
 	var batch []int // indexes into msgs

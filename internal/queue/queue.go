@@ -17,18 +17,16 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxMessageBytes is the largest message the sender puts on the queue: SQS's
-// 1 MiB (the template sets the queue's MaximumMessageSize to it). A message
-// whose body would not fit, even compressed, goes without it and the
-// processor reads the body from the payload store (Ref) or the ledger. With
-// 1 MiB every body a ledger item can hold (400 KB after compression) rides
-// in the message, so the processor reads nothing on the happy path.
+// MaxMessageBytes is the largest message the sender puts on the queue:
+// SQS's 1 MiB, the template's MaximumMessageSize. A body that would not
+// fit, even compressed, is left out, and the processor reads it from the
+// payload store (Ref) or the ledger. Every body a ledger item can hold
+// (400 KB compressed) fits, so the happy path reads nothing.
 const MaxMessageBytes = 1 << 20
 
 // compressAbove is the body size from which the message carries the body
-// gzip-compressed (when that is smaller): JSON compresses 3-4x, which more
-// than pays for base64 and keeps large events in one 64 KB SQS billing
-// chunk and in the message at all.
+// gzip-compressed, when that is smaller. JSON compresses 3-4x: more than
+// base64 costs, and large events stay in one 64 KB SQS billing chunk.
 const compressAbove = 1024
 
 // maxBodyBytes bounds a decompressed body (Lambda's request limit is 6 MB).
@@ -52,21 +50,18 @@ type Message struct {
 	// Ref is the body's key in the payload store (an S3 object) when it is
 	// kept there; the message then carries the body only if it fits.
 	Ref string `json:"ref,omitempty"`
-	// BodyOmitted marks a message that does not carry its body: it was too
-	// large for the message (Encode sets it), or the sender did not have it
-	// (a Ref with a nil Body means the same: a body kept by reference is
-	// never empty). The processor then reads the body from the payload
-	// store (Ref) or the ledger's payload item. Without it, the body rides
-	// in the message, empty or not. Decode sets it for old messages that
-	// left their body out without the marker (see Decode).
+	// BodyOmitted marks a message that does not carry its body: too large
+	// (Encode sets it), or the sender did not have it (so does a Ref with a
+	// nil Body: a body kept by reference is never empty). The processor
+	// then reads it from the payload store (Ref) or the ledger. Decode sets
+	// it for old messages that left the body out without the marker.
 	BodyOmitted bool `json:"body_omitted,omitempty"`
 }
 
-// wire is a Message as Encode writes it: the body is written whenever the
-// message carries it, an empty one as "body":"" (Message.Body's omitempty
-// would drop it, and a reader could not tell it from a body left out).
-// Processors of the previous version decode "" as an empty, non-nil body
-// and run it as such, so the field stays compatible both ways.
+// wire is a Message as Encode writes it: a carried body is always written,
+// an empty one as "body":"". Message.Body's omitempty would drop it, and a
+// reader could not tell it from a body left out. The previous version
+// reads "" as an empty body too, so the field is compatible both ways.
 type wire struct {
 	Message
 	Body *[]byte `json:"body,omitempty"` // shadows Message.Body
@@ -145,22 +140,17 @@ func Decode(body string) (Message, error) {
 		m.BodyOmitted = false // carried: a marker beside it is a contradiction the body wins
 	case m.BodyOmitted:
 	case m.Ref != "" || m.SHA256 != "" && m.SHA256 != EmptyBodySHA256:
-		// No body and no marker. Encode always writes a carried body, so
-		// only a message of the previous version looks like this: it wrote
-		// no marker and dropped empty bodies and bodies left out alike
-		// (omitempty). Read as that version meant it where the message
-		// tells: one naming a Ref left its body out (a body kept by
-		// reference is never empty), and so did one whose digest is not
-		// the empty body's (the receiver, the reclaimer and replay all send
-		// the ledger's digest of the body). The processor reads such a body
+		// No body and no marker: a message of the previous version, which
+		// dropped empty bodies and bodies left out alike. A Ref, or a
+		// digest that is not the empty body's, says the body was left out
+		// (every sender sends the ledger's digest). The processor reads it
 		// from the payload store or the ledger, as that version did.
 		m.BodyOmitted = true
 	default:
-		// No body, no marker, and a digest of the empty body (or none, as
-		// only hand-made messages have): an empty body. The previous
-		// version read this one from the ledger, where under
-		// HOOKLEDGER_PAYLOAD=on-trouble it is not, and retried it until
-		// it was dead.
+		// No body, no marker, and the empty body's digest (or none, in
+		// hand-made messages): an empty body. The previous version read it
+		// from the ledger, where on-trouble never stores it, and retried it
+		// until it was dead.
 		m.Body = []byte{}
 	}
 	return m, nil
@@ -179,20 +169,9 @@ type Sender struct {
 	URL string
 }
 
-// Errors of Send and SendBatch.
-var (
-	// ErrUnavailable wraps SQS failures of a whole call; the message may or
-	// may not be queued.
-	ErrUnavailable = errors.New("queue: unavailable")
-	// ErrNotSent marks a batch entry SQS failed on its side (throttling, an
-	// internal error): the message was not queued; sending it again later
-	// may work.
-	ErrNotSent = errors.New("queue: entry not sent")
-	// ErrRejected marks a batch entry SQS refused as the sender's fault (its
-	// contents, its size): the message was not queued, and the same message
-	// would be refused again.
-	ErrRejected = errors.New("queue: entry rejected")
-)
+// ErrUnavailable wraps SQS failures of a whole call; the message may or may
+// not be queued.
+var ErrUnavailable = errors.New("queue: unavailable")
 
 // Send enqueues m.
 func (s *Sender) Send(ctx context.Context, m Message) error {
@@ -211,10 +190,9 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 const MaxGroupIDLen = 128
 
 // GroupID is the message group a tenant's events carry: the tenant itself
-// when SQS accepts it as a group id (1 to 128 characters, ASCII letters,
-// digits and punctuation), otherwise "~h" and a digest of the tenant, so
-// that any tenant the ledger stores can be sent. Two tenants sharing a group
-// would only share their fair share of the queue, never their events.
+// when SQS accepts it as a group id (1 to 128 printable ASCII characters),
+// otherwise "~h" and a digest of the tenant. Two tenants sharing a group
+// would share only their fair share of the queue, never their events.
 func GroupID(tenant string) string {
 	if validGroupID(tenant) {
 		return tenant
