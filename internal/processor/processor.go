@@ -225,12 +225,12 @@ func identity(m queue.Message) ledger.Identity {
 func (h *Handler) process(ctx context.Context, m queue.Message, receives int, log *slog.Logger) end {
 	if receives > 1 {
 		// An earlier delivery did not finish: its worker may have died
-		// holding the message, and so may this one, anywhere from here on.
-		// Store the body before anything else, the claim included: then a
-		// message that comes back even once has its body stored, even if
-		// every later delivery dies too (the last one moves it to the DLQ,
-		// and the reclaimer re-drives only what the ledger holds). A
-		// failure is not fatal: the message stays the carrier.
+		// holding the message, and so may this one. Store the body before
+		// anything else, the claim included. Then a message that comes back
+		// even once has its body stored, even if every later delivery dies
+		// too: the last one moves it to the DLQ, and the reclaimer
+		// re-drives only what the ledger holds. A failure is not fatal: the
+		// message stays the carrier.
 		if err := h.storeBody(ctx, m, log, whyRedelivered); errors.Is(err, ledger.ErrNotThisEvent) {
 			return h.park(ctx, m, err, receives)
 		}

@@ -75,11 +75,10 @@ func (m Message) ID() ledger.ID {
 	return ledger.ID{Source: m.Source, Tenant: m.Tenant, Key: m.Key}
 }
 
-// Encode renders m as the message body. The body rides in the message (an
-// empty body as an empty body) unless m.BodyOmitted is set, m has a Ref
-// and a nil Body, or the result would exceed MaxMessageBytes: then the
-// message says so (body_omitted) and the processor reads the body from the
-// payload store or the ledger.
+// Encode renders m as the message body. The body rides in the message,
+// empty or not, unless m.BodyOmitted is set, m has a Ref and a nil Body, or
+// the message would exceed MaxMessageBytes. Then the message says so
+// (body_omitted), and the processor reads the body elsewhere.
 func Encode(m Message) (string, error) {
 	m.V = 1
 	if m.BodyOmitted || m.Ref != "" && m.Body == nil {

@@ -22,9 +22,9 @@
 // moves only past what the run settled: records that were terminal or got
 // a later due time. It stops before the first entry the run held (an error,
 // or a conflict: a worker's claim leaves the due time, and the worker may
-// die), before the rest of a shard the run did not finish, and a lag
-// (Handler.Lag) behind the run's start, so the next run reads again what
-// the eventually consistent index showed late. A mark too early costs
+// die). It stops before the rest of a shard the run did not finish. And it
+// stays a lag (Handler.Lag) behind the run's start, so the next run reads
+// again what the eventually consistent index showed late. A mark too early costs
 // reads; none is ever too late, because every write that gives a record a
 // due time gives it one at or after the write. In a warm container, the
 // next run passes the entries this one found terminal without reading them
@@ -304,10 +304,9 @@ func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledge
 	return token, marks, true
 }
 
-// continueRun starts the next run when this one left a backlog, re-drove
-// something (a run that could not put anything on the queue would only
-// wait again) and the chain is not at its bound, after storing the marks it
-// is to start from.
+// continueRun stores the marks and starts the next run when this one left
+// a backlog, re-drove something, and the chain is not at its bound. A run
+// that could not put anything on the queue would only wait again.
 func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report, marks ledger.DueMarks) bool {
 	max := h.MaxChain
 	if max == 0 {

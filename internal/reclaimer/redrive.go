@@ -50,7 +50,7 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // is buried instead. idle: the queue was idle when the run began (see
 // next).
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, idle bool, rep *Report) {
-	var inLedger []ledger.Record // the rest keep their body in the payload store
+	var inLedger []ledger.Record // the rest have their body in the payload store
 	for _, rec := range recs {
 		if rec.PayloadRef == "" {
 			inLedger = append(inLedger, rec)

@@ -46,10 +46,9 @@ type Report struct {
 	held map[ledger.ID]bool
 }
 
-// hold keeps the shard's mark before id's entry: the run could not settle
-// the record (an error, or a conflict with another writer that may have
-// claimed it without moving its due time), so the next run must read it
-// again.
+// hold keeps the shard's mark before id's entry, for the next run to read
+// again. The run could not settle the record: an error, or a conflict with
+// a writer that may have claimed it without moving its due time.
 func (r *Report) hold(id ledger.ID) {
 	if r.held == nil {
 		r.held = map[ledger.ID]bool{}
