@@ -1,8 +1,8 @@
 // Package hookledgertest runs a hookledger handler against events in
 // memory, with the pipeline's own step rules, so an effect can be tested
-// without AWS: it simulates a crash after any step, counts how often each
-// step's function ran, and keeps each event's recorded steps between runs,
-// so the run after a crash behaves as the pipeline's retry does.
+// without AWS. It simulates a crash after any step and counts how often
+// each step's function ran. It keeps each event's recorded steps between
+// runs, so the run after a crash behaves as the pipeline's retry does.
 //
 //	tr := hookledgertest.New(handler)
 //	ev := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Body: body}
@@ -21,11 +21,11 @@
 // timing). The pipeline's own proof runs against the emulator.
 //
 // A route that keeps its events in order (hookledger.InOrder) keeps them in
-// order here too: the tester remembers the newest position taken per
-// source, tenant and resource, so running an older event after a newer one
-// finds it stale (Result.Order.Stale; status Stale when the route skips
-// stale events), and runs of two events of one resource at once take
-// turns, as in the pipeline.
+// order here too. The tester remembers the newest position taken per
+// source, tenant and resource. An older event run after a newer one is
+// stale (Result.Order.Stale; status Stale when the route skips stale
+// events). Runs of two events of one resource at once take turns, as in
+// the pipeline.
 package hookledgertest
 
 import (
@@ -135,9 +135,9 @@ type Result struct {
 	// was interrupted (Crashed, LeaseLost).
 	Attempt int
 	// Failures and Interrupted count the event's runs so far, this one
-	// included: those the handler failed (a retryable error, or the failure
-	// that made it dead), which MaxAttempts bounds, and those that crashed
-	// or lost their lease, which it does not.
+	// included. Failures are the runs the handler failed, which MaxAttempts
+	// bounds; Interrupted those that crashed or lost their lease, which it
+	// does not.
 	Failures    int
 	Interrupted int
 	Ran         map[string]int    // step functions run by this run
@@ -192,26 +192,57 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 			o.apply(&cfg)
 		}
 	}
+	st, attempt, recorded, over := t.begin(ev)
+	if over != nil {
+		return *over
+	}
+	guard := &memGuard{t: t, ev: ev}
+	run := t.newRun(ev, cfg, st, attempt, recorded, guard)
+	res.Attempt = attempt
+	herr, crashed := t.call(ctx, engine.Event{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID, Type: ev.Type, Body: ev.Body,
+		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, &res.Order)
+	guard.release()
+	res.Ran = run.Runs()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, n := range res.Ran {
+		t.runs[name] += n
+	}
+	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
+	res.Err = herr
+	if crashed {
+		res.Status = Crashed // nothing after the crash point is recorded
+		st.interrupted++
+		return res
+	}
+	t.judge(st, run, herr, cfg.loseLease, attempt, &res)
+	return res
+}
+
+// begin starts the event's next attempt: its state, the attempt's number
+// and the steps recorded before it. A done, dead or stale event is over:
+// its result is what a redelivery would find.
+func (t *Tester) begin(ev hookledger.Event) (st *state, attempt int, recorded map[string]engine.State, over *Result) {
 	k := [3]string{ev.Source, ev.Tenant, ev.ID}
 	t.mu.Lock()
-	st := t.events[k]
+	defer t.mu.Unlock()
+	st = t.events[k]
 	if st == nil {
 		st = &state{steps: map[string]engine.State{}}
 		t.events[k] = st
 	}
 	if st.status == Done || st.status == Dead || st.status == Stale {
-		res = Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
-		t.mu.Unlock()
-		return res
+		return st, 0, nil, &Result{Status: st.status, Cause: st.cause, Attempt: st.attempts, Failures: st.failures, Interrupted: st.interrupted, Steps: render(st.steps)}
 	}
 	st.attempts++
-	attempt := st.attempts
-	recorded := copySteps(st.steps)
-	t.mu.Unlock()
+	return st, st.attempts, copySteps(st.steps), nil
+}
 
+// newRun is the step engine for one attempt, over the in-memory store and
+// guard, with the crash point and lost lease cfg asks for.
+func (t *Tester) newRun(ev hookledger.Event, cfg runConfig, st *state, attempt int, recorded map[string]engine.State, guard *memGuard) *engine.Run {
 	store := &memStore{t: t, st: st, lose: cfg.loseLease}
-	guard := &memGuard{t: t, ev: ev}
-	run := engine.New(engine.Config{
+	return engine.New(engine.Config{
 		Store: store, Recorded: recorded, Attempt: attempt,
 		Key: func(name string) string { return engine.DownstreamKey(ev.Source, ev.Tenant, ev.ID, name) },
 		Point: func(p string) {
@@ -231,40 +262,28 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		Forward: t.forward,
 		Guard:   guard,
 	})
-	res.Attempt = attempt
-	herr, crashed := t.call(ctx, engine.Event{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID, Type: ev.Type, Body: ev.Body,
-		Attempt: attempt, ReceivedAt: ev.ReceivedAt}, run, &res.Order)
-	guard.release()
-	res.Ran = run.Runs()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for name, n := range res.Ran {
-		t.runs[name] += n
-	}
-	defer func() { res.Steps, res.Failures, res.Interrupted = render(st.steps), st.failures, st.interrupted }()
-	res.Err = herr
-	if crashed {
-		res.Status = Crashed // nothing after the crash point is recorded
-		st.interrupted++
-		return res
-	}
+}
+
+// judge records how the attempt ended, as the processor's final write
+// would, and says so in res. The caller holds t.mu.
+func (t *Tester) judge(st *state, run *engine.Run, herr error, lost bool, attempt int, res *Result) {
 	j := run.Judge(herr, st.failures, t.MaxAttempts, attempt)
-	if cfg.loseLease {
+	if lost {
 		j.Verdict = engine.Abandon // the takeover makes this run's writes fail, the final one too
 	}
 	switch j.Verdict {
 	case engine.Abandon:
 		res.Status = LeaseLost
 		st.interrupted++
-		return res
+		return
 	case engine.GiveBack:
 		res.Status = Failed // the resource stayed busy: retried, not a failure of the handler
 		st.interrupted++
-		return res
+		return
 	case engine.Skip:
 		st.status, st.cause = Stale, j.Cause
 		res.Status, res.Cause, res.Err = Stale, st.cause, nil
-		return res
+		return
 	}
 	apply(st.steps, run.Pending())
 	if j.Failed() {
@@ -279,7 +298,6 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 		st.status, st.cause = Failed, j.Cause
 	}
 	res.Status, res.Cause = st.status, st.cause
-	return res
 }
 
 // call runs the handler and reports the event's order; a simulated crash
@@ -367,11 +385,10 @@ func Rerun(step string) StepChange {
 	return StepChange{engine.Change{Name: step, Status: engine.Clear}}
 }
 
-// memGuard is the in-memory order of one run (engine.Guard), with the rules
-// of the ledger's: an older position than the newest taken by another
-// event is stale; an equal one is a tie, taken in turn; the event that
-// took the resource may take it again. The run that took it holds it until
-// it returns.
+// memGuard is the in-memory order of one run (engine.Guard), with the
+// ledger's rules. A position older than the newest another event took is
+// stale; an equal one is a tie, taken in turn. The event that took the
+// resource may take it again. The run holds it until it returns.
 type memGuard struct {
 	t    *Tester
 	ev   hookledger.Event
@@ -497,10 +514,9 @@ type Scenario struct {
 	// step.NAME.started (an at-most-once step recorded started, before its
 	// function ran); "" for the run without a crash.
 	Point string
-	// Event is the event as the scenario ran it: the given event with its
-	// key made unique to the scenario (Key + "~" + Point), so each scenario
-	// has its own ledger state and its own downstream keys
-	// (Event.IdempotencyKey) to look up in your fakes.
+	// Event is the event as the scenario ran it, its key made unique to the
+	// scenario (Key + "~" + Point). So each scenario has its own state and
+	// its own downstream keys (Event.IdempotencyKey) to look up in fakes.
 	Event hookledger.Event
 	// Status is how the event ended: Done normally; Dead when a step could
 	// not be proven (an at-most-once step without a check) or the handler
@@ -587,9 +603,8 @@ func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string
 }
 
 // IsPermanent reports whether err was marked with hookledger.Permanent, as
-// the pipeline judges it: a run that returns it makes the event dead. An
-// error a step's Check returned is the exception: a check that failed, even
-// with a Permanent error, does not know that the effect did not happen, so
-// the event is retried and, once its attempts are spent, goes dead as
-// indeterminate.
+// the pipeline judges it: a run that returns it makes the event dead. A
+// step's Check is the exception. A check that failed, even permanently,
+// does not know whether the effect happened: the event is retried, and
+// once its attempts are spent, goes dead as indeterminate.
 func IsPermanent(err error) bool { return engine.IsPermanent(err) }

@@ -32,62 +32,21 @@ applying it.
 `
 
 func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, orderUsage+orderHelp)
-		return 2
-	}
-	sub := args[0]
-	switch sub {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, orderUsage+orderHelp)
-		return 0
-	case "show", "reset":
-	default:
-		fmt.Fprintf(stderr, "order: unknown subcommand %q; want show or reset (hookledger order --help)\n", sub)
-		return 2
-	}
-	cmd := "order " + sub
-	synopsis := cmd + " --source S --tenant T RESOURCE"
-	if sub == "reset" {
-		synopsis = cmd + " --source S --tenant T --yes RESOURCE"
-	}
-	fs := cli.NewFlags("hookledger", cmd, synopsis, stderr)
-	src := fs.String("source", "", "the resource's source, the {source} of its webhook URL (required)")
-	tenant := fs.String("tenant", "", "the resource's tenant, the {tenant} of its webhook URL (required)")
-	yes := false
-	if sub == "reset" {
-		fs.BoolVar(&yes, "yes", false, "forget the resource's position (check it first with hookledger order show)")
-	}
-	flags := fs.Usage
-	fs.Usage = func() {
-		flags()
-		fmt.Fprint(fs.Output(), "\n"+orderHelp)
-	}
-	if code := cli.Parse(fs, args[1:], stdout); code >= 0 {
+	q, code := parseOrder(args, stdout, stderr)
+	if code >= 0 {
 		return code
 	}
-	switch {
-	case fs.NArg() != 1:
-		fmt.Fprintf(stderr, "%s: give exactly one RESOURCE after the flags, e.g. hookledger %s --source stripe --tenant acme sub_123\n", cmd, cmd)
-		return 2
-	case *src == "" || *tenant == "":
-		fmt.Fprintf(stderr, "%s: give --source and --tenant: a resource's order is kept per source and tenant\n", cmd)
-		return 2
-	case sub == "reset" && !yes:
-		fmt.Fprintf(stderr, "%s: add --yes to forget the position of %s (hookledger order show prints it first); nothing was changed\n", cmd, fs.Arg(0))
-		return 2
-	}
+	cmd, src, tenant, res := q.cmd, q.src, q.tenant, q.resource
 	l, ok := openLedger(ctx, stderr, cmd)
 	if !ok {
 		return 1
 	}
-	res := fs.Arg(0)
 	var o ledger.Order
 	var err error
-	if sub == "show" {
-		o, err = l.GetOrder(ctx, *src, *tenant, res)
+	if q.sub == "show" {
+		o, err = l.GetOrder(ctx, src, tenant, res)
 	} else {
-		o, err = l.ResetOrder(ctx, *src, *tenant, res)
+		o, err = l.ResetOrder(ctx, src, tenant, res)
 	}
 	var oe *ledger.OrderError
 	switch {
@@ -95,7 +54,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return 2
 	case errors.Is(err, ledger.ErrNotFound):
-		fmt.Fprintf(stderr, "%s: no event of %s/%s/%s took a position in table %s (none did, or it expired)\n", cmd, *src, *tenant, res, l.Table())
+		fmt.Fprintf(stderr, "%s: no event of %s/%s/%s took a position in table %s (none did, or it expired)\n", cmd, src, tenant, res, l.Table())
 		return 1
 	case errors.As(err, &oe) && oe.Holder != nil:
 		fmt.Fprintf(stderr, "%s: event %s (%s) may still be applying its position to %s, until %s; try again after that\n",
@@ -114,7 +73,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"position_as_time": time.Unix(0, o.Position).UTC().Format(time.RFC3339Nano),
 		"event_key":        o.Holder, "expires_at": o.ExpiresAt,
 	}
-	if sub == "reset" {
+	if q.sub == "reset" {
 		out["reset"] = "forgotten: the resource's next event takes it as its first"
 	} else if rec, err := l.Get(ctx, ledger.ID{Source: o.Source, Tenant: o.Tenant, Key: o.Holder}); err == nil {
 		out["event_status"] = rec.Status
@@ -123,4 +82,64 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	enc.SetIndent("", "  ")
 	enc.Encode(out)
 	return 0
+}
+
+// orderQuery is what hookledger order was asked: show or reset, and which
+// resource.
+type orderQuery struct {
+	sub, cmd              string
+	src, tenant, resource string
+}
+
+// parseOrder reads order's subcommand and flags; code >= 0 means exit with
+// it.
+func parseOrder(args []string, stdout, stderr io.Writer) (q orderQuery, code int) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, orderUsage+orderHelp)
+		return q, 2
+	}
+	q.sub = args[0]
+	switch q.sub {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, orderUsage+orderHelp)
+		return q, 0
+	case "show", "reset":
+	default:
+		fmt.Fprintf(stderr, "order: unknown subcommand %q; want show or reset (hookledger order --help)\n", q.sub)
+		return q, 2
+	}
+	cmd := "order " + q.sub
+	q.cmd = cmd
+	synopsis := cmd + " --source S --tenant T RESOURCE"
+	if q.sub == "reset" {
+		synopsis = cmd + " --source S --tenant T --yes RESOURCE"
+	}
+	fs := cli.NewFlags("hookledger", cmd, synopsis, stderr)
+	fs.StringVar(&q.src, "source", "", "the resource's source, the {source} of its webhook URL (required)")
+	fs.StringVar(&q.tenant, "tenant", "", "the resource's tenant, the {tenant} of its webhook URL (required)")
+	yes := false
+	if q.sub == "reset" {
+		fs.BoolVar(&yes, "yes", false, "forget the resource's position (check it first with hookledger order show)")
+	}
+	flags := fs.Usage
+	fs.Usage = func() {
+		flags()
+		fmt.Fprint(fs.Output(), "\n"+orderHelp)
+	}
+	if code := cli.Parse(fs, args[1:], stdout); code >= 0 {
+		return q, code
+	}
+	switch {
+	case fs.NArg() != 1:
+		fmt.Fprintf(stderr, "%s: give exactly one RESOURCE after the flags, e.g. hookledger %s --source stripe --tenant acme sub_123\n", cmd, cmd)
+		return q, 2
+	case q.src == "" || q.tenant == "":
+		fmt.Fprintf(stderr, "%s: give --source and --tenant: a resource's order is kept per source and tenant\n", cmd)
+		return q, 2
+	case q.sub == "reset" && !yes:
+		fmt.Fprintf(stderr, "%s: add --yes to forget the position of %s (hookledger order show prints it first); nothing was changed\n", cmd, fs.Arg(0))
+		return q, 2
+	}
+	q.resource = fs.Arg(0)
+	return q, -1
 }

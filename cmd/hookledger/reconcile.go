@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
@@ -70,76 +71,16 @@ Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
 `
 
 func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
-	var sp reconcile.Spec
-	fs.StringVar(&sp.Source, "source", "", "the source to reconcile (a name in HOOKLEDGER_SOURCES; required)")
-	fs.StringVar(&sp.Tenant, "tenant", "", "the tenant (required)")
-	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at the deployed receiver's HOOKLEDGER_RETENTION minus 1h)")
-	dry := fs.Bool("dry-run", false, "list the missing events; feed nothing")
-	url := fs.String("url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
-	fn := fs.String("receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
-	cfgFile := fs.String("config", "", "read the reconcile entries (a JSON array, as HOOKLEDGER_RECONCILE) from this file")
-	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE), or - to read it from stdin: a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read (literal: shows in shell history and ps)")
-	credFile := fs.String("credential-file", "", "read the provider API credential from this file (the key alone; surrounding whitespace is ignored)")
-	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; another host needs --trust-api-url)")
-	fs.BoolVar(&sp.TrustAPIURL, "trust-api-url", false, "send the credential to an --api-url that is not the provider's own API (GitHub Enterprise Server https://HOST/api/v3, a proxy, a test host) and feed what it answers")
-	fs.StringVar(&sp.MinAge, "min-age", "", "leave events younger than this to the sender's own delivery and retries (default 10m)")
-	fs.BoolVar(&sp.All, "all", false, "stripe: every event in the window, not only those Stripe reports undelivered (after the endpoint was disabled; combine with --types)")
-	types := fs.String("types", "", "stripe: only these event types, comma-separated (your endpoint's enabled events; invoice.* matches a family)")
-	fs.StringVar(&sp.Account, "account", "", "stripe: a connected account id (Stripe-Account)")
-	fs.StringVar(&sp.Hook, "hook", "", "github: the webhook's API path, repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID")
-	fs.BoolVar(&sp.Redeliver, "redeliver", false, "github: ask GitHub to redeliver each missing event (genuine, byte-identical deliveries; needs Webhooks write) instead of feeding rebuilt ones")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	synopsis := fs.Usage
-	fs.Usage = func() {
-		synopsis()
-		fmt.Fprint(fs.Output(), "\n"+reconcileHelp)
-	}
-	if code := cli.Parse(fs, args, stdout); code >= 0 {
+	f, code := parseReconcile(args, stdout, stderr)
+	if code >= 0 {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "reconcile: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if sp.Source == "" || sp.Tenant == "" {
-		fmt.Fprintln(stderr, "reconcile: --source and --tenant are required, e.g. hookledger reconcile --source stripe --tenant acme --dry-run")
-		return 2
-	}
-	if *types != "" {
-		sp.Types = strings.Split(*types, ",")
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["credential-file"] || sp.Credential == "-" {
-		if set["credential-file"] && set["credential"] {
-			fmt.Fprintln(stderr, "reconcile: give --credential or --credential-file, not both")
-			return 2
-		}
-		from, r := "stdin", io.Reader(reconcileStdin)
-		if set["credential-file"] {
-			f, err := os.Open(*credFile)
-			if err != nil {
-				fmt.Fprintf(stderr, "reconcile: --credential-file: %v\n", err)
-				return 2
-			}
-			defer f.Close()
-			from, r = *credFile, f
-		}
-		ref, err := readCredential(r, from)
-		if err != nil {
-			fmt.Fprintf(stderr, "reconcile: %v\n", err)
-			return 2
-		}
-		sp.Credential, set["credential"] = ref, true
-	}
-
 	c, err := config.Load(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 2
 	}
-	spec, err := reconcileSpec(sp, set, *cfgFile)
+	spec, err := reconcileSpec(f.sp, f.set, f.cfgFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 2
@@ -149,25 +90,8 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reconcile: %v\n", err)
 		return 1
 	}
-	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
-	case *fn != "":
-		// The deployed receiver's configuration: its sources when there are
-		// no local ones, and always its retention, which the window must
-		// stay inside (a different HOOKLEDGER_RETENTION here is refused).
-		if err := reconcile.ReceiverSources(ctx, &c, lambda.NewFromConfig(awsCfg), *fn, shellRetention); err != nil {
-			fmt.Fprintf(stderr, "reconcile: %v\n", err)
-			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
-				return 2
-			}
-			return 1
-		}
-	case shellRetention == "":
-		// Sources from the shell and no receiver function to ask: the
-		// deployed retention is unknown, and the shell's default (168h) may
-		// be longer than the receiver's. Assume the least any receiver
-		// keeps (raised, per source, to its provider's retry horizon).
-		c.Retention = ledger.MinRetention
-		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
+	if code := f.retention(ctx, &c, awsCfg, stderr); code >= 0 {
+		return code
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {
@@ -179,29 +103,16 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	r := &reconcile.Reconciler{Ledger: l, Log: c.Logger(stderr)}
-	switch {
-	case *url != "" && *fn != "" && set["url"] && set["receiver-function"]:
-		fmt.Fprintln(stderr, "reconcile: give --url or --receiver-function, not both")
-		return 2
-	case *fn != "" && !set["url"]:
-		r.Feeder = &reconcile.LambdaFeeder{API: lambda.NewFromConfig(awsCfg), Function: *fn}
-	case *url != "":
-		if err := reconcile.ParseWebhookURL(*url); err != nil {
-			fmt.Fprintf(stderr, "reconcile: --url: %v\n", err)
-			return 2
-		}
-		r.Feeder = &reconcile.HTTPFeeder{Webhook: *url, Client: &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}}
-	case !*dry && !spec.Redeliver:
-		fmt.Fprintln(stderr, "reconcile: nowhere to feed missing events: give --url (the stack's WebhookUrl output) or --receiver-function (the receiver function's name), or --dry-run to only list them")
-		return 2
+	if code := f.feeder(r, spec, awsCfg, stderr); code >= 0 {
+		return code
 	}
-	job, err := rc.Job(ctx, spec, *dry)
+	job, err := rc.Job(ctx, spec, f.dry)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
 	}
 	rep, err := r.Run(ctx, job)
-	if *asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
@@ -216,6 +127,138 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// reconcileFlags is what hookledger reconcile was asked to do.
+type reconcileFlags struct {
+	sp               reconcile.Spec  // the flags that make up a reconcile entry
+	set              map[string]bool // the flags given
+	dry, asJSON      bool
+	url, fn, cfgFile string
+}
+
+// parseReconcile reads reconcile's flags, and the credential from a file
+// or stdin; code >= 0 means exit with it.
+func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, code int) {
+	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
+	sp := &f.sp
+	fs.StringVar(&sp.Source, "source", "", "the source to reconcile (a name in HOOKLEDGER_SOURCES; required)")
+	fs.StringVar(&sp.Tenant, "tenant", "", "the tenant (required)")
+	fs.StringVar(&sp.Window, "since", "", "how far back to look, a Go duration (default: as far as the provider keeps events, Stripe 30 days, GitHub 3 days, capped at the deployed receiver's HOOKLEDGER_RETENTION minus 1h)")
+	fs.BoolVar(&f.dry, "dry-run", false, "list the missing events; feed nothing")
+	fs.StringVar(&f.url, "url", os.Getenv("HOOKLEDGER_WEBHOOK_URL"), "feed through this webhook URL: the stack's WebhookUrl output, https://.../webhooks/{source}/{tenant} (default $HOOKLEDGER_WEBHOOK_URL)")
+	fs.StringVar(&f.fn, "receiver-function", os.Getenv("HOOKLEDGER_RECEIVER_FUNCTION"), "or feed by invoking this receiver function with the HTTP API's event (default $HOOKLEDGER_RECEIVER_FUNCTION)")
+	fs.StringVar(&f.cfgFile, "config", "", "read the reconcile entries (a JSON array, as HOOKLEDGER_RECONCILE) from this file")
+	fs.StringVar(&sp.Credential, "credential", "", "the provider API credential as a secret reference (ssm:/name, secretsmanager:id, env:NAME, literal:VALUE), or - to read it from stdin: a Stripe secret or restricted key with Events read, a GitHub token with Webhooks read (literal: shows in shell history and ps)")
+	credFile := fs.String("credential-file", "", "read the provider API credential from this file (the key alone; surrounding whitespace is ignored)")
+	fs.StringVar(&sp.APIURL, "api-url", "", "the provider's API base URL (default https://api.stripe.com or https://api.github.com; another host needs --trust-api-url)")
+	fs.BoolVar(&sp.TrustAPIURL, "trust-api-url", false, "send the credential to an --api-url that is not the provider's own API (GitHub Enterprise Server https://HOST/api/v3, a proxy, a test host) and feed what it answers")
+	fs.StringVar(&sp.MinAge, "min-age", "", "leave events younger than this to the sender's own delivery and retries (default 10m)")
+	fs.BoolVar(&sp.All, "all", false, "stripe: every event in the window, not only those Stripe reports undelivered (after the endpoint was disabled; combine with --types)")
+	types := fs.String("types", "", "stripe: only these event types, comma-separated (your endpoint's enabled events; invoice.* matches a family)")
+	fs.StringVar(&sp.Account, "account", "", "stripe: a connected account id (Stripe-Account)")
+	fs.StringVar(&sp.Hook, "hook", "", "github: the webhook's API path, repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID")
+	fs.BoolVar(&sp.Redeliver, "redeliver", false, "github: ask GitHub to redeliver each missing event (genuine, byte-identical deliveries; needs Webhooks write) instead of feeding rebuilt ones")
+	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	synopsis := fs.Usage
+	fs.Usage = func() {
+		synopsis()
+		fmt.Fprint(fs.Output(), "\n"+reconcileHelp)
+	}
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
+		return f, code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "reconcile: unexpected argument %q\n", fs.Arg(0))
+		return f, 2
+	}
+	if sp.Source == "" || sp.Tenant == "" {
+		fmt.Fprintln(stderr, "reconcile: --source and --tenant are required, e.g. hookledger reconcile --source stripe --tenant acme --dry-run")
+		return f, 2
+	}
+	if *types != "" {
+		sp.Types = strings.Split(*types, ",")
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return f, f.credential(*credFile, stderr)
+}
+
+// credential reads the credential from --credential-file or stdin (--credential -)
+// into a literal reference; code >= 0 means exit with it.
+func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
+	if !f.set["credential-file"] && f.sp.Credential != "-" {
+		return -1
+	}
+	if f.set["credential-file"] && f.set["credential"] {
+		fmt.Fprintln(stderr, "reconcile: give --credential or --credential-file, not both")
+		return 2
+	}
+	from, r := "stdin", io.Reader(reconcileStdin)
+	if f.set["credential-file"] {
+		fh, err := os.Open(file)
+		if err != nil {
+			fmt.Fprintf(stderr, "reconcile: --credential-file: %v\n", err)
+			return 2
+		}
+		defer fh.Close()
+		from, r = file, fh
+	}
+	ref, err := readCredential(r, from)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconcile: %v\n", err)
+		return 2
+	}
+	f.sp.Credential, f.set["credential"] = ref, true
+	return -1
+}
+
+// retention sets c's retention to the deployed receiver's, which the
+// window must stay inside; code >= 0 means exit with it.
+func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg aws.Config, stderr io.Writer) int {
+	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
+	case f.fn != "":
+		// The deployed receiver's configuration: its sources when there are
+		// no local ones, and always its retention (a different
+		// HOOKLEDGER_RETENTION here is refused).
+		if err := reconcile.ReceiverSources(ctx, c, lambda.NewFromConfig(awsCfg), f.fn, shellRetention); err != nil {
+			fmt.Fprintf(stderr, "reconcile: %v\n", err)
+			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
+				return 2
+			}
+			return 1
+		}
+	case shellRetention == "":
+		// No retention in the shell and no receiver function to ask: the
+		// shell's default (168h) may be longer than the receiver's. Assume
+		// the least any receiver keeps (raised, per source, to its
+		// provider's retry horizon).
+		c.Retention = ledger.MinRetention
+		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
+	}
+	return -1
+}
+
+// feeder gives r the way to feed missing events through the receiver: its
+// webhook URL or its function; code >= 0 means exit with it.
+func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, awsCfg aws.Config, stderr io.Writer) int {
+	switch {
+	case f.url != "" && f.fn != "" && f.set["url"] && f.set["receiver-function"]:
+		fmt.Fprintln(stderr, "reconcile: give --url or --receiver-function, not both")
+		return 2
+	case f.fn != "" && !f.set["url"]:
+		r.Feeder = &reconcile.LambdaFeeder{API: lambda.NewFromConfig(awsCfg), Function: f.fn}
+	case f.url != "":
+		if err := reconcile.ParseWebhookURL(f.url); err != nil {
+			fmt.Fprintf(stderr, "reconcile: --url: %v\n", err)
+			return 2
+		}
+		r.Feeder = &reconcile.HTTPFeeder{Webhook: f.url, Client: &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}}
+	case !f.dry && !spec.Redeliver:
+		fmt.Fprintln(stderr, "reconcile: nowhere to feed missing events: give --url (the stack's WebhookUrl output) or --receiver-function (the receiver function's name), or --dry-run to only list them")
+		return 2
+	}
+	return -1
 }
 
 // reconcileStdin is where --credential - reads from (a test swaps it).

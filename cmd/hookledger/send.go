@@ -14,111 +14,154 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/cli"
-
 	"github.com/hookledger/hookledger/webhook"
 )
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "send", "send --secret S [--provider stripe] [--source PROVIDER --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
-	provider := fs.String("provider", "stripe", "signing scheme: "+fmt.Sprint(webhook.Providers()))
-	secret := fs.String("secret", "", "the tenant's signing secret (required)")
-	src := fs.String("source", "", "source name in the URL (default: the --provider's name)")
-	tenant := fs.String("tenant", "acme", "tenant name in the URL")
-	base := fs.String("base", "http://127.0.0.1:8080", "receiver base URL (hookledger dev's address, or the deployed API)")
-	target := fs.String("url", "", "full target URL (overrides --base, --source, --tenant)")
-	body := fs.String("body", "", "request body (default: a minimal sample event of --provider's with a fresh id: stripe invoice.paid, github push, gitlab Push Hook, shopify orders/create, ...; twilio and generic get the Stripe sample: pass --body and --type for a real event)")
-	bodyFile := fs.String("body-file", "", "read the body from this file")
-	id := fs.String("id", "", "event/delivery id for schemes that send it in a header (default: random)")
-	typ := fs.String("type", "", "event type for schemes that send it in a header (default: the sample's, e.g. push for github, orders/create for shopify)")
-	repeat := fs.Int("repeat", 1, "send the same signed delivery this many times in sequence")
-	conc := fs.Int("concurrency", 1, "and this many at once each time (duplicates racing)")
-	if code := cli.Parse(fs, args, stdout); code >= 0 {
+	o, code := parseSend(args, stdout, stderr)
+	if code >= 0 {
 		return code
+	}
+	d, code := o.delivery(stderr)
+	if code >= 0 {
+		return code
+	}
+	o.announce(d, stdout, stderr)
+	return o.report(d.post(ctx, o.repeat, o.conc), stdout, stderr)
+}
+
+// sendOpts is what hookledger send was asked to do.
+type sendOpts struct {
+	provider, secret, src, tenant, base, target string
+	body, bodyFile, id, typ                     string
+	repeat, conc                                int
+}
+
+// parseSend reads send's flags; code >= 0 means exit with it.
+func parseSend(args []string, stdout, stderr io.Writer) (o sendOpts, code int) {
+	fs := cli.NewFlags("hookledger", "send", "send --secret S [--provider stripe] [--source PROVIDER --tenant acme | --url URL] [--body JSON | --body-file F] [--repeat N] [--concurrency C]", stderr)
+	fs.StringVar(&o.provider, "provider", "stripe", "signing scheme: "+fmt.Sprint(webhook.Providers()))
+	fs.StringVar(&o.secret, "secret", "", "the tenant's signing secret (required)")
+	fs.StringVar(&o.src, "source", "", "source name in the URL (default: the --provider's name)")
+	fs.StringVar(&o.tenant, "tenant", "acme", "tenant name in the URL")
+	fs.StringVar(&o.base, "base", "http://127.0.0.1:8080", "receiver base URL (hookledger dev's address, or the deployed API)")
+	fs.StringVar(&o.target, "url", "", "full target URL (overrides --base, --source, --tenant)")
+	fs.StringVar(&o.body, "body", "", "request body (default: a minimal sample event of --provider's with a fresh id: stripe invoice.paid, github push, gitlab Push Hook, shopify orders/create, ...; twilio and generic get the Stripe sample: pass --body and --type for a real event)")
+	fs.StringVar(&o.bodyFile, "body-file", "", "read the body from this file")
+	fs.StringVar(&o.id, "id", "", "event/delivery id for schemes that send it in a header (default: random)")
+	fs.StringVar(&o.typ, "type", "", "event type for schemes that send it in a header (default: the sample's, e.g. push for github, orders/create for shopify)")
+	fs.IntVar(&o.repeat, "repeat", 1, "send the same signed delivery this many times in sequence")
+	fs.IntVar(&o.conc, "concurrency", 1, "and this many at once each time (duplicates racing)")
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
+		return o, code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "send: unexpected argument %q; give the body with --body or --body-file\n", fs.Arg(0))
-		return 2
+		return o, 2
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["source"] {
-		*src = *provider
+		o.src = o.provider
 	}
-	if *target == "" && (*src == "" || *tenant == "") {
+	if o.target == "" && (o.src == "" || o.tenant == "") {
 		fmt.Fprintln(stderr, "send: --source and --tenant must not be empty: they name the URL's /webhooks/{source}/{tenant} (or give the whole --url)")
-		return 2
+		return o, 2
 	}
-	if *secret == "" {
+	if o.secret == "" {
 		fmt.Fprintln(stderr, "send: --secret is required (the tenant's secret from your sources config)")
-		return 2
+		return o, 2
 	}
-	if *repeat < 1 || *conc < 1 || *conc > 1000 {
+	if o.repeat < 1 || o.conc < 1 || o.conc > 1000 {
 		fmt.Fprintln(stderr, "send: --repeat must be >= 1 and --concurrency between 1 and 1000")
-		return 2
+		return o, 2
 	}
-	v, err := webhook.New(webhook.Config{Provider: *provider})
+	return o, -1
+}
+
+// signed is one signed delivery, ready to post.
+type signed struct {
+	v       *webhook.Verifier
+	url     string
+	hdr     http.Header
+	payload []byte
+}
+
+// delivery builds and signs the delivery: the body given or a sample, the
+// URL, the id and type; code >= 0 means exit with it.
+func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
+	v, err := webhook.New(webhook.Config{Provider: o.provider})
 	if err != nil {
 		fmt.Fprintf(stderr, "send: %v\n", err)
-		return 2
+		return d, 2
 	}
-	payload := []byte(*body)
+	payload := []byte(o.body)
 	switch {
-	case *body != "" && *bodyFile != "":
+	case o.body != "" && o.bodyFile != "":
 		fmt.Fprintln(stderr, "send: give --body or --body-file, not both")
-		return 2
-	case *bodyFile != "":
-		if payload, err = os.ReadFile(*bodyFile); err != nil {
+		return d, 2
+	case o.bodyFile != "":
+		if payload, err = os.ReadFile(o.bodyFile); err != nil {
 			fmt.Fprintf(stderr, "send: %v\n", err)
-			return 2
+			return d, 2
 		}
 	}
-	sampleBody, sampleType := sampleEvent(*provider, time.Now())
-	if *body == "" && *bodyFile == "" {
+	sampleBody, sampleType := sampleEvent(o.provider, time.Now())
+	if o.body == "" && o.bodyFile == "" {
 		payload = sampleBody
 	}
-	if *typ == "" {
-		*typ = sampleType
+	if o.typ == "" {
+		o.typ = sampleType
 	}
-	u := *target
+	u := o.target
 	if u == "" {
-		u = *base + "/webhooks/" + *src + "/" + *tenant
+		u = o.base + "/webhooks/" + o.src + "/" + o.tenant
 	}
-	if *id == "" {
-		*id = "msg_" + cli.RandomHex(12)
+	if o.id == "" {
+		o.id = "msg_" + cli.RandomHex(12)
 	}
-	hdr, err := v.Sign(webhook.Message{ID: *id, Type: *typ, Body: payload, URL: u, Now: time.Now()}, *secret)
+	hdr, err := v.Sign(webhook.Message{ID: o.id, Type: o.typ, Body: payload, URL: u, Now: time.Now()}, o.secret)
 	if err != nil {
 		fmt.Fprintf(stderr, "send: sign: %v\n", err)
-		return 2
+		return d, 2
 	}
-	// Say what was sent, with the idempotency key the receiver will derive
-	// (by the provider's defaults: a key_header or key_path in the source's
-	// config changes it), so that the event can be inspected.
+	return signed{v: v, url: u, hdr: hdr, payload: payload}, -1
+}
+
+// announce says what is sent, with the idempotency key the receiver will
+// derive by the provider's defaults (a source's key_header or key_path
+// changes it), so that the event can be inspected.
+func (o *sendOpts) announce(d signed, stdout, stderr io.Writer) {
 	where := ""
-	if *target == "" {
-		where = *src + "/" + *tenant
-	} else if s, t, ok := sourceTenant(u); ok {
-		*src, *tenant, where = s, t, s+"/"+t
+	if o.target == "" {
+		where = o.src + "/" + o.tenant
+	} else if s, t, ok := sourceTenant(d.url); ok {
+		o.src, o.tenant, where = s, t, s+"/"+t
 	}
-	ev, err := v.Verify(&webhook.Request{Method: http.MethodPost, URL: u, Header: hdr.Clone(), Body: payload}, []string{*secret}, time.Now())
+	ev, err := d.v.Verify(&webhook.Request{Method: http.MethodPost, URL: d.url, Header: d.hdr.Clone(), Body: d.payload}, []string{o.secret}, time.Now())
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "send: warning: by %s's defaults the receiver finds no idempotency key in this delivery: %v\n", *provider, err)
+		fmt.Fprintf(stderr, "send: warning: by %s's defaults the receiver finds no idempotency key in this delivery: %v\n", o.provider, err)
 	case ev.Handshake != nil:
-		fmt.Fprintf(stdout, "sending a %s handshake to %s\n", *provider, u)
+		fmt.Fprintf(stdout, "sending a %s handshake to %s\n", o.provider, d.url)
 	case where != "":
-		fmt.Fprintf(stdout, "sending %s key %s (type %q); inspect it with: hookledger inspect --source %s --tenant %s %s\n", where, ev.Key, ev.Type, *src, *tenant, ev.Key)
+		fmt.Fprintf(stdout, "sending %s key %s (type %q); inspect it with: hookledger inspect --source %s --tenant %s %s\n", where, ev.Key, ev.Type, o.src, o.tenant, ev.Key)
 	default:
-		fmt.Fprintf(stdout, "sending key %s (type %q) to %s\n", ev.Key, ev.Type, u)
+		fmt.Fprintf(stdout, "sending key %s (type %q) to %s\n", ev.Key, ev.Type, d.url)
 	}
+}
+
+// post sends the delivery repeat times, conc at once each time, and counts
+// the answers by status and result.
+func (d signed) post(ctx context.Context, repeat, conc int) map[string]int {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}
 	counts := map[string]int{}
 	var mu sync.Mutex
-	for range *repeat {
+	for range repeat {
 		var wg sync.WaitGroup
-		for range *conc {
+		for range conc {
 			wg.Go(func() {
-				status, result, err := cli.Post(ctx, client, u, hdr, payload)
+				status, result, err := cli.Post(ctx, client, d.url, d.hdr, d.payload)
 				key := fmt.Sprintf("%d %s", status, result)
 				if err != nil {
 					key = "error: " + err.Error()
@@ -130,6 +173,12 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		wg.Wait()
 	}
+	return counts
+}
+
+// report prints the answers' counts and a hint for the usual mistakes; it
+// returns 1 if any answer was not 2xx.
+func (o *sendOpts) report(counts map[string]int, stdout, stderr io.Writer) int {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
@@ -147,7 +196,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "401 rejected_signature":
 			fmt.Fprintln(stderr, "send: 401 rejected_signature: check that --secret is the tenant's signing secret in HOOKLEDGER_SOURCES (the receiver's log has the reason)")
 		case "404 rejected_unknown":
-			fmt.Fprintf(stderr, "send: 404 rejected_unknown: source %q or tenant %q not in HOOKLEDGER_SOURCES\n", *src, *tenant)
+			fmt.Fprintf(stderr, "send: 404 rejected_unknown: source %q or tenant %q not in HOOKLEDGER_SOURCES\n", o.src, o.tenant)
 		}
 	}
 	if failed {

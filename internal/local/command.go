@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/hookledger/hookledger/internal/cli"
@@ -52,43 +53,16 @@ const (
 // process's exit code: 2 for a usage or configuration error, 1 for a
 // failure at run time.
 func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags(d.Program, "dev", "dev [--addr "+DefaultAddr+"] [--only receiver,processor,reclaimer] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2] [--crash POINT[:N],...]", stderr)
-	addr := fs.String("addr", DefaultAddr, "address to serve the receiver on (POST /webhooks/{source}/{tenant})")
-	only := fs.String("only", strings.Join(parts, ","), "the parts to run, comma-separated: receiver, processor, reclaimer; e.g. --only receiver runs a front door alone, whose events wait on the queue (to stage an outage of the rest)")
-	every := fs.Duration("reclaim-every", DefaultReclaimEvery, "how often to run the reclaimer")
-	timeout := fs.Duration("function-timeout", DefaultFunctionTimeout, "deadline given to each processor batch, as Lambda's timeout would")
-	workers := fs.Int("pollers", DefaultPollers, "concurrent SQS pollers (at least 1)")
-	crash := fs.String("crash", "", "crash the pipeline at these points, each once, and restart it, as Lambda would "+
-		"(POINT[:N]: at the Nth pass; e.g. step.notify.ran or processor.after_claim:3); needs a crashpoints build: "+
-		"go run -tags crashpoints ./cmd/hookledger dev --crash ...")
-	points := fs.Bool("crash-points", false, "log every crash point the pipeline passes, with the --crash value that would stop it there (needs a crashpoints build)")
-	if code := cli.Parse(fs, args, stdout); code >= 0 {
+	f, code := d.parse(args, stdout, stderr)
+	if code >= 0 {
 		return code
 	}
-	run, err := parseParts(*only)
-	if err == nil {
-		err = flagsOK(*every, *timeout, *workers)
+	if f.crash != "" && os.Getenv(childEnv) == "" {
+		return d.supervise(ctx, f.crash, f.points, stderr)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 2
-	}
-	if (*crash != "" || *points) && !inject.Enabled {
-		fmt.Fprintf(stderr, "dev: --crash and --crash-points need a binary built with crash points: run `go run -tags crashpoints ./cmd/hookledger dev %s`\n", strings.Join(args, " "))
-		return 2
-	}
-	if *crash != "" {
-		if _, err := inject.ParseCrash(*crash); err != nil {
-			fmt.Fprintf(stderr, "dev: --crash: %v\n", err)
-			return 2
-		}
-		if os.Getenv(childEnv) == "" {
-			return d.supervise(ctx, *crash, *points, stderr)
-		}
-	} else if *points {
+	if f.crash == "" && f.points {
 		os.Setenv(crashLogEnv, "1")
 	}
-	fs.Usage = func() {}
 	c, err := config.Load(os.Getenv)
 	if err == nil {
 		err = c.ValidateReceiver()
@@ -104,20 +78,11 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	cfg.APIOptions = append(cfg.APIOptions, d.APIOptions...)
-	if c.DLQURL == "" {
-		// The deployed reclaimer is handed the stack's DLQ; here it is the
-		// queue's redrive target, or the pipeline would never take back
-		// the bodies only the DLQ holds.
-		if c.DLQURL, err = DeadLetterQueueURL(ctx, sqs.NewFromConfig(cfg), c.QueueURL); err != nil {
-			fmt.Fprintf(stderr, "dev: %v\n", err)
-			if errors.Is(err, ErrNoDeadLetterQueue) {
-				return 2
-			}
-			return 1
-		}
+	if code := deadLetterQueue(ctx, &c, cfg, stderr); code >= 0 {
+		return code
 	}
 	effects := engine.Effects{RouteNames: []string{}, SettingNames: []string{}}
-	if run[partProcessor] { // only the processor's effects read their settings
+	if f.run[partProcessor] { // only the processor's effects read their settings
 		if effects, err = processor.Effects(c, cfg, os.Getenv, true, d.Register); err != nil {
 			fmt.Fprintf(stderr, "dev: %v\n", err)
 			return 2
@@ -128,22 +93,88 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 2
 	}
-	p.only(run)
+	p.only(f.run)
 	var ln net.Listener
 	if p.Receiver != nil {
-		if ln, err = net.Listen("tcp", *addr); err != nil {
-			fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", *addr, err)
+		if ln, err = net.Listen("tcp", f.addr); err != nil {
+			fmt.Fprintf(stderr, "dev: listen on %s: %v (is another dev server running? pick --addr)\n", f.addr, err)
 			return 1
 		}
-		*addr = ln.Addr().String()
+		f.addr = ln.Addr().String()
 	}
-	log.Info("dev pipeline up", "parts", *only, "addr", *addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
+	log.Info("dev pipeline up", "parts", f.only, "addr", f.addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
 		"routes", effects.RouteNames, "effect_settings", effects.SettingNames)
-	if err := p.Run(ctx, ln, *workers, *timeout, *every); err != nil && !errors.Is(err, context.Canceled) {
+	if err := p.Run(ctx, ln, f.workers, f.timeout, f.every); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// devFlags is what hookledger dev was asked to do.
+type devFlags struct {
+	addr, only     string
+	run            map[string]bool // the parts in --only
+	every, timeout time.Duration
+	workers        int
+	crash          string
+	points         bool
+}
+
+// parse reads dev's flags; code >= 0 means exit with it.
+func (d DevCommand) parse(args []string, stdout, stderr io.Writer) (f devFlags, code int) {
+	fs := cli.NewFlags(d.Program, "dev", "dev [--addr "+DefaultAddr+"] [--only receiver,processor,reclaimer] [--reclaim-every 10s] [--function-timeout 30s] [--pollers 2] [--crash POINT[:N],...]", stderr)
+	fs.StringVar(&f.addr, "addr", DefaultAddr, "address to serve the receiver on (POST /webhooks/{source}/{tenant})")
+	fs.StringVar(&f.only, "only", strings.Join(parts, ","), "the parts to run, comma-separated: receiver, processor, reclaimer; e.g. --only receiver runs a front door alone, whose events wait on the queue (to stage an outage of the rest)")
+	fs.DurationVar(&f.every, "reclaim-every", DefaultReclaimEvery, "how often to run the reclaimer")
+	fs.DurationVar(&f.timeout, "function-timeout", DefaultFunctionTimeout, "deadline given to each processor batch, as Lambda's timeout would")
+	fs.IntVar(&f.workers, "pollers", DefaultPollers, "concurrent SQS pollers (at least 1)")
+	fs.StringVar(&f.crash, "crash", "", "crash the pipeline at these points, each once, and restart it, as Lambda would "+
+		"(POINT[:N]: at the Nth pass; e.g. step.notify.ran or processor.after_claim:3); needs a crashpoints build: "+
+		"go run -tags crashpoints ./cmd/hookledger dev --crash ...")
+	fs.BoolVar(&f.points, "crash-points", false, "log every crash point the pipeline passes, with the --crash value that would stop it there (needs a crashpoints build)")
+	if code := cli.Parse(fs, args, stdout); code >= 0 {
+		return f, code
+	}
+	run, err := parseParts(f.only)
+	if err == nil {
+		err = flagsOK(f.every, f.timeout, f.workers)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return f, 2
+	}
+	f.run = run
+	if (f.crash != "" || f.points) && !inject.Enabled {
+		fmt.Fprintf(stderr, "dev: --crash and --crash-points need a binary built with crash points: run `go run -tags crashpoints ./cmd/hookledger dev %s`\n", strings.Join(args, " "))
+		return f, 2
+	}
+	if f.crash != "" {
+		if _, err := inject.ParseCrash(f.crash); err != nil {
+			fmt.Fprintf(stderr, "dev: --crash: %v\n", err)
+			return f, 2
+		}
+	}
+	return f, -1
+}
+
+// deadLetterQueue sets c's DLQ, when none is configured, to the queue's
+// redrive target. The deployed reclaimer is handed the stack's DLQ; without
+// one here, the pipeline would never take back the bodies only the DLQ
+// holds. code >= 0 means exit with it.
+func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stderr io.Writer) int {
+	if c.DLQURL != "" {
+		return -1
+	}
+	var err error
+	if c.DLQURL, err = DeadLetterQueueURL(ctx, sqs.NewFromConfig(cfg), c.QueueURL); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		if errors.Is(err, ErrNoDeadLetterQueue) {
+			return 2
+		}
+		return 1
+	}
+	return -1
 }
 
 // supervise runs the pipeline as a child process with the crash points

@@ -128,3 +128,52 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 		t.Errorf("status %s, want done", rec.Status)
 	}
 }
+
+// refusingLedger refuses the writes a test names; the rest reach the ledger.
+type refusingLedger struct {
+	*ledger.Ledger
+	complete, ensure error
+}
+
+func (r *refusingLedger) Complete(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error) {
+	if r.complete != nil {
+		return ledger.Record{}, r.complete
+	}
+	return r.Ledger.Complete(ctx, lease, changes...)
+}
+
+func (r *refusingLedger) EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error) {
+	if r.ensure != nil {
+		return false, r.ensure
+	}
+	return r.Ledger.EnsurePayload(ctx, id, body, ev)
+}
+
+// When the write that settles an event is refused, the message goes back to
+// the queue with the event unfinished: its body is stored first. And an
+// event whose body cannot be stored is not buried, since a dead event's
+// message is deleted and its replay needs the body: the message stays.
+func TestBodyStoredWhenTheSettlingWriteFails(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	rl := &refusingLedger{Ledger: f.l, complete: errors.New("throttled")}
+	f.h.Ledger = rl
+
+	refused := f.event(t, "evt_complete_refused", "invoice.paid")
+	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{refused}}); len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("refused completion: failures %v, want the message back on the queue", resp.BatchItemFailures)
+	}
+	if body, err := f.payload(t, "evt_complete_refused"); err != nil || string(body) != `{"id":"evt_complete_refused"}` {
+		t.Errorf("refused completion left payload %q %v, want the body stored", body, err)
+	}
+
+	rl.complete, rl.ensure = nil, errors.New("payload write unavailable")
+	declined := f.event(t, "evt_bury_unstored", "declined")
+	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{declined}}); len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("burial without a stored body: failures %v, want the message kept", resp.BatchItemFailures)
+	}
+	if rec := f.status(t, "evt_bury_unstored"); rec.Status == ledger.Dead {
+		t.Errorf("buried without its body stored: %+v", rec)
+	}
+}

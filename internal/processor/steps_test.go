@@ -377,8 +377,8 @@ func TestTimedOutStepWaitsForItsLease(t *testing.T) {
 	if f.deliver(t, msg) {
 		t.Fatal("a duplicate during the lease acknowledged its message")
 	}
-	if !strings.Contains(logs.String(), `"outcome":"`+string(processor.Busy)+`"`) {
-		t.Errorf("the duplicate's outcome is not %s: %s", processor.Busy, logs.String())
+	if !strings.Contains(logs.String(), `"outcome":"`+string(processor.LeasedElsewhere)+`"`) {
+		t.Errorf("the duplicate's outcome is not %s: %s", processor.LeasedElsewhere, logs.String())
 	}
 	mu.Lock()
 	n := calls

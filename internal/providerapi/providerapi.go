@@ -220,36 +220,19 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 		}
 	}
 	mutation := method != http.MethodGet && method != http.MethodHead
-	wait := c.Backoff
-	if wait <= 0 {
-		wait = time.Second
+	b := retrying{wait: c.Backoff}
+	if b.wait <= 0 {
+		b.wait = time.Second
 	}
-	limitWait := max(c.RateLimitMin, wait)
+	b.limit = max(c.RateLimitMin, b.wait)
 	retries := c.Retries
 	if retries <= 0 {
 		retries = DefaultRetries
 	}
 	for attempt := 0; ; attempt++ {
-		if err := c.waitQuota(ctx, u); err != nil {
-			return nil, err
-		}
-		if mutation {
-			if err := c.waitMutation(ctx); err != nil {
-				return nil, err
-			}
-		}
-		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		req, err := c.prepare(ctx, method, u, extra, mutation)
 		if err != nil {
-			return nil, fmt.Errorf("%s API: %w", c.Provider, err)
-		}
-		for k, vs := range c.Header {
-			req.Header[k] = vs
-		}
-		for k, vs := range extra {
-			req.Header[k] = vs
-		}
-		if c.UserAgent != "" {
-			req.Header.Set("User-Agent", c.UserAgent)
+			return nil, err
 		}
 		resp, err := c.HTTP.Do(req)
 		if mutation {
@@ -257,86 +240,143 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 			c.lastMutation = c.clock()
 			c.mu.Unlock()
 		}
-		d := wait
+		last := attempt >= retries
+		d := b.wait
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil && last:
+			return nil, fmt.Errorf("%s API %s: %w", c.Provider, RedactURL(u), err)
 		case err != nil:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if attempt >= retries {
-				return nil, fmt.Errorf("%s API %s: %w", c.Provider, RedactURL(u), err)
-			}
-			wait *= 2
+			b.wait *= 2
 		default:
-			body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
-			resp.Body.Close()
-			t := c.throttle(resp, body)
-			if t.spentUntil.After(c.clock()) {
-				// The quota is spent (even on a successful answer): the next
-				// request waits for the reset.
-				c.mu.Lock()
-				if t.spentUntil.After(c.notBefore) {
-					c.notBefore = t.spentUntil
-				}
-				c.mu.Unlock()
+			hdr, again, err := c.answer(ctx, resp, u, out, last, &b)
+			if !again {
+				return hdr, err
 			}
-			switch {
-			case rerr != nil:
-				if attempt >= retries {
-					return nil, fmt.Errorf("%s API %s: read answer: %w", c.Provider, RedactURL(u), rerr)
-				}
-				wait *= 2
-			case resp.StatusCode >= 200 && resp.StatusCode < 300:
-				if len(body) > maxPage {
-					return nil, fmt.Errorf("%s API %s: answer over %d bytes", c.Provider, RedactURL(u), maxPage)
-				}
-				if out != nil && len(body) > 0 {
-					if err := json.Unmarshal(body, out); err != nil {
-						return nil, fmt.Errorf("%s API %s: unexpected answer: %w", c.Provider, RedactURL(u), err)
-					}
-				}
-				return resp.Header, nil
-			case t.limited || t.retryAfter > 0 || resp.StatusCode >= 500:
-				apiErr := &APIError{Provider: c.Provider, Status: resp.StatusCode, Message: apiMessage(body), URL: RedactURL(u), RateLimited: t.limited}
-				switch {
-				case t.retryAfter > 0:
-					d = t.retryAfter // in full, never shortened
-					apiErr.RetryAt = c.clock().Add(d)
-				case !t.spentUntil.IsZero():
-					d = 0 // waitQuota waits for the reset
-					apiErr.RetryAt = t.spentUntil
-				case t.limited:
-					// No time given: at least rateLimitMin, with jitter,
-					// doubling while the limit lasts.
-					d = limitWait + c.spread(limitWait/2)
-					limitWait *= 2
-				default:
-					wait *= 2
-				}
-				if attempt >= retries {
-					return nil, apiErr
-				}
-				if t.limited || t.retryAfter > 0 {
-					left := d
-					if !t.spentUntil.IsZero() && t.retryAfter == 0 {
-						left = t.spentUntil.Sub(c.clock())
-					}
-					if c.pastDeadline(ctx, left) {
-						apiErr.PastDeadline = true
-						if apiErr.RetryAt.IsZero() {
-							apiErr.RetryAt = c.clock().Add(left)
-						}
-						return nil, apiErr
-					}
-				}
-			default:
-				return nil, &APIError{Provider: c.Provider, Status: resp.StatusCode, Message: apiMessage(body), URL: RedactURL(u), Hint: c.hint(resp.StatusCode)}
-			}
+			d = b.next
 		}
 		if err := c.pause(ctx, d); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// retrying is one request's backoff: the wait after a transport error, a
+// failed read or a 5xx, doubling; the least wait after a rate limit that
+// names no time, doubling; and the wait answer chose.
+type retrying struct {
+	wait, limit, next time.Duration
+}
+
+// prepare waits for the request's turn (the quota, the gap between
+// mutations) and builds it. An error ends the call.
+func (c *Client) prepare(ctx context.Context, method, u string, extra http.Header, mutation bool) (*http.Request, error) {
+	if err := c.waitQuota(ctx, u); err != nil {
+		return nil, err
+	}
+	if mutation {
+		if err := c.waitMutation(ctx); err != nil {
+			return nil, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s API: %w", c.Provider, err)
+	}
+	for k, vs := range c.Header {
+		req.Header[k] = vs
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	return req, nil
+}
+
+// answer reads an answer: a 2xx decodes into out; a throttle, a 5xx or a
+// failed read is retried (again, after b.next) unless this was the last
+// attempt; anything else is an APIError with a hint.
+func (c *Client) answer(ctx context.Context, resp *http.Response, u string, out any, last bool, b *retrying) (hdr http.Header, again bool, err error) {
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
+	resp.Body.Close()
+	t := c.throttle(resp, body)
+	if t.spentUntil.After(c.clock()) {
+		// The quota is spent (even on a successful answer): the next
+		// request waits for the reset.
+		c.mu.Lock()
+		if t.spentUntil.After(c.notBefore) {
+			c.notBefore = t.spentUntil
+		}
+		c.mu.Unlock()
+	}
+	switch {
+	case rerr != nil:
+		if last {
+			return nil, false, fmt.Errorf("%s API %s: read answer: %w", c.Provider, RedactURL(u), rerr)
+		}
+		b.next, b.wait = b.wait, b.wait*2
+		return nil, true, nil
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if len(body) > maxPage {
+			return nil, false, fmt.Errorf("%s API %s: answer over %d bytes", c.Provider, RedactURL(u), maxPage)
+		}
+		if out != nil && len(body) > 0 {
+			if err := json.Unmarshal(body, out); err != nil {
+				return nil, false, fmt.Errorf("%s API %s: unexpected answer: %w", c.Provider, RedactURL(u), err)
+			}
+		}
+		return resp.Header, false, nil
+	case t.limited || t.retryAfter > 0 || resp.StatusCode >= 500:
+		if err := c.backOff(ctx, resp.StatusCode, body, t, u, last, b); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	}
+	return nil, false, &APIError{Provider: c.Provider, Status: resp.StatusCode, Message: apiMessage(body), URL: RedactURL(u), Hint: c.hint(resp.StatusCode)}
+}
+
+// backOff sets b.next for a throttle or a 5xx: a Retry-After in full, the
+// quota's reset (waitQuota waits for it), or for a rate limit with no
+// time at least b.limit plus jitter, doubling. It returns the APIError
+// when this was the last attempt, or when the wait would end past the
+// context's deadline.
+func (c *Client) backOff(ctx context.Context, status int, body []byte, t throttling, u string, last bool, b *retrying) error {
+	apiErr := &APIError{Provider: c.Provider, Status: status, Message: apiMessage(body), URL: RedactURL(u), RateLimited: t.limited}
+	d := b.wait
+	switch {
+	case t.retryAfter > 0:
+		d = t.retryAfter // in full, never shortened
+		apiErr.RetryAt = c.clock().Add(d)
+	case !t.spentUntil.IsZero():
+		d = 0 // waitQuota waits for the reset
+		apiErr.RetryAt = t.spentUntil
+	case t.limited:
+		d = b.limit + c.spread(b.limit/2)
+		b.limit *= 2
+	default:
+		b.wait *= 2
+	}
+	b.next = d
+	if last {
+		return apiErr
+	}
+	if t.limited || t.retryAfter > 0 {
+		left := d
+		if !t.spentUntil.IsZero() && t.retryAfter == 0 {
+			left = t.spentUntil.Sub(c.clock())
+		}
+		if c.pastDeadline(ctx, left) {
+			apiErr.PastDeadline = true
+			if apiErr.RetryAt.IsZero() {
+				apiErr.RetryAt = c.clock().Add(left)
+			}
+			return apiErr
+		}
+	}
+	return nil
 }
 
 // throttling is what an answer says about the rate limit.

@@ -10,27 +10,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/dynamo"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxMessageBytes is the largest message the sender puts on the queue: SQS's
-// 1 MiB (the template sets the queue's MaximumMessageSize to it). A message
-// whose body would not fit, even compressed, goes without it and the
-// processor reads the body from the payload store (Ref) or the ledger. With
-// 1 MiB every body a ledger item can hold (400 KB after compression) rides
-// in the message, so the processor reads nothing on the happy path.
+// MaxMessageBytes is the largest message the sender puts on the queue:
+// SQS's 1 MiB, the template's MaximumMessageSize. A body that would not
+// fit, even compressed, is left out, and the processor reads it from the
+// payload store (Ref) or the ledger. Every body a ledger item can hold
+// (400 KB compressed) fits, so the happy path reads nothing.
 const MaxMessageBytes = 1 << 20
 
 // compressAbove is the body size from which the message carries the body
-// gzip-compressed (when that is smaller): JSON compresses 3-4x, which more
-// than pays for base64 and keeps large events in one 64 KB SQS billing
-// chunk and in the message at all.
+// gzip-compressed, when that is smaller. JSON compresses 3-4x: more than
+// base64 costs, and large events stay in one 64 KB SQS billing chunk.
 const compressAbove = 1024
 
 // maxBodyBytes bounds a decompressed body (Lambda's request limit is 6 MB).
@@ -54,21 +50,18 @@ type Message struct {
 	// Ref is the body's key in the payload store (an S3 object) when it is
 	// kept there; the message then carries the body only if it fits.
 	Ref string `json:"ref,omitempty"`
-	// BodyOmitted marks a message that does not carry its body: it was too
-	// large for the message (Encode sets it), or the sender did not have it
-	// (a Ref with a nil Body means the same: a body kept by reference is
-	// never empty). The processor then reads the body from the payload
-	// store (Ref) or the ledger's payload item. Without it, the body rides
-	// in the message, empty or not. Decode sets it for old messages that
-	// left their body out without the marker (see Decode).
+	// BodyOmitted marks a message that does not carry its body: too large
+	// (Encode sets it), or the sender did not have it (so does a Ref with a
+	// nil Body: a body kept by reference is never empty). The processor
+	// then reads it from the payload store (Ref) or the ledger. Decode sets
+	// it for old messages that left the body out without the marker.
 	BodyOmitted bool `json:"body_omitted,omitempty"`
 }
 
-// wire is a Message as Encode writes it: the body is written whenever the
-// message carries it, an empty one as "body":"" (Message.Body's omitempty
-// would drop it, and a reader could not tell it from a body left out).
-// Processors of the previous version decode "" as an empty, non-nil body
-// and run it as such, so the field stays compatible both ways.
+// wire is a Message as Encode writes it: a carried body is always written,
+// an empty one as "body":"". Message.Body's omitempty would drop it, and a
+// reader could not tell it from a body left out. The previous version
+// reads "" as an empty body too, so the field is compatible both ways.
 type wire struct {
 	Message
 	Body *[]byte `json:"body,omitempty"` // shadows Message.Body
@@ -82,11 +75,10 @@ func (m Message) ID() ledger.ID {
 	return ledger.ID{Source: m.Source, Tenant: m.Tenant, Key: m.Key}
 }
 
-// Encode renders m as the message body. The body rides in the message (an
-// empty body as an empty body) unless m.BodyOmitted is set, m has a Ref
-// and a nil Body, or the result would exceed MaxMessageBytes: then the
-// message says so (body_omitted) and the processor reads the body from the
-// payload store or the ledger.
+// Encode renders m as the message body. The body rides in the message,
+// empty or not, unless m.BodyOmitted is set, m has a Ref and a nil Body, or
+// the message would exceed MaxMessageBytes. Then the message says so
+// (body_omitted), and the processor reads the body elsewhere.
 func Encode(m Message) (string, error) {
 	m.V = 1
 	if m.BodyOmitted || m.Ref != "" && m.Body == nil {
@@ -147,22 +139,17 @@ func Decode(body string) (Message, error) {
 		m.BodyOmitted = false // carried: a marker beside it is a contradiction the body wins
 	case m.BodyOmitted:
 	case m.Ref != "" || m.SHA256 != "" && m.SHA256 != EmptyBodySHA256:
-		// No body and no marker. Encode always writes a carried body, so
-		// only a message of the previous version looks like this: it wrote
-		// no marker and dropped empty bodies and bodies left out alike
-		// (omitempty). Read as that version meant it where the message
-		// tells: one naming a Ref left its body out (a body kept by
-		// reference is never empty), and so did one whose digest is not
-		// the empty body's (the receiver, the reclaimer and replay all send
-		// the ledger's digest of the body). The processor reads such a body
+		// No body and no marker: a message of the previous version, which
+		// dropped empty bodies and bodies left out alike. A Ref, or a
+		// digest that is not the empty body's, says the body was left out
+		// (every sender sends the ledger's digest). The processor reads it
 		// from the payload store or the ledger, as that version did.
 		m.BodyOmitted = true
 	default:
-		// No body, no marker, and a digest of the empty body (or none, as
-		// only hand-made messages have): an empty body. The previous
-		// version read this one from the ledger, where under
-		// HOOKLEDGER_PAYLOAD=on-trouble it is not, and retried it until
-		// it was dead.
+		// No body, no marker, and the empty body's digest (or none, in
+		// hand-made messages): an empty body. The previous version read it
+		// from the ledger, where on-trouble never stores it, and retried it
+		// until it was dead.
 		m.Body = []byte{}
 	}
 	return m, nil
@@ -173,15 +160,6 @@ type API interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// BatchAPI is the slice of the SQS client the batch sender calls.
-type BatchAPI interface {
-	API
-	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
-
-var _ BatchAPI = (*sqs.Client)(nil)
-
 // Sender enqueues messages on one queue. Every message carries its tenant
 // as the message group (see GroupID), which turns a standard queue into a
 // fair queue on AWS: one tenant's burst does not hold up the others.
@@ -190,20 +168,9 @@ type Sender struct {
 	URL string
 }
 
-// Errors of Send and SendBatch.
-var (
-	// ErrUnavailable wraps SQS failures of a whole call; the message may or
-	// may not be queued.
-	ErrUnavailable = errors.New("queue: unavailable")
-	// ErrNotSent marks a batch entry SQS failed on its side (throttling, an
-	// internal error): the message was not queued; sending it again later
-	// may work.
-	ErrNotSent = errors.New("queue: entry not sent")
-	// ErrRejected marks a batch entry SQS refused as the sender's fault (its
-	// contents, its size): the message was not queued, and the same message
-	// would be refused again.
-	ErrRejected = errors.New("queue: entry rejected")
-)
+// ErrUnavailable wraps SQS failures of a whole call; the message may or may
+// not be queued.
+var ErrUnavailable = errors.New("queue: unavailable")
 
 // Send enqueues m.
 func (s *Sender) Send(ctx context.Context, m Message) error {
@@ -218,131 +185,13 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	return nil
 }
 
-// Batch limits: SQS takes at most 10 entries per SendMessageBatch, and the
-// entries' bodies together must stay within the batch payload limit (1 MiB
-// on AWS since 2025, 256 KiB before); batches here stay within 256 KiB, and
-// a message that alone exceeds it goes in a batch of its own.
-const (
-	MaxBatchEntries = 10
-	maxBatchBytes   = 256 * 1024
-)
-
-// BatchSender enqueues messages on one queue in batches, and reads the
-// queue's depth: the reclaimer's sender.
-type BatchSender struct {
-	API BatchAPI
-	URL string
-}
-
-// Send enqueues m alone, as Sender.Send does.
-func (s *BatchSender) Send(ctx context.Context, m Message) error {
-	return (&Sender{API: s.API, URL: s.URL}).Send(ctx, m)
-}
-
-// SendBatch enqueues msgs with as few SendMessageBatch calls as the limits
-// allow and reports each message's fate: errs[i] is nil when msgs[i] was
-// queued, wraps ErrNotSent or ErrRejected when SQS failed that entry (it was
-// not queued), and wraps ErrUnavailable when its call failed as a whole (it
-// may or may not be queued). No message is sent twice by one SendBatch: an
-// entry SQS failed is reported, not retried here.
-func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
-	errs := make([]error, len(msgs))
-	var batch []int // indexes into msgs
-	var entries []types.SendMessageBatchRequestEntry
-	size := 0
-	flush := func() {
-		if len(entries) > 0 {
-			s.sendBatch(ctx, msgs, batch, entries, errs)
-		}
-		batch, entries, size = nil, nil, 0
-	}
-	for i, m := range msgs {
-		body, err := Encode(m)
-		if err != nil {
-			errs[i] = fmt.Errorf("%w: %w", ErrRejected, err)
-			continue
-		}
-		if len(entries) == MaxBatchEntries || len(entries) > 0 && size+len(body) > maxBatchBytes {
-			flush()
-		}
-		entries = append(entries, types.SendMessageBatchRequestEntry{
-			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String(GroupID(m.Tenant)),
-		})
-		batch = append(batch, i)
-		size += len(body)
-	}
-	flush()
-	return errs
-}
-
-func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int, entries []types.SendMessageBatchRequestEntry, errs []error) {
-	out, err := s.API.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &s.URL, Entries: entries})
-	if err != nil {
-		for _, i := range batch {
-			errs[i] = fmt.Errorf("enqueue %s: %w: %v", msgs[i].ID(), ErrUnavailable, err)
-		}
-		return
-	}
-	answered := make(map[string]bool, len(entries))
-	for _, ok := range out.Successful {
-		answered[aws.ToString(ok.Id)] = true
-	}
-	for _, f := range out.Failed {
-		id := aws.ToString(f.Id)
-		i, err := strconv.Atoi(id)
-		if err != nil || !contains(batch, i) {
-			continue // not one of ours; the loop below reports what stays unanswered
-		}
-		answered[id] = true
-		kind := ErrNotSent
-		if f.SenderFault {
-			kind = ErrRejected
-		}
-		errs[i] = fmt.Errorf("enqueue %s: %w: %s: %s", msgs[i].ID(), kind, aws.ToString(f.Code), aws.ToString(f.Message))
-	}
-	for _, i := range batch {
-		if !answered[strconv.Itoa(i)] {
-			// SQS answers every entry; one it did not mention is unknown.
-			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].ID(), ErrUnavailable)
-		}
-	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// Depth is the approximate number of messages waiting on the queue
-// (visible: what a new message queues behind) and of those in flight
-// (received, not yet deleted), in one request.
-func (s *BatchSender) Depth(ctx context.Context) (waiting, inFlight int, err error) {
-	visible, taken := types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible
-	out, err := s.API.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.URL, AttributeNames: []types.QueueAttributeName{visible, taken}})
-	if err != nil {
-		return 0, 0, fmt.Errorf("queue depth: %w: %v", ErrUnavailable, err)
-	}
-	var n [2]int
-	for i, name := range []types.QueueAttributeName{visible, taken} {
-		if n[i], err = strconv.Atoi(out.Attributes[string(name)]); err != nil {
-			return 0, 0, fmt.Errorf("queue depth: %w: %s %q", ErrUnavailable, name, out.Attributes[string(name)])
-		}
-	}
-	return n[0], n[1], nil
-}
-
 // MaxGroupIDLen is the longest message group id SQS accepts.
 const MaxGroupIDLen = 128
 
 // GroupID is the message group a tenant's events carry: the tenant itself
-// when SQS accepts it as a group id (1 to 128 characters, ASCII letters,
-// digits and punctuation), otherwise "~h" and a digest of the tenant, so
-// that any tenant the ledger stores can be sent. Two tenants sharing a group
-// would only share their fair share of the queue, never their events.
+// when SQS accepts it as a group id (1 to 128 printable ASCII characters),
+// otherwise "~h" and a digest of the tenant. Two tenants sharing a group
+// would share only their fair share of the queue, never their events.
 func GroupID(tenant string) string {
 	if validGroupID(tenant) {
 		return tenant
@@ -361,103 +210,4 @@ func validGroupID(s string) bool {
 		}
 	}
 	return true
-}
-
-// AdminAPI is what CreateQueues needs.
-type AdminAPI interface {
-	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, opts ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
-
-// QueueSpec describes the queue pair CreateQueues makes.
-type QueueSpec struct {
-	// Name is the processing queue's name; its DLQ is Name-dlq. Letters,
-	// digits, '-' and '_', at most MaxQueueNameLen characters.
-	Name string
-	// VisibilityTimeout is in seconds, 1 to MaxVisibilityTimeout; keep it at
-	// least 6x the processor timeout. 0 means DefaultVisibilityTimeout.
-	VisibilityTimeout int
-	// MaxReceiveCount is the deliveries before a message moves to the DLQ,
-	// 1 to MaxMaxReceiveCount. 0 means DefaultMaxReceiveCount.
-	MaxReceiveCount int
-}
-
-// The limits and zero-value defaults of a QueueSpec.
-const (
-	// MaxQueueNameLen leaves room for the DLQ's "-dlq" within SQS's 80
-	// characters.
-	MaxQueueNameLen          = 80 - len("-dlq")
-	MaxVisibilityTimeout     = 43200 // SQS's maximum, 12 hours
-	MaxMaxReceiveCount       = 1000  // SQS's maximum in a redrive policy
-	DefaultVisibilityTimeout = 30
-	DefaultMaxReceiveCount   = 5
-)
-
-// ValidQueueName reports whether SQS accepts name, and name-dlq, as the name
-// of a standard queue.
-func ValidQueueName(name string) bool {
-	if name == "" || len(name) > MaxQueueNameLen {
-		return false
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// Validate reports what SQS would refuse in the spec, before anything is
-// created. Zero values stand for the defaults.
-func (spec QueueSpec) Validate() error {
-	switch {
-	case !ValidQueueName(spec.Name):
-		return fmt.Errorf("queue name %q: want 1 to %d letters, digits, '-' or '_'", spec.Name, MaxQueueNameLen)
-	case spec.VisibilityTimeout < 0 || spec.VisibilityTimeout > MaxVisibilityTimeout:
-		return fmt.Errorf("visibility timeout %d s: want 1 to %d (0: %d)", spec.VisibilityTimeout, MaxVisibilityTimeout, DefaultVisibilityTimeout)
-	case spec.MaxReceiveCount < 0 || spec.MaxReceiveCount > MaxMaxReceiveCount:
-		return fmt.Errorf("max receive count %d: want 1 to %d (0: %d)", spec.MaxReceiveCount, MaxMaxReceiveCount, DefaultMaxReceiveCount)
-	}
-	return nil
-}
-
-// CreateQueues creates name-dlq and name with a redrive policy to it, for
-// local runs and tests (in AWS the SAM template owns them). It returns both
-// URLs. A zero VisibilityTimeout or MaxReceiveCount takes the default; a
-// spec that Validate refuses creates nothing and returns its error.
-func CreateQueues(ctx context.Context, api AdminAPI, spec QueueSpec) (queueURL, dlqURL string, err error) {
-	if err := spec.Validate(); err != nil {
-		return "", "", fmt.Errorf("create queues: %w", err)
-	}
-	if spec.VisibilityTimeout == 0 {
-		spec.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if spec.MaxReceiveCount == 0 {
-		spec.MaxReceiveCount = DefaultMaxReceiveCount
-	}
-	size := strconv.Itoa(MaxMessageBytes) // SQS's default is 256 KiB on AWS
-	dlq, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name + "-dlq"),
-		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": size}})
-	if err != nil {
-		return "", "", fmt.Errorf("create queue %s-dlq: %w", spec.Name, err)
-	}
-	attrs, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-	if err != nil {
-		return "", "", fmt.Errorf("read %s-dlq arn: %w", spec.Name, err)
-	}
-	redrive, _ := json.Marshal(map[string]string{
-		"deadLetterTargetArn": attrs.Attributes["QueueArn"],
-		"maxReceiveCount":     strconv.Itoa(spec.MaxReceiveCount),
-	})
-	q, err := api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Name), Attributes: map[string]string{
-		"VisibilityTimeout":      strconv.Itoa(spec.VisibilityTimeout),
-		"RedrivePolicy":          string(redrive),
-		"MessageRetentionPeriod": "1209600",
-		"MaximumMessageSize":     size,
-	}})
-	if err != nil {
-		return "", "", fmt.Errorf("create queue %s: %w", spec.Name, err)
-	}
-	return *q.QueueUrl, *dlq.QueueUrl, nil
 }

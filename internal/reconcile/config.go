@@ -129,35 +129,8 @@ func (c *Config) Check(s Spec) error {
 			return fmt.Errorf("reconcile %s: credential: %w", name, err)
 		}
 	}
-	def := StripeAPI
-	if p == "github" {
-		def = GitHubAPI
-	}
-	if s.TrustAPIURL && s.APIURL == "" {
-		return fmt.Errorf("reconcile %s: trust_api_url is set without an api_url: remove it (the default %s needs no trust) or set api_url", name, def)
-	}
-	if _, err := baseURL(s.APIURL, def, s.TrustAPIURL); err != nil {
-		return fmt.Errorf("reconcile %s: %w", name, err)
-	}
-	switch p {
-	case "stripe":
-		if s.Hook != "" || s.Redeliver {
-			return fmt.Errorf("reconcile %s: hook and redeliver are GitHub settings; Stripe has no documented redelivery API", name)
-		}
-		if s.Thin && s.All {
-			return fmt.Errorf("reconcile %s: all with thin: the v2 Events API lists every thin event anyway (it has no filter for undelivered ones); remove all", name)
-		}
-
-		if _, err := NewStripe(StripeOptions{APIKey: "sk_check", Types: s.Types}); err != nil {
-			return fmt.Errorf("reconcile %s: %w", name, err)
-		}
-	case "github":
-		if s.All || len(s.Types) > 0 || s.Account != "" || s.Thin {
-			return fmt.Errorf("reconcile %s: all, types, account and thin are Stripe settings; a GitHub hook's deliveries are all its own", name)
-		}
-		if !hookPattern.MatchString(strings.Trim(s.Hook, "/")) {
-			return fmt.Errorf("reconcile %s: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", name, s.Hook)
-		}
+	if err := providerSettings(name, p, s); err != nil {
+		return err
 	}
 	window, err := c.window(s, p)
 	if err != nil {
@@ -177,6 +150,41 @@ func (c *Config) Check(s Spec) error {
 	if c.Interval > 0 && window-age < c.Interval {
 		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule in template.yaml's Defaults): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
 			name, window, age, window-age, c.Interval, c.Interval+age)
+	}
+	return nil
+}
+
+// providerSettings checks the settings that depend on the provider p: the
+// API URL, and no setting of the other provider's.
+func providerSettings(name, p string, s Spec) error {
+	def := StripeAPI
+	if p == "github" {
+		def = GitHubAPI
+	}
+	if s.TrustAPIURL && s.APIURL == "" {
+		return fmt.Errorf("reconcile %s: trust_api_url is set without an api_url: remove it (the default %s needs no trust) or set api_url", name, def)
+	}
+	if _, err := baseURL(s.APIURL, def, s.TrustAPIURL); err != nil {
+		return fmt.Errorf("reconcile %s: %w", name, err)
+	}
+	switch p {
+	case "stripe":
+		if s.Hook != "" || s.Redeliver {
+			return fmt.Errorf("reconcile %s: hook and redeliver are GitHub settings; Stripe has no documented redelivery API", name)
+		}
+		if s.Thin && s.All {
+			return fmt.Errorf("reconcile %s: all with thin: the v2 Events API lists every thin event anyway (it has no filter for undelivered ones); remove all", name)
+		}
+		if _, err := NewStripe(StripeOptions{APIKey: "sk_check", Types: s.Types}); err != nil {
+			return fmt.Errorf("reconcile %s: %w", name, err)
+		}
+	case "github":
+		if s.All || len(s.Types) > 0 || s.Account != "" || s.Thin {
+			return fmt.Errorf("reconcile %s: all, types, account and thin are Stripe settings; a GitHub hook's deliveries are all its own", name)
+		}
+		if !hookPattern.MatchString(strings.Trim(s.Hook, "/")) {
+			return fmt.Errorf("reconcile %s: hook %q: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", name, s.Hook)
+		}
 	}
 	return nil
 }

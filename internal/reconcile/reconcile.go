@@ -241,12 +241,7 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	if workers <= 0 {
 		workers = 8
 	}
-	var (
-		seen, inLedger, missing, fed, dup, requested, failed, tooRecent, tooOld atomic.Int64
-		mu                                                                      sync.Mutex
-		found                                                                   []Found
-		firstErr                                                                error
-	)
+	var t tally
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan Event)
@@ -255,46 +250,25 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 		wg.Go(func() {
 			for ev := range work {
 				key, res, err := r.one(ctx, job, ev)
-				switch {
-				case err != nil:
+				if err != nil {
 					// The ledger could not be read: the run cannot judge
 					// anything reliably; stop.
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
+					t.stop(err)
 					cancel()
 					continue
-				case res == "":
-					inLedger.Add(1)
-					continue
 				}
-				missing.Add(1)
-				switch {
-				case res == "accepted":
-					fed.Add(1)
-				case strings.HasPrefix(res, "duplicate"):
-					dup.Add(1)
-				case res == "redelivery_requested":
-					requested.Add(1)
-				case strings.HasPrefix(res, "failed"):
-					failed.Add(1)
-				}
-				mu.Lock()
-				found = append(found, Found{Key: key, Type: ev.Type, At: ev.At.UTC(), Result: res})
-				mu.Unlock()
+				t.judged(key, ev, res)
 			}
 		})
 	}
 	listErr := job.Provider.List(ctx, rep.Since, func(ev Event) error {
-		seen.Add(1)
+		t.seen.Add(1)
 		switch {
 		case ev.At.Before(oldest) || ev.At.Before(rep.Since):
-			tooOld.Add(1)
+			t.tooOld.Add(1)
 			return nil
 		case ev.At.After(recent):
-			tooRecent.Add(1)
+			t.tooRecent.Add(1)
 			return nil
 		}
 		select {
@@ -307,21 +281,70 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	close(work)
 	wg.Wait()
 
-	rep.Counts = Counts{Seen: int(seen.Load()), InLedger: int(inLedger.Load()), Missing: int(missing.Load()), Fed: int(fed.Load()),
-		Duplicate: int(dup.Load()), Requested: int(requested.Load()), Failed: int(failed.Load()),
-		TooRecent: int(tooRecent.Load()), TooOld: int(tooOld.Load())}
-	slices.SortFunc(found, func(a, b Found) int { return a.At.Compare(b.At) })
-	rep.Found = found
-	if rep.Found == nil {
-		rep.Found = []Found{}
-	}
-	if firstErr != nil {
-		return rep, firstErr
+	rep.Counts, rep.Found = t.counts(), t.sorted()
+	if t.firstErr != nil {
+		return rep, t.firstErr
 	}
 	if listErr != nil {
 		return rep, fmt.Errorf("reconcile %s/%s: list %s events: %w", job.Source, job.Tenant, job.Provider.Name(), listErr)
 	}
 	return rep, nil
+}
+
+// tally gathers what a run's workers found.
+type tally struct {
+	seen, inLedger, missing, fed, dup, requested, failed, tooRecent, tooOld atomic.Int64
+
+	mu       sync.Mutex
+	found    []Found
+	firstErr error // what stopped the run
+}
+
+// judged books what checking one event came to: res is "" for an event in
+// the ledger, else what became of the missing one.
+func (t *tally) judged(key string, ev Event, res string) {
+	if res == "" {
+		t.inLedger.Add(1)
+		return
+	}
+	t.missing.Add(1)
+	switch {
+	case res == "accepted":
+		t.fed.Add(1)
+	case strings.HasPrefix(res, "duplicate"):
+		t.dup.Add(1)
+	case res == "redelivery_requested":
+		t.requested.Add(1)
+	case strings.HasPrefix(res, "failed"):
+		t.failed.Add(1)
+	}
+	t.mu.Lock()
+	t.found = append(t.found, Found{Key: key, Type: ev.Type, At: ev.At.UTC(), Result: res})
+	t.mu.Unlock()
+}
+
+// stop keeps the first error that stopped the run.
+func (t *tally) stop(err error) {
+	t.mu.Lock()
+	if t.firstErr == nil {
+		t.firstErr = err
+	}
+	t.mu.Unlock()
+}
+
+func (t *tally) counts() Counts {
+	return Counts{Seen: int(t.seen.Load()), InLedger: int(t.inLedger.Load()), Missing: int(t.missing.Load()), Fed: int(t.fed.Load()),
+		Duplicate: int(t.dup.Load()), Requested: int(t.requested.Load()), Failed: int(t.failed.Load()),
+		TooRecent: int(t.tooRecent.Load()), TooOld: int(t.tooOld.Load())}
+}
+
+// sorted is what the run found, oldest first (an empty list, not nil).
+func (t *tally) sorted() []Found {
+	slices.SortFunc(t.found, func(a, b Found) int { return a.At.Compare(b.At) })
+	if t.found == nil {
+		return []Found{}
+	}
+	return t.found
 }
 
 // one judges one event: its key and "" when it is in the ledger, else
