@@ -222,7 +222,7 @@ func (r Result) Metrics() []string {
 	case Unavailable:
 		return []string{"Unavailable"}
 	case NoSecret:
-		return []string{"Unavailable", "SecretUnavailable"}
+		return []string{"Unavailable", "SecretUnavailable", "NeedsOperator"}
 	case Replayed:
 		return []string{"Rejected", "Replay"}
 	default:

@@ -166,8 +166,7 @@ type Handler struct {
 	// Store reads the bodies kept in the S3 payload store (nil: none).
 	Store *blob.Store
 	// DeadLetters, when set, takes the bodies the ledger lacks out of the
-	// dead-letter queue at the start of each scheduled run (see
-	// DeadLetters).
+	// dead-letter queue at the start of each run (see DeadLetters).
 	DeadLetters *DeadLetters
 
 	mu    sync.Mutex
@@ -252,8 +251,8 @@ type Report struct {
 	Marked  int   `json:"marked"`
 	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
 	RunMS   int64 `json:"run_ms"`   // wall time of the run
-	// DeadLetters is what the run did with the dead-letter queue (a
-	// scheduled run, with DeadLetters configured).
+	// DeadLetters is what the run did with the dead-letter queue (with
+	// DeadLetters configured).
 	DeadLetters DeadLetterReport `json:"dead_letters"`
 
 	// held are the records of a page that the run left where they were, so
@@ -310,8 +309,10 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 			marks = ledger.DueMarks{}
 		}
 	}
+	// Every run, continuations too: the pass is what watches the DLQ, and
+	// a chain holds the scheduled runs off for as long as it lasts.
 	var dead DeadLetterReport
-	if h.DeadLetters != nil && in.Chain == 0 {
+	if h.DeadLetters != nil {
 		dead = h.deadLetters(ctx, log)
 	}
 	r := h.newRun(ctx, in, marks)
@@ -356,9 +357,15 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := h.DeadLetters.Run(dctx, log, h.now())
-	// Taking messages back off the dead-letter queue needs a person to look
-	// for what kept failing: NeedsOperator, the one metric its alarm watches.
-	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left, "NeedsOperator": rep.Cleared})
+	// Each message read needs a person: one taken back off the queue, to
+	// look for what kept failing; one left, to act on it (counted again by
+	// each run while it stays); and so does a queue that cannot be read.
+	// NeedsOperator is the one metric their alarm watches.
+	unread := 0
+	if rep.Unreadable {
+		unread = 1
+	}
+	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left, "NeedsOperator": rep.Cleared + rep.Left + unread})
 	return rep
 }
 
