@@ -330,13 +330,14 @@ func TestPayloadStoreBucketIsLockedDown(t *testing.T) {
 }
 
 // A 503 for a server-side cause is not a Lambda error: alarms must watch
-// the receiver's Unavailable and SecretUnavailable counts and each front
-// door's 5xx.
+// each front door's 5xx, and NeedsOperator, which the receiver counts for
+// an unreadable secret and the reclaimer for what it finds on the DLQ
+// (their own alarms went: the same conditions, one signal).
 func TestServerSideFailuresAreAlarmed(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
-	want := map[string]bool{"hookledger/NeedsOperator": false, "hookledger/SecretUnavailable": false, "AWS/ApiGateway/5xx": false,
-		"AWS/Lambda/Url5xxCount": false, "AWS/SQS/ApproximateNumberOfMessagesVisible": false, "AWS/SQS/ApproximateAgeOfOldestMessage": false}
+	want := map[string]bool{"hookledger/NeedsOperator": false, "AWS/ApiGateway/5xx": false,
+		"AWS/Lambda/Url5xxCount": false, "AWS/SQS/ApproximateAgeOfOldestMessage": false}
 	res := cfn.Get(tp.root, "Resources")
 	for i := 0; i+1 < len(res.Content); i += 2 {
 		r := res.Content[i+1]
@@ -352,6 +353,11 @@ func TestServerSideFailuresAreAlarmed(t *testing.T) {
 		if !found {
 			t.Errorf("no alarm on %s", k)
 		}
+	}
+	// NeedsOperator stands for the DLQ only while the reclaimer reads it.
+	env := cfn.Get(tp.resource("ReclaimerFunction"), "Properties", "Environment", "Variables", "HOOKLEDGER_DLQ_URL")
+	if env == nil || env.Tag != "!Ref" || env.Value != "DeadLetterQueue" {
+		t.Errorf("the reclaimer's HOOKLEDGER_DLQ_URL is %v, want !Ref DeadLetterQueue: its pass is the DLQ's alarm", env)
 	}
 }
 
@@ -386,13 +392,15 @@ func (tp tmpl) defaultAlarms(t *testing.T) map[string]string {
 // deploy.md lists them with what to do), and one signal carries several
 // causes where the action is the same (NeedsOperator). Regression: 16
 // alarms at the defaults ($1.60 a month, more than the rest of an idle
-// deployment together).
+// deployment together); then 7, with the DLQ's and the unreadable
+// secrets' own, whose conditions NeedsOperator and the 5xx alarm page on
+// already.
 func TestAlarmsAreOnePerOperatorAction(t *testing.T) {
 	t.Parallel()
 	tp := loadTemplate(t)
 	alarms := tp.defaultAlarms(t)
-	if len(alarms) > 7 {
-		t.Errorf("%d alarms at the defaults (%v), want at most 7", len(alarms), alarms)
+	if len(alarms) > 5 {
+		t.Errorf("%d alarms at the defaults (%v), want at most 5", len(alarms), alarms)
 	}
 	doc, err := os.ReadFile("docs/deploy.md")
 	if err != nil {
@@ -406,8 +414,8 @@ func TestAlarmsAreOnePerOperatorAction(t *testing.T) {
 		}
 	}
 	d := cfn.Get(tp.resource("NeedsOperatorAlarm"), "Properties", "AlarmDescription")
-	for _, want := range []string{"Dead", "Indeterminate", "Parked", "BodyMismatch", "DeadLettersCleared", "hookledger replay", "Logs Insights",
-		"${ProcessorLogGroup}", "${ReclaimerLogGroup}", "${ReceiverLogGroup}"} {
+	for _, want := range []string{"Dead", "Indeterminate", "Parked", "BodyMismatch", "DeadLettersCleared", "DeadLettersLeft", "hookledger replay", "--dlq",
+		"SecretUnavailable", "Logs Insights", "${ProcessorLogGroup}", "${ReclaimerLogGroup}", "${ReceiverLogGroup}"} {
 		if d == nil || !strings.Contains(d.Value, want) {
 			t.Errorf("NeedsOperatorAlarm's description does not say %q (how to find which cause, and what to do)", want)
 		}

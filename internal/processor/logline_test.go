@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// A processed event's info line is billed by the byte for every event: it
-// names the event (source, tenant, key) and says what happened, and repeats
-// nothing the receiver's line or the record holds (the type) or that only
-// matters when something goes wrong (the message id). A warning keeps both.
+// A processed event's info line is billed by the byte for every event, and
+// is its only one (the receiver's acceptance is at debug): it names the
+// event (source, tenant, key, type) and says what happened, without what
+// only matters when something goes wrong (the message id). A warning keeps
+// that too.
 func TestInfoLineNamesTheEventOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -40,7 +41,7 @@ func TestInfoLineNamesTheEventOnce(t *testing.T) {
 		got = append(got, k)
 	}
 	slices.Sort(got)
-	if want := []string{"duration_ms", "event_key", "level", "msg", "outcome", "source", "tenant", "time"}; !slices.Equal(got, want) {
+	if want := []string{"duration_ms", "event_key", "event_type", "level", "msg", "outcome", "source", "tenant", "time"}; !slices.Equal(got, want) {
 		t.Errorf("processed: keys %v, want %v", got, want)
 	}
 	if lines[1]["message_id"] != "m-evt_line_flaky" || lines[1]["event_type"] != "flaky" || lines[1]["level"] != "WARN" {

@@ -151,17 +151,15 @@ func (h *Handler) lease(ctx context.Context) time.Duration {
 func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) {
 	start := time.Now()
 	// event names the event on its info line, billed by the byte for every
-	// event. log adds what trouble needs: the message and its type (the
-	// receiver's line and the record have the type already).
+	// event and the one info line of an accepted event (the receiver logs
+	// its acceptance at debug); log adds the message, which only trouble
+	// needs.
 	event := h.logger()
 	m, err := queue.Decode(msg.Body)
 	if err == nil {
-		event = event.With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key)
+		event = event.With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key, "event_type", m.Type)
 	}
 	log := event.With("message_id", msg.MessageId)
-	if err == nil {
-		log = log.With("event_type", m.Type)
-	}
 	var detail error
 	defer func() {
 		if p := recover(); p != nil {

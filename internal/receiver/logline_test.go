@@ -34,33 +34,41 @@ func keys(m map[string]any) []string {
 	return ks
 }
 
-// An info line is billed by the byte on every delivery: an accepted event's
-// names the event once (key and type), a duplicate's only its key (the
-// first delivery's line has the type), and neither repeats the 200 that its
-// result implies. An answer other than 200 keeps its status.
+// An info line is billed by the byte on every delivery. An accepted
+// event's is at debug: the processor's info line says what became of the
+// event, and names it with its type. A duplicate's names only its key, and
+// neither repeats the 200 that its result implies; an answer other than 200
+// keeps its status. Every result but accepted stays at info or above.
 func TestInfoLinesCarryEachFieldOnce(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
-	var out bytes.Buffer
-	f.h.Log = slog.New(slog.NewJSONHandler(&out, nil))
-	req := f.stripeReq(t, "acme", stripeSecret, "evt_lines")
-	f.handle(t, req)
-	f.handle(t, req)
-	f.handle(t, f.stripeReq(t, "acme", "whsec_wrong", "evt_lines_forged"))
-	lines := logLines(t, out.String(), "webhook")
-	if len(lines) != 3 {
-		t.Fatalf("want 3 lines, got %q", out.String())
-	}
-	want := [][]string{
-		{"duration_ms", "event_key", "event_type", "level", "msg", "result", "source", "tenant", "time"},
-		{"duration_ms", "event_key", "level", "msg", "result", "source", "tenant", "time"},
-	}
-	for i, w := range want {
-		if got := keys(lines[i]); !slices.Equal(got, w) {
-			t.Errorf("line %d (%v): keys %v, want %v", i, lines[i]["result"], got, w)
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		f := setup(t)
+		var out bytes.Buffer
+		f.h.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: level}))
+		req := f.stripeReq(t, "acme", stripeSecret, "evt_lines")
+		f.handle(t, req)
+		f.handle(t, req)
+		f.handle(t, f.stripeReq(t, "acme", "whsec_wrong", "evt_lines_forged"))
+		lines := logLines(t, out.String(), "webhook")
+		want := [][]string{
+			{"duration_ms", "event_key", "event_type", "level", "msg", "result", "source", "tenant", "time"},
+			{"duration_ms", "event_key", "level", "msg", "result", "source", "tenant", "time"},
+			{"duration_ms", "http_status", "level", "msg", "result", "source", "tenant", "time"},
 		}
-	}
-	if lines[2]["http_status"] != float64(401) {
-		t.Errorf("a refused delivery's line %v: want http_status 401", lines[2])
+		levels := []string{"DEBUG", "INFO", "WARN"}
+		if level == slog.LevelInfo {
+			want, levels = want[1:], levels[1:]
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("at %s: want %d lines, got %q", level, len(want), out.String())
+		}
+		for i, w := range want {
+			if got := keys(lines[i]); !slices.Equal(got, w) || lines[i]["level"] != levels[i] {
+				t.Errorf("at %s, line %d (%v): %s, keys %v; want %s, %v", level, i, lines[i]["result"], lines[i]["level"], got, levels[i], w)
+			}
+		}
+		if last := lines[len(lines)-1]; last["http_status"] != float64(401) {
+			t.Errorf("a refused delivery's line %v: want http_status 401", last)
+		}
 	}
 }

@@ -168,8 +168,8 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}()
 	a, ev := h.handle(ctx, req, src, tenant, log)
 	// A line per delivery is billed by the byte: the status only where the
-	// result does not imply 200, the type only where the ledger does not
-	// have it from an earlier line (a duplicate's).
+	// result does not imply 200, the type only where no earlier line of the
+	// event has it (a duplicate's: the processor's line has).
 	attrs := []any{"result", string(a.result)}
 	if a.status != http.StatusOK {
 		attrs = append(attrs, "http_status", a.status)
@@ -182,6 +182,11 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		}
 	}
 	level := slog.LevelInfo
+	if a.result == Accepted {
+		// The processor's line says what became of the event, and the
+		// record that it came: one info line per event, not two.
+		level = slog.LevelDebug
+	}
 	if a.status >= 500 {
 		level = slog.LevelError
 	} else if a.status >= 400 || a.result == Mismatched {
@@ -208,7 +213,7 @@ func (r Result) Metrics() []string {
 	case Unavailable:
 		return []string{"Unavailable"}
 	case NoSecret:
-		return []string{"Unavailable", "SecretUnavailable"}
+		return []string{"Unavailable", "SecretUnavailable", "NeedsOperator"}
 	case Replayed:
 		return []string{"Rejected", "Replay"}
 	default:

@@ -75,10 +75,13 @@ func TestSecretProblemsAre503AndRotationSurvivesADeletedSecret(t *testing.T) {
 	if resp := f.handle(t, req); resp.StatusCode != 503 || resp.Headers["X-Hookledger-Result"] != "unavailable_secret" {
 		t.Errorf("unusable secret: got %d %v, want 503 unavailable_secret", resp.StatusCode, resp.Headers)
 	}
-	// Each 503 counts Unavailable and SecretUnavailable, which the template
-	// alarms on.
-	if n := strings.Count(emf.String(), `"SecretUnavailable":1`); n != 6 {
-		t.Errorf("%d EMF lines count SecretUnavailable, want 6:\n%s", n, emf.String())
+	// Each 503 counts Unavailable, SecretUnavailable (which names the
+	// cause on the dashboard) and NeedsOperator (which the template alarms
+	// on: a secret that cannot be read does not come back by itself).
+	for _, name := range []string{"SecretUnavailable", "NeedsOperator"} {
+		if n := strings.Count(emf.String(), `"`+name+`":1`); n != 6 {
+			t.Errorf("%d EMF lines count %s, want 6:\n%s", n, name, emf.String())
+		}
 	}
 	if n := f.items(t); n != 2 {
 		t.Errorf("table holds %d items, want 2 (the accepted event's record and payload)", n)

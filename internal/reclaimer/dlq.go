@@ -18,16 +18,18 @@ import (
 // finish it maxReceiveCount times; under HOOKLEDGER_PAYLOAD=on-trouble (or
 // when the receiver's payload write failed beside its enqueue) the message
 // may hold the only copy of the body, and a record without a stored body is
-// one the reclaimer cannot re-drive. So each scheduled run reads a few DLQ
-// messages and, for each that is its record's event, stores the body in the
-// ledger (EnsurePayload: only where the record's body is not stored, never
-// for a done record) and deletes the message: the ledger now holds
+// one the reclaimer cannot re-drive. So each run reads a few DLQ messages
+// and, for each that is its record's event, stores the body in the ledger
+// (EnsurePayload: only where the record's body is not stored, never for a
+// done record) and deletes the message: the ledger now holds
 // everything the message did, and the record is re-driven by the usual path
 // (or, if dead, replayed by an operator from its stored body). A message
 // JudgeDeadLetter leaves (unreadable, its record gone past its retention,
 // or not its record's event), or that left its body in the payload store,
-// stays in the DLQ, where its alarm and `hookledger replay --dlq` are the
-// operator's.
+// stays in the DLQ for the operator and `hookledger replay --dlq`. Every
+// message the pass reads needs a person (what kept failing, or what to do
+// with what stays), and so does a DLQ it cannot read: the handler counts
+// them as NeedsOperator, the DLQ's alarm.
 type DeadLetters struct {
 	API    dlqAPI
 	URL    string
@@ -40,8 +42,8 @@ type DeadLetters struct {
 const DefaultDeadLetters = 50
 
 // deadLetterVisibility hides a message the run read but left for this
-// long: past the run, short enough that the DLQ's alarm (the maximum of
-// the visible count over a minute) still sees it.
+// long: past the run, and visible again for the next one, which counts it
+// again.
 const deadLetterVisibility = 20
 
 type dlqAPI interface {
@@ -131,6 +133,8 @@ type DeadLetterReport struct {
 	Kept    int `json:"kept"`    // bodies stored in the ledger that it lacked
 	Cleared int `json:"cleared"` // messages deleted: the ledger holds what they held
 	Left    int `json:"left"`    // messages left for the operator (or a later run)
+	// Unreadable: the queue could not be read this run.
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // Run reads up to Max messages until ctx ends; now is the run's clock.
@@ -146,7 +150,8 @@ func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger, now time.Time) 
 		})
 		if err != nil {
 			if ctx.Err() == nil {
-				log.WarnContext(ctx, "dead-letter queue unreadable this run", "error", err.Error())
+				rep.Unreadable = true
+				log.ErrorContext(ctx, "dead-letter queue unreadable this run: what it holds waits unseen (the reclaimer's role, or the queue)", "error", err.Error())
 			}
 			return rep
 		}

@@ -2,7 +2,7 @@ package reclaimer_test
 
 import (
 	"bytes"
-	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +92,11 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	if d := rep.DeadLetters; d.Read != 7 || d.Kept != 2 || d.Cleared != 3 || d.Left != 4 {
 		t.Fatalf("dead letters %+v; want 7 read, 2 bodies kept (crashed, dead), 3 cleared (those and the done one), 4 left (gone, unreadable, payload store, reused key)", d)
 	}
-	// Messages taken back off the DLQ need a person to find what kept
-	// failing: counted as NeedsOperator too.
-	if m := emf.String(); !strings.Contains(m, `"DeadLettersCleared":3`) || !strings.Contains(m, `"NeedsOperator":3`) {
-		t.Errorf("metrics %q, want DeadLettersCleared and NeedsOperator 3", m)
+	// Every message read needs a person: those taken back off the DLQ, to
+	// find what kept failing, and those left, to act on them. NeedsOperator
+	// counts both: it is the DLQ's alarm.
+	if m := emf.String(); !strings.Contains(m, `"DeadLettersCleared":3`) || !strings.Contains(m, `"DeadLettersLeft":4`) || !strings.Contains(m, `"NeedsOperator":7`) {
+		t.Errorf("metrics %q, want DeadLettersCleared 3, DeadLettersLeft 4, NeedsOperator 7", m)
 	}
 	for _, id := range []ledger.ID{stored, reused} {
 		if _, err := f.l.Payload(ctx, id); err == nil {
@@ -134,9 +135,11 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	}
 }
 
-// A continuation does not read the DLQ (the scheduled run of its chain
-// did), and a run without DeadLetters never touches it.
-func TestOnlyScheduledRunsReadTheDeadLetters(t *testing.T) {
+// Every run reads the DLQ, a continuation too: the pass is what watches
+// the queue, and a chain of continuations holds the scheduled runs off for
+// as long as it lasts. A run without DeadLetters never touches it.
+// Regression: continuations skipped the pass.
+func TestEveryRunReadsTheDeadLetters(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
@@ -149,8 +152,35 @@ func TestOnlyScheduledRunsReadTheDeadLetters(t *testing.T) {
 		t.Fatalf("a run without DeadLetters read the DLQ: %+v", rep.DeadLetters)
 	}
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
-	rep, err := f.h.Handle(context.Background(), reclaimer.Input{Chain: 1})
-	if err != nil || rep.DeadLetters.Read != 0 {
-		t.Fatalf("a continuation read the DLQ: %+v %v", rep.DeadLetters, err)
+	var emf bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
+	rep, err := f.h.Handle(ctx, reclaimer.Input{Chain: 1})
+	if err != nil || rep.DeadLetters.Read != 1 || rep.DeadLetters.Left != 1 {
+		t.Fatalf("a continuation's pass: %+v %v, want the message read and left (its record is gone)", rep.DeadLetters, err)
+	}
+	if !strings.Contains(emf.String(), `"NeedsOperator":1`) {
+		t.Errorf("metrics %q, want NeedsOperator 1", emf.String())
+	}
+}
+
+// A DLQ the pass cannot read is a DLQ nobody watches: it needs a person as
+// much as what it holds, and says why.
+func TestAnUnreadableDeadLetterQueueNeedsAnOperator(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
+	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq + "-deleted", Ledger: f.l}
+	var emf, logs bytes.Buffer
+	f.h.Metrics = metric.New(&emf, "test")
+	f.h.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	rep := f.run(t)
+	if !rep.DeadLetters.Unreadable || rep.DeadLetters.Read != 0 {
+		t.Fatalf("dead letters %+v, want the queue unreadable", rep.DeadLetters)
+	}
+	if !strings.Contains(emf.String(), `"NeedsOperator":1`) {
+		t.Errorf("metrics %q, want NeedsOperator 1", emf.String())
+	}
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"dead-letter queue unreadable this run`) {
+		t.Errorf("logs %s: want an error line saying the DLQ could not be read", logs.String())
 	}
 }

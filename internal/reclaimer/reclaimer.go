@@ -158,8 +158,7 @@ type Handler struct {
 	// Store reads the bodies in the S3 payload store (nil: none).
 	Store *blob.Store
 	// DeadLetters, when set, takes the bodies the ledger lacks out of the
-	// dead-letter queue at the start of each scheduled run (see
-	// DeadLetters).
+	// dead-letter queue at the start of each run (see DeadLetters).
 	DeadLetters *DeadLetters
 
 	mu    sync.Mutex
@@ -197,7 +196,9 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 		}
 	}
 	var dead DeadLetterReport
-	if h.DeadLetters != nil && in.Chain == 0 {
+	// Every run, continuations too: the pass is what watches the DLQ, and
+	// a chain holds the scheduled runs off for as long as it lasts.
+	if h.DeadLetters != nil {
 		dead = h.deadLetters(ctx, log)
 	}
 	r := h.newRun(ctx, in, marks)
@@ -242,9 +243,15 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := h.DeadLetters.Run(dctx, log, h.now())
-	// Taking messages back off the dead-letter queue needs a person to look
-	// for what kept failing: NeedsOperator, the one metric its alarm watches.
-	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left, "NeedsOperator": rep.Cleared})
+	// Each message read needs a person: one taken back off the queue, to
+	// look for what kept failing; one left, to act on it (counted again by
+	// each run while it stays); and so does a queue that cannot be read.
+	// NeedsOperator is the one metric their alarm watches.
+	unread := 0
+	if rep.Unreadable {
+		unread = 1
+	}
+	h.Metrics.Add(map[string]int{"DeadLettersCleared": rep.Cleared, "DeadLettersLeft": rep.Left, "NeedsOperator": rep.Cleared + rep.Left + unread})
 	return rep
 }
 

@@ -37,8 +37,8 @@ type Report struct {
 	Marked  int   `json:"marked"`
 	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
 	RunMS   int64 `json:"run_ms"`   // wall time of the run
-	// DeadLetters is what the run did with the dead-letter queue (a
-	// scheduled run, with DeadLetters configured).
+	// DeadLetters is what the run did with the dead-letter queue (with
+	// DeadLetters configured).
 	DeadLetters DeadLetterReport `json:"dead_letters"`
 
 	// held are the records of a page that the run left where they were, so

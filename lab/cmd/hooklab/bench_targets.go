@@ -72,10 +72,10 @@ func (b *benchRun) printLevers(st bench.Stack, bm *billMeasures) {
 		c := bench.Cost(n, d, b.dupRate, aa)
 		lv.Add(name, usd(c.Total()), usd(base.Total()-c.Total()), cost)
 	}
-	{ // LOG_LEVEL=warn: no info line per request and per event; the metric lines stay
+	{ // LOG_LEVEL=warn: no info line per event and per duplicate; the metric lines stay
 		n, d := nw, dp
 		n.LogBytes, d.LogBytes = 0, 0
-		add("LOG_LEVEL=warn (PipelineSettings)", "no info line per request and per event (warnings, errors and metric lines stay)", n, d, a)
+		add("LOG_LEVEL=warn (PipelineSettings)", "no info line per processed event and per duplicate (warnings, errors and metric lines stay)", n, d, a)
 	}
 	{
 		aa := a
@@ -143,11 +143,11 @@ func (b *benchRun) printTargets(st bench.Stack, bm *billMeasures) {
 	const dup = 0.3
 	costs := func(traced bool) [5]float64 {
 		saved := bm.sizes
-		if traced { // a trace id on the receiver's and the processor's line of each delivery
+		if traced { // a trace id on every log line of each delivery, as measured
 			bm.sizes = append([]billSize(nil), saved...)
 			for i := range bm.sizes {
-				bm.sizes[i].newEv.LogBytes += 2 * float64(traceIDBytes)
-				bm.sizes[i].dup.LogBytes += float64(traceIDBytes)
+				bm.sizes[i].newEv.LogBytes += bm.sizes[i].newLines * float64(traceIDBytes)
+				bm.sizes[i].dup.LogBytes += bm.sizes[i].dupLines * float64(traceIDBytes)
 			}
 		}
 		defer func() { bm.sizes = saved }()
@@ -183,7 +183,8 @@ func (b *benchRun) printTargets(st bench.Stack, bm *billMeasures) {
 	}
 	fmt.Fprintf(b.out, "Target: handler start delay p50 at %g events/s on the queue, shipped defaults%s: %.2f s (target %.2f s): %s\n",
 		targetDelayRate, src, p50/1000, targetDelayP50, verdict(p50/1000, targetDelayP50))
-	fmt.Fprintf(b.out, "\nWith a trace id on the receiver's and the processor's line (+%d B each): ", traceIDBytes)
+	s := bm.size("3 KB")
+	fmt.Fprintf(b.out, "\nWith a trace id on each log line of a delivery (+%d B each; a new event writes %g at info, a duplicate %g): ", traceIDBytes, s.newLines, s.dupLines)
 	for i := range traced {
 		sep := ", "
 		if i == len(traced)-1 {

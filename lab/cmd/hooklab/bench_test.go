@@ -60,3 +60,20 @@ func TestAVJSONDecodesBoto3Items(t *testing.T) {
 		t.Fatalf("m %#v", item["m"])
 	}
 }
+
+// The targets price a trace id on every log line a delivery writes, so the
+// bill counts the lines, apart from the metric lines (which carry none).
+// Regression: it assumed two lines a new event, after the receiver's
+// accepted line had gone to debug.
+func TestSplitLogsCountsTheLogLines(t *testing.T) {
+	t.Parallel()
+	var s splitLogs
+	s.Write([]byte(`{"level":"INFO","msg":"event"}` + "\n" + `{"Dead":1,"_aws":{}}` + "\n"))
+	s.Write([]byte(`{"level":"INFO","msg":"webhook"}` + "\n"))
+	if logs, metrics := s.take(); s.taken != 2 || logs == 0 || metrics == 0 {
+		t.Fatalf("took %v log bytes, %v metric bytes, %v lines; want 2 log lines and both kinds of bytes", logs, metrics, s.taken)
+	}
+	if s.take(); s.taken != 0 {
+		t.Errorf("a second take counted %v lines, want 0", s.taken)
+	}
+}
