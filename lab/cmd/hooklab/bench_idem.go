@@ -19,6 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 )
 
 // The idempotency package in the side-by-side comparison: the same
@@ -146,7 +147,7 @@ func (b *benchRun) idempotencyExtras(ctx context.Context, table string) (map[int
 		return nil, err
 	}
 	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]awstest.TableSpec{table: ledgerTable}}
+	acc := &units.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]units.TableSpec{table: ledgerTable}}
 	metered, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/testbody"
+	"github.com/hookledger/hookledger/lab/units"
 )
 
 // TestCostPerCall pins the idempotency module's budget against Powertools
@@ -30,7 +31,7 @@ func TestCostPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rawDB.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	acc := &awstest.Accountant{Raw: rawDB, Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
+	acc := &units.Accountant{Raw: rawDB, Tables: map[string]units.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
 	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
 	for _, cached := range []bool{false, true} {
 		opt := idempotency.Options{Table: table, Logger: slog.New(slog.DiscardHandler)}
