@@ -15,7 +15,7 @@ import (
 
 // TestCostPerCall pins the idempotency module's budget against Powertools
 // (2 requests and 2 write units per first call, 1 and 1 per repeat, at
-// 1 KB), measured against the emulator and priced by internal/awstest's
+// 1 KB), measured against the emulator and priced by lab/units'
 // DynamoDB billing rules, for every payload size the benchmark reports: a
 // first call is one conditional PutItem and one UpdateItem of 1 WCU each,
 // a repeat one failed conditional PutItem of 1 WCU, a cached repeat
