@@ -7,7 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
-	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.51.1 // the last on the Query protocol: the emulator's CBOR answers do not decode (docs/deploy.md, emulator findings)
+	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.51.1 // the last on the Query protocol: the emulator's CBOR answers do not decode (lab/docs/emulator.md)
 	github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs v1.92.2
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/eventbridge v1.55.11

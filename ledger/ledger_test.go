@@ -486,45 +486,6 @@ func TestDueIndex(t *testing.T) {
 	}
 }
 
-// The happy path writes the due index once: the record enters it at Create
-// and keeps its entry when it is done (Complete moves no index key), so
-// claim and complete cost one table write unit each and nothing on the
-// index. Regression: Complete removed due_shard/due_at, an index delete
-// billed like the put (1 WCU more per event).
-func TestCompleteLeavesTheDueIndexAlone(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	acc := &awstest.Accountant{Raw: f.db, Tables: map[string]awstest.TableSpec{f.table: {Keys: []string{"pk", "sk"},
-		Indexes: []awstest.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}}}
-	cfg := awstest.Config(t, acc.APIOption)
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: f.table, Shards: 4, ReclaimAfter: time.Minute, Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := newID(t)
-	created, _, err := l.Create(t.Context(), ledger.NewEvent{ID: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := acc.Take(); u.WCU != 1 || u.IndexWCU != 1 {
-		t.Fatalf("create: %v table + %v index WCU, want 1 + 1", u.WCU, u.IndexWCU)
-	}
-	lease, err := l.Claim(t.Context(), id, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := l.Complete(t.Context(), lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := acc.Take(); u.WCU != 2 || u.IndexWCU != 0 {
-		t.Fatalf("claim + complete: %v table + %v index WCU, want 2 + 0", u.WCU, u.IndexWCU)
-	}
-	if done.Status != ledger.Done || !done.DueAt.Equal(created.DueAt) || done.DueShard != created.DueShard {
-		t.Fatalf("done record %+v: want its due entry as Create made it (%v, shard %d)", done, created.DueAt, created.DueShard)
-	}
-}
-
 func TestReclaimTransitions(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -241,53 +239,6 @@ func TestExpiredOrderItemIsAbsent(t *testing.T) {
 	if took, err := f.l.TakeOrder(ctx, a, res, 100, false); err != nil || took.Before != nil {
 		t.Fatalf("take after expiry: %+v, %v", took, err)
 	}
-}
-
-// Taking a resource is one write of one unit; a stale event writes
-// nothing. Reads: the item, and the holder's record when another event
-// holds it.
-func TestTakeOrderCosts(t *testing.T) {
-	t.Parallel()
-	m := awstest.NewMeter()
-	raw := awstest.Config(t)
-	table := awstest.Table(t, raw)
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
-	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
-	c := fakeclock.New(time.Now().UTC().Truncate(time.Millisecond))
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table, Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fixture{l: l, clock: c, meter: m}
-	ctx := t.Context()
-	res := "sub_" + strings.Repeat("x", 24)
-	measure := func(what string, lease ledger.Lease, pos int64, wantErr error, wantWCU float64, wantReads int) {
-		t.Helper()
-		m.Reset()
-		acc.Take()
-		_, err := l.TakeOrder(ctx, lease, res, pos, false)
-		if !errors.Is(err, wantErr) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		u, calls := acc.Take(), m.Snapshot()
-		if u.WCU != wantWCU || calls["DynamoDB.GetItem"] != wantReads || calls["DynamoDB.UpdateItem"] != int(wantWCU) {
-			t.Errorf("%s: %v WCU, calls %v; want %v WCU, %d reads", what, u.WCU, calls, wantWCU, wantReads)
-		}
-		if n := len(u.Written); n > 0 {
-			if u.Written[n-1] >= 1024 {
-				t.Errorf("%s: order item is %d bytes", what, u.Written[n-1])
-			}
-			t.Logf("%s: order item %d bytes", what, u.Written[n-1])
-		}
-	}
-	a := running(t, f, "evt_"+strings.Repeat("a", 24))
-	measure("first event", a, 200, nil, 1, 1)
-	l.Complete(ctx, a)
-	b := running(t, f, "evt_"+strings.Repeat("b", 24))
-	measure("newer event after another", b, 300, nil, 1, 2)
-	measure("the same run again", b, 300, nil, 0, 1)
-	old := running(t, f, "evt_"+strings.Repeat("c", 24))
-	measure("stale event", old, 100, ledger.ErrStale, 0, 1)
 }
 
 func TestTakeOrderRefusesWhatItCannotKey(t *testing.T) {

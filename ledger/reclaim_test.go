@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -233,42 +231,6 @@ func TestDueAfterWalksBetweenAMarkAndNow(t *testing.T) {
 	}
 	if got := walk(at[4], at[0]); len(got) != 0 {
 		t.Fatalf("a range that ends before it starts returned %+v", got)
-	}
-}
-
-// Peek reads with eventually consistent reads, at half GetMany's price, and
-// finds the same records once the writes have settled.
-func TestPeekIsGetManyAtHalfThePrice(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	acc := &awstest.Accountant{Raw: f.db, Tables: map[string]awstest.TableSpec{f.table: {Keys: []string{"pk", "sk"}}}}
-	l, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t, acc.APIOption)), ledger.Options{Table: f.table, Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []ledger.ID
-	for range 4 {
-		id := newID(t)
-		create(t, f, id)
-		ids = append(ids, id)
-	}
-	acc.Take()
-	peeked, err := l.Peek(t.Context(), ids)
-	if err != nil || len(peeked) != 4 {
-		t.Fatalf("peek: %d records, %v", len(peeked), err)
-	}
-	peek := acc.Take().RCU
-	got, err := l.GetMany(t.Context(), ids)
-	if err != nil || len(got) != 4 {
-		t.Fatalf("get many: %d records, %v", len(got), err)
-	}
-	if consistent := acc.Take().RCU; peek != consistent/2 || peek != 2 {
-		t.Errorf("peek cost %v RCU, GetMany %v: want 2 and 4 (half a read unit each)", peek, consistent)
-	}
-	for id, r := range got {
-		if peeked[id].Version != r.Version || peeked[id].Status != r.Status {
-			t.Errorf("%v: peek %+v, get %+v", id, peeked[id], r)
-		}
 	}
 }
 

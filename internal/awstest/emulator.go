@@ -1,11 +1,10 @@
-// Package awstest is the test kit for code that talks to AWS: it connects
-// tests to a local AWS emulator (MiniStack or LocalStack) and creates
-// throwaway tables, queues and buckets in it, counts the requests a client
-// makes (Meter), and prices DynamoDB writes by the billing rules
-// (Accountant). It is test support: no Lambda links it.
+// Package awstest connects tests to a local AWS emulator (MiniStack or
+// LocalStack): SDK config, throwaway tables, queues and buckets, a request
+// meter and injected SQS batch failures. No Lambda links it; the lab keeps
+// the pricing (lab/units).
 //
-// The emulator helpers never reach real AWS: the endpoint must be a loopback address. Without one,
-// integration tests skip with a message, or fail when
+// It never reaches real AWS: the endpoint must be a loopback address.
+// Without one, integration tests skip, or fail when
 // HOOKLEDGER_REQUIRE_EMULATOR=1 (make test sets it, so CI never skips).
 package awstest
 

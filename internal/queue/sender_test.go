@@ -243,7 +243,7 @@ func TestDepthCountsWaitingMessages(t *testing.T) {
 	}
 }
 
-// TestEmulatorHasNoFairQueues pins what docs/recovery.md says about the
+// TestEmulatorHasNoFairQueues pins what lab/docs/emulator.md says about the
 // emulator: it keeps each message's group but delivers a standard queue in
 // send order. With 40 of a noisy tenant's messages in flight (over 10% of
 // the in-flight messages and at least 30 of its own), AWS fair queues would
@@ -284,7 +284,7 @@ func TestEmulatorHasNoFairQueues(t *testing.T) {
 	}
 	for _, g := range groups {
 		if g != "noisy" {
-			t.Fatalf("the emulator handed out %v next: it prioritises quiet tenants now (fair queues); update docs/recovery.md", groups)
+			t.Fatalf("the emulator handed out %v next: it prioritises quiet tenants now (fair queues); update lab/docs/emulator.md", groups)
 		}
 	}
 	t.Logf("with 40 noisy messages in flight the emulator hands out %v next; AWS fair queues would prefer the quiet tenant", groups)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -26,92 +25,6 @@ func (f *fixture) done(t *testing.T, key string) ledger.ID {
 		t.Fatal(err)
 	}
 	return id
-}
-
-// setupCounted is setup with the unit accountant on the reclaimer's calls
-// and the run lock (which keeps the marks) on the ledger.
-func setupCounted(t *testing.T) (*fixture, *awstest.Accountant, *ledger.Ledger) {
-	t.Helper()
-	acc := &awstest.Accountant{Tables: map[string]awstest.TableSpec{}}
-	f := setup(t, acc.APIOption)
-	l := f.h.Ledger.(*ledger.Ledger)
-	acc.Raw, acc.Tables[l.Table()] = dynamodb.NewFromConfig(awstest.Config(t)), ledgerSpec
-	f.h.Lock = l
-	return f, acc, l
-}
-
-// A done record keeps its due-index entry (the exit write is gone from the
-// happy path); the reclaimer reads it once, when it falls due, with an
-// eventually consistent read (half a read unit), passes it, and moves its
-// mark past it: later runs do not read it again.
-func TestDoneRecordsAreReadOnceAtHalfAReadUnit(t *testing.T) {
-	t.Parallel()
-	f, acc, _ := setupCounted(t)
-	f.h.Lag = 10 * time.Second
-	const n = 12
-	for i := range n {
-		f.done(t, "evt_done_"+string(rune('a'+i)))
-	}
-	f.clock.Advance(time.Minute + 30*time.Second) // due 30 s ago: past the lag
-	acc.Take()
-	first := f.run(t)
-	if first.Scanned != n || first.Skipped != n || first.Redriven() != 0 || first.Marked == 0 {
-		t.Fatalf("first run over %d done records: %+v", n, first)
-	}
-	u := acc.Take()
-	// n records at half a unit, the shard queries (half a unit each, 4
-	// shards), no consistent record reads.
-	if want := float64(n)/2 + 4*0.5; u.RCU > want {
-		t.Errorf("the run read %v RCU, want at most %v (done records passed on eventually consistent reads)", u.RCU, want)
-	}
-	for range 3 {
-		f.clock.Advance(time.Minute)
-		if rep := f.run(t); rep.Scanned != 0 {
-			t.Fatalf("a later run read the done records again: %+v", rep)
-		}
-	}
-}
-
-// The mark trails each run by the lag, so the next run reads again the
-// entries that fell due in that stretch. When it runs in the same process (a
-// warm container), the done records among them cost no second read: it
-// passes them on the run before's word (Known), while an event that came in
-// since is read and re-driven as ever. A handler without that memory (a
-// cold container) reads them again.
-func TestEntriesReadAgainCostNoSecondReadInAWarmProcess(t *testing.T) {
-	t.Parallel()
-	f, acc, l := setupCounted(t) // the default lag: a minute
-	const n = 12
-	for i := range n {
-		f.done(t, "evt_warm_"+string(rune('a'+i)))
-	}
-	f.clock.Advance(time.Minute + 20*time.Second) // due 20 s ago: within the lag
-	first := f.run(t)
-	if first.Scanned != n || first.Skipped != n || first.Known != 0 || first.Redriven() != 0 {
-		t.Fatalf("first run over %d done records: %+v", n, first)
-	}
-	cold := *f
-	cold.h = &reclaimer.Handler{Ledger: f.h.Ledger, Queue: f.h.Queue, Lock: l, Now: f.clock.Now}
-	f.clock.Advance(time.Second)
-	if rep := cold.run(t); rep.Scanned != n || rep.Known != 0 {
-		t.Fatalf("a run in a fresh process: %+v; want the %d done entries read again", rep, n)
-	}
-	lost := f.event(t, "evt_warm_lost") // its message never reaches the queue
-	f.clock.Advance(time.Minute + time.Second)
-	acc.Take()
-	second := f.run(t)
-	if second.Scanned != n+1 || second.Known != n || second.Requeued != 1 {
-		t.Fatalf("the next run in the first process: %+v; want the %d done entries known and the new event re-driven", second, n)
-	}
-	if got := f.drain(t); len(got) != 1 || got[0] != lost.Key {
-		t.Fatalf("queue %v, want %s", got, lost.Key)
-	}
-	// The shard queries (half a unit each, 4 shards), the new record's peek
-	// (half), its consistent read and its payload's (a unit each): nothing
-	// for the known entries, which would add n halves.
-	if u, want := acc.Take(), 4*0.5+0.5+1+1; u.RCU > want {
-		t.Errorf("the run read %v RCU, want at most %v: known entries were read again", u.RCU, want)
-	}
 }
 
 // racingClaim is the ledger with a worker that claims one record in the
@@ -247,9 +160,6 @@ func TestARunCutShortLeavesTheRestToTheNext(t *testing.T) {
 		t.Fatalf("%d keys on the queue, want %d", len(got.count), len(ids))
 	}
 }
-
-// ledgerSpec is the ledger table's shape for the unit accountant.
-var ledgerSpec = awstest.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []awstest.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
 
 // An idle stack writes no custom metric: the reclaimer runs every minute,
 // and a metric that receives data every hour costs $0.30 a month. A run

@@ -191,7 +191,7 @@ func providerSettings(name, p string, s Spec) error {
 
 // retention is how long the ledger keeps the source's records: its own
 // retention, or HOOKLEDGER_RETENTION raised to its provider's retry horizon
-// (docs/retention.md), as the receiver decides it; Retention without a
+// (docs/providers.md), as the receiver decides it; Retention without a
 // registry.
 func (c *Config) retention(src string) time.Duration {
 	if c.Registry != nil && c.Retention > 0 {

@@ -1,14 +1,8 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
 	"github.com/hookledger/hookledger/internal/config"
-	"github.com/hookledger/hookledger/internal/metric"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
 )
 
@@ -91,54 +84,6 @@ func TestFromConfigRefusesWhatCannotWork(t *testing.T) {
 	}
 	if _, err := FromConfig(c, Settings{Specs: ok, ReceiverFunction: "r"}, aws.Config{Region: "us-east-1"}, nil, quiet()); err != nil {
 		t.Fatalf("valid: %v", err)
-	}
-}
-
-// TestHandleEmitsMetrics runs the scheduled handler over one spec: the
-// counts go out as one EMF line, zeros included, and a failed feed fails the
-// run (so the function's Errors alarm fires).
-func TestHandleEmitsMetrics(t *testing.T) {
-	t.Parallel()
-	stub := providerstub.New(providerstub.Options{})
-	api := httptest.NewServer(stub)
-	defer api.Close()
-	stub.Stripe.SetEndpoint("http://127.0.0.1:1/unreachable", "whsec_h")
-	for i := range 3 {
-		stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(fmt.Sprintf(`{"id":"in_%d"}`, i)))
-	}
-	c := handlerConfig(t)
-	specs := fmt.Sprintf(`[{"source":"stripe","tenant":"acme","credential":"literal:sk_test_stub","api_url":%q,"min_age":"0s"}]`, api.URL)
-	h, err := FromConfig(c, Settings{Specs: specs, WebhookURL: "http://127.0.0.1:1/webhooks/{source}/{tenant}"}, aws.Config{Region: "us-east-1"}, nil, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var emf bytes.Buffer
-	h.Metrics = metric.New(&emf, "test")
-	accepting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Hookledger-Result", "accepted")
-	}))
-	defer accepting.Close()
-	h.Reconciler.Ledger = &memLedger{keys: map[string]bool{}}
-	h.Reconciler.Feeder = &HTTPFeeder{Webhook: accepting.URL}
-
-	sum, err := h.Handle(t.Context(), nil)
-	if err != nil || len(sum.Reports) != 1 || sum.Reports[0].Fed != 3 {
-		t.Fatalf("%+v %v", sum, err)
-	}
-	var line map[string]any
-	json.Unmarshal(emf.Bytes(), &line)
-	if line["ReconcileSeen"] != 3.0 || line["ReconcileMissing"] != 3.0 || line["ReconcileRecovered"] != 3.0 || line["ReconcileFailed"] != 0.0 {
-		t.Fatalf("metrics %s", emf.String())
-	}
-
-	// A receiver that refuses: the run fails and says why.
-	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
-	defer refusing.Close()
-	h.Reconciler.Feeder = &HTTPFeeder{Webhook: refusing.URL}
-	emf.Reset()
-	_, err = h.Handle(t.Context(), nil)
-	if err == nil || !strings.Contains(err.Error(), "3 missing events could not be fed") || !strings.Contains(emf.String(), `"ReconcileFailed":3`) {
-		t.Fatalf("refused: %v %s", err, emf.String())
 	}
 }
 
@@ -217,34 +162,5 @@ func TestRetentionIsTheReceivers(t *testing.T) {
 	days := &fakeConfig{vars: map[string]string{"HOOKLEDGER_SOURCES": sources, "HOOKLEDGER_RETENTION": "4d"}}
 	if err := ReceiverSources(t.Context(), &c, days, "r", "4d"); err != nil || c.Retention != 96*time.Hour {
 		t.Fatalf("retention in days: %v %v", c.Retention, err)
-	}
-}
-
-// TestHandleCountsRequestedRedeliveries: a run that asks GitHub to
-// redeliver reports them as ReconcileRequested, not ReconcileRecovered.
-func TestHandleCountsRequestedRedeliveries(t *testing.T) {
-	t.Parallel()
-	stub := providerstub.New(providerstub.Options{})
-	api := httptest.NewServer(stub)
-	defer api.Close()
-	stub.GitHub.SetEndpoint("http://127.0.0.1:1/unreachable", "gh_h")
-	stub.GitHub.Emit(t.Context(), "push", json.RawMessage(`{"ref":"a"}`))
-	srcs, _ := source.Parse([]byte(`{"github":{"provider":"github","tenants":{"acme":{"secrets":["literal:gh_h"]}}}}`))
-	reg, _ := source.NewRegistry(srcs, &source.Secrets{})
-	rc := &Config{Sources: srcs, Registry: reg, Secrets: &source.Secrets{}, Retention: 168 * time.Hour}
-	spec := Spec{Source: "github", Tenant: "acme", Credential: "literal:ghp_stub", Hook: "repos/acme/shop/hooks/42", APIURL: api.URL, MinAge: "0s", Redeliver: true}
-	var emf, logs bytes.Buffer
-	h := &Handler{Config: rc, Specs: []Spec{spec}, Reconciler: &Reconciler{Ledger: &memLedger{}, Log: quiet()}, Metrics: metric.New(&emf, "test"),
-		Log: slog.New(slog.NewTextHandler(&logs, nil))}
-	if _, err := h.Handle(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	var line map[string]any
-	json.Unmarshal(emf.Bytes(), &line)
-	if line["ReconcileMissing"] != 1.0 || line["ReconcileRequested"] != 1.0 || line["ReconcileRecovered"] != 0.0 {
-		t.Fatalf("metrics %s", emf.String())
-	}
-	if !strings.Contains(logs.String(), "redelivery requested") || strings.Contains(logs.String(), "recovered") {
-		t.Fatalf("log %s", logs.String())
 	}
 }

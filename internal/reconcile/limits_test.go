@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -255,68 +254,6 @@ func TestRedeliveriesAreSerialAndSpaced(t *testing.T) {
 		if gap := posts[i].Sub(posts[i-1]); gap < time.Second {
 			t.Fatalf("POST %d came %v after the previous one, want at least 1s", i, gap)
 		}
-	}
-}
-
-// scriptedFeeder answers feeds with the given outcomes, in order, then
-// accepted.
-type scriptedFeeder struct {
-	mu    sync.Mutex
-	out   []Outcome
-	feeds int
-}
-
-func (f *scriptedFeeder) URL(source, tenant string) string {
-	return "https://h/webhooks/" + source + "/" + tenant
-}
-
-func (f *scriptedFeeder) Feed(context.Context, string, string, http.Header, []byte) (Outcome, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.feeds++
-	if len(f.out) > 0 {
-		o := f.out[0]
-		f.out = f.out[1:]
-		return o, nil
-	}
-	return Outcome{Status: 202, Result: "accepted"}, nil
-}
-
-// TestFeedConflictIsPresentAndThrottleRetried: under HOOKLEDGER_MISMATCH=
-// reject the sender's own retry that won the race is answered 409
-// rejected_conflict: the event is in the ledger (duplicate). A 429 from the
-// receiver or API Gateway is "later", retried after its Retry-After.
-func TestFeedConflictIsPresentAndThrottleRetried(t *testing.T) {
-	t.Parallel()
-	stub, api := stubFixture(t, nil)
-	stub.Stripe.SetDown(true)
-	stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(`{"id":"in_1"}`))
-	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
-	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api})
-	job := Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_unit"}, Window: time.Hour, Retention: 168 * time.Hour}
-
-	f := &scriptedFeeder{out: []Outcome{{Status: http.StatusConflict, Result: "rejected_conflict"}}}
-	r := &Reconciler{Ledger: &memLedger{}, Feeder: f, Log: quiet()}
-	rep, err := r.Run(t.Context(), job)
-	if err != nil || rep.Duplicate != 1 || rep.Failed != 0 || rep.Found[0].Result != "duplicate_rejected_conflict" {
-		t.Fatalf("conflict: %+v %v %+v", rep.Counts, err, rep.Found)
-	}
-	// Another 409 (a body replayed under another id) is still a failure.
-	f = &scriptedFeeder{out: []Outcome{{Status: http.StatusConflict, Result: "rejected_replay"}}}
-	r = &Reconciler{Ledger: &memLedger{}, Feeder: f, Log: quiet()}
-	if rep, _ = r.Run(t.Context(), job); rep.Failed != 1 {
-		t.Fatalf("replay: %+v", rep.Counts)
-	}
-
-	ft := newFakeTime()
-	f = &scriptedFeeder{out: []Outcome{{Status: http.StatusTooManyRequests, RetryAfter: 7 * time.Second}, {Status: http.StatusTooManyRequests}}}
-	r = &Reconciler{Ledger: &memLedger{}, Feeder: f, Log: quiet(), Sleep: ft.Sleep, Backoff: time.Second}
-	rep, err = r.Run(t.Context(), job)
-	if err != nil || rep.Fed != 1 || rep.Failed != 0 || f.feeds != 3 {
-		t.Fatalf("throttled: %+v %v after %d feeds", rep.Counts, err, f.feeds)
-	}
-	if sl := ft.slept(); len(sl) != 2 || sl[0] != 7*time.Second || sl[1] != 2*time.Second {
-		t.Fatalf("slept %v, want the Retry-After then the backoff", sl)
 	}
 }
 

@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,10 +13,8 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/providerapi"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/source"
 	"github.com/hookledger/hookledger/ledger"
-	"github.com/hookledger/hookledger/webhook"
 )
 
 // memLedger is an in-memory stand-in for the ledger's Exists, for the unit
@@ -35,199 +31,7 @@ func (m *memLedger) Exists(_ context.Context, id ledger.ID) (bool, error) {
 	return m.keys[id.Key], m.err
 }
 
-// recorder is a receiver stand-in: it verifies like the real one and
-// answers with a scripted status.
-type recorder struct {
-	mu       sync.Mutex
-	verifier *webhook.Verifier
-	secret   string
-	answers  []int // statuses to answer, in order; then 200
-	keys     []string
-	bodies   [][]byte
-	url      string
-}
-
-func (r *recorder) URL(source, tenant string) string {
-	return r.url + "/webhooks/" + source + "/" + tenant
-}
-
-func (r *recorder) Feed(_ context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.answers) > 0 {
-		s := r.answers[0]
-		r.answers = r.answers[1:]
-		if s != 200 {
-			return Outcome{Status: s, Result: "unavailable"}, nil
-		}
-	}
-	ev, err := r.verifier.Verify(&webhook.Request{Method: "POST", URL: r.URL(source, tenant), Header: hdr, Body: body}, []string{r.secret}, time.Now())
-	if err != nil {
-		return Outcome{Status: 401, Result: "rejected_signature"}, nil
-	}
-	r.keys = append(r.keys, ev.Key)
-	r.bodies = append(r.bodies, body)
-	return Outcome{Status: 200, Result: "accepted"}, nil
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// stubFixture is a provider stub whose endpoint nobody serves, so every
-// event emitted while down counts as failed.
-func stubFixture(t *testing.T, now func() time.Time) (*providerstub.Server, string) {
-	t.Helper()
-	stub := providerstub.New(providerstub.Options{Now: now})
-	api := httptest.NewServer(stub)
-	t.Cleanup(api.Close)
-	hooks := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	t.Cleanup(hooks.Close)
-	stub.Stripe.SetEndpoint(hooks.URL, "whsec_unit")
-	stub.GitHub.SetEndpoint(hooks.URL, "gh_unit")
-	return stub, api.URL
-}
-
-func TestKeyFromDeliveryUsesTheSourcesKeying(t *testing.T) {
-	t.Parallel()
-	stub, api := stubFixture(t, nil)
-	ctx := t.Context()
-	stub.Stripe.SetDown(true)
-	for i := range 3 {
-		stub.Stripe.Emit(ctx, "invoice.paid", json.RawMessage(fmt.Sprintf(`{"id":"in_%d","object":"invoice"}`, i)))
-	}
-	// The source keys Stripe events by the invoice id, not the event id.
-	v, err := webhook.New(webhook.Config{Provider: "stripe", KeyPath: "data.object.id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api})
-	rec := &recorder{verifier: v, secret: "whsec_unit", url: "https://hooks.example.com"}
-	mem := &memLedger{keys: map[string]bool{"in_1": true}}
-	r := &Reconciler{Ledger: mem, Feeder: rec, Log: quiet()}
-	rep, err := r.Run(ctx, Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_unit"},
-		KeyFromDelivery: true, Window: time.Hour, Retention: 168 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Seen != 3 || rep.InLedger != 1 || rep.Fed != 2 || strings.Join(rec.keys, ",") != "in_2,in_0" && strings.Join(rec.keys, ",") != "in_0,in_2" {
-		t.Fatalf("%+v fed %v", rep.Counts, rec.keys)
-	}
-	for _, f := range rep.Found {
-		if !strings.HasPrefix(f.Key, "in_") {
-			t.Fatalf("found key %q, want the source's key", f.Key)
-		}
-	}
-}
-
-func TestFeedRetriesUnavailableThenCountsFailures(t *testing.T) {
-	t.Parallel()
-	stub, api := stubFixture(t, nil)
-	ctx := t.Context()
-	stub.GitHub.SetDown(true)
-	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"ref":"a"}`))
-	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"ref":"b"}`))
-	v, _ := webhook.New(webhook.Config{Provider: "github"})
-	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
-
-	// Two 503s, then accepted: retried (with a fresh signature) and fed.
-	rec := &recorder{verifier: v, secret: "gh_unit", url: "https://h", answers: []int{503, 503}}
-	r := &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet(), Concurrency: 1, Backoff: time.Millisecond}
-	job := Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"gh_unit"}, Window: time.Hour, Retention: 168 * time.Hour}
-	rep, err := r.Run(ctx, job)
-	if err != nil || rep.Fed != 2 || rep.Failed != 0 {
-		t.Fatalf("%+v %v", rep.Counts, err)
-	}
-	// Rebuilt GitHub bodies are the payload, compact, in the API's key order
-	// (newest first: each event is fed as soon as its group is listed).
-	if len(rec.bodies) != 2 || string(rec.bodies[0])+string(rec.bodies[1]) != `{"ref":"b"}{"ref":"a"}` {
-		t.Fatalf("bodies %s", rec.bodies)
-	}
-	// Always unavailable: failed after the retries; a 4xx fails at once.
-	rec = &recorder{verifier: v, secret: "gh_unit", url: "https://h", answers: []int{503, 503, 503, 503, 400}}
-	r = &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet(), Concurrency: 1, Backoff: time.Millisecond}
-	rep, err = r.Run(ctx, job)
-	if err != nil || rep.Failed != 2 || rep.Fed != 0 || !strings.Contains(rep.Found[0].Result+rep.Found[1].Result, "answered 400") {
-		t.Fatalf("%+v %v %+v", rep.Counts, err, rep.Found)
-	}
-	// A wrong signing secret is caught before anything is sent.
-	rec = &recorder{verifier: v, secret: "gh_unit", url: "https://h"}
-	r = &Reconciler{Ledger: &memLedger{}, Feeder: rec, Log: quiet()}
-	bad := job
-	bad.Secrets = []string{""}
-	rep, _ = r.Run(ctx, bad)
-	if rep.Failed != 2 || len(rec.keys) != 0 {
-		t.Fatalf("%+v", rep.Counts)
-	}
-}
-
-func TestLedgerErrorStopsTheRun(t *testing.T) {
-	t.Parallel()
-	stub, api := stubFixture(t, nil)
-	stub.Stripe.SetDown(true)
-	for range 30 {
-		stub.Stripe.Emit(t.Context(), "invoice.paid", json.RawMessage(`{}`))
-	}
-	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
-	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api})
-	rec := &recorder{verifier: v, secret: "whsec_unit"}
-	r := &Reconciler{Ledger: &memLedger{err: ledger.ErrUnavailable}, Feeder: rec, Log: quiet()}
-	_, err := r.Run(t.Context(), Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_unit"}, Window: time.Hour})
-	if !errors.Is(err, ledger.ErrUnavailable) || len(rec.keys) != 0 {
-		t.Fatalf("err %v, fed %d", err, len(rec.keys))
-	}
-}
-
-func TestWindowsAndAges(t *testing.T) {
-	t.Parallel()
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	stub, api := stubFixture(t, clock)
-	ctx := t.Context()
-	stub.GitHub.SetDown(true)
-	old, _, _ := stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":1}`))
-	advance(30 * time.Hour)
-	stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":2}`))
-	advance(2 * time.Hour)
-	fresh, _, _ := stub.GitHub.Emit(ctx, "push", json.RawMessage(`{"n":3}`))
-	// Redeliver the old one now: its original is outside a 24 h window.
-	var items []struct {
-		ID   int64
-		GUID string
-	}
-	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api})
-	p.api.Get(ctx, "/repos/acme/shop/hooks/42/deliveries", &items)
-	for _, it := range items {
-		if it.GUID == old {
-			p.Redeliver(ctx, Event{ID: old, ref: fmt.Sprint(it.ID)})
-		}
-	}
-	v, _ := webhook.New(webhook.Config{Provider: "github"})
-	r := &Reconciler{Ledger: &memLedger{}, Log: quiet(), Now: clock}
-	rep, err := r.Run(ctx, Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Window: 24 * time.Hour,
-		MinAge: time.Hour, Retention: 168 * time.Hour, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// n=1: only its redelivery is in the window, so it is not judged; n=2:
-	// missing; n=3: younger than MinAge.
-	if rep.Seen != 3 || rep.TooOld != 1 || rep.Missing != 1 || rep.TooRecent != 1 {
-		t.Fatalf("%+v", rep.Counts)
-	}
-	if rep.Found[0].Key == fresh || rep.Found[0].Key == old {
-		t.Fatalf("found %+v", rep.Found)
-	}
-
-	// A window reaching past the ledger's retention is refused.
-	j := Job{Source: "s", Tenant: "t", Provider: p, Verifier: v, Secrets: []string{"x"}, Window: 168 * time.Hour, Retention: 168 * time.Hour}
-	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "twice") {
-		t.Fatalf("validate: %v", err)
-	}
-	j.Window = 167 * time.Hour
-	if err := j.Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestConfigCheck(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 // ("up to three days"), a last retry can land after the nominal end when
 // their delivery queues run late, and the receiver's clock and the
 // provider's differ; a day covers all three, and a day of storage costs
-// next to nothing (docs/retention.md).
+// next to nothing (docs/providers.md).
 const RetentionMargin = 24 * time.Hour
 
 // Retention is the retention a source's records get, and why.
@@ -67,7 +67,7 @@ func checkRetention(src Source) (time.Duration, webhook.Horizon, error) {
 // sets one, else global (HOOKLEDGER_RETENTION) raised, where that is
 // shorter, to the provider's retry horizon plus RetentionMargin. global is
 // the default and not a ceiling: a source may keep its records longer than
-// the others (docs/retention.md argues it).
+// the others (docs/providers.md argues it).
 func (r *Registry) Retentions(global time.Duration) map[string]Retention {
 	out := make(map[string]Retention, len(r.entries))
 	for name := range r.entries {

@@ -23,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/lab/effect"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/ledger"
 )
 

@@ -113,7 +113,7 @@ func TestFrontDoors(t *testing.T) {
 
 	t.Run("the function URL's resource policy", func(t *testing.T) {
 		// Lambda refuses a public URL's requests without both statements;
-		// MiniStack does not enforce them (docs/front-door.md), so their
+		// MiniStack does not enforce them (lab/docs/emulator.md), so their
 		// presence is checked here instead.
 		statements := receiverPolicy(t)
 		var urlInvoke, invokeViaURL, apiInvoke bool

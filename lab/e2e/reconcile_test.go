@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/reconcile"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/ledger"
 )
 

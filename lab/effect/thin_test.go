@@ -7,8 +7,8 @@ import (
 
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/hookledgertest"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/lab/effect"
+	"github.com/hookledger/hookledger/lab/providerstub"
 )
 
 // A thin meter error report: the meter is fetched from the Stripe

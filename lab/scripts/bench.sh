@@ -34,7 +34,7 @@ gobench=()
 if [[ -z "$only" ]]; then
   echo "bench: go micro-benchmarks (-count ${BENCH_COUNT:-5})…" >&2
   go test -run '^$' -bench . -benchmem -count "${BENCH_COUNT:-5}" -benchtime "${BENCH_TIME:-300x}" \
-    ./webhook ./ledger ./internal/receiver ./internal/processor ./internal/reconcile ./idempotency >bin/bench/go-bench.txt
+    ./webhook ./ledger ./internal/receiver ./internal/processor ./lab/reconcile ./idempotency >bin/bench/go-bench.txt
   gobench=(--go-bench bin/bench/go-bench.txt)
 fi
 go build -o bin/bench/hooklab ./lab/cmd/hooklab

@@ -303,7 +303,7 @@ deployed=1
   --no-progressbar --parameter-overrides "file://$build_dir/params.yaml" >"$build_dir/deploy.log" 2>&1 \
   || { tail -40 "$build_dir/deploy.log" >&2; exit 1; }
 
-# Outputs, and the one emulator fix-up (see docs/deploy.md, "Emulator findings").
+# Outputs, and the one emulator fix-up (see lab/docs/emulator.md).
 eval "$("$py" - "$stack" <<'EOF'
 import shlex, sys, boto3
 stack = sys.argv[1]

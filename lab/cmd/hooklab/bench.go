@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/engine"
 
 	"github.com/hookledger/hookledger/internal/metric"
 
@@ -46,6 +47,7 @@ import (
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -264,9 +266,9 @@ type benchEnv struct {
 
 // metered is an AWS configuration for env's emulator whose requests the
 // meter counts and whose ledger writes and reads the accountant prices.
-func (b *benchRun) metered(ctx context.Context, env *benchEnv) (*awstest.Meter, *awstest.Accountant, aws.Config, error) {
+func (b *benchRun) metered(ctx context.Context, env *benchEnv) (*awstest.Meter, *units.Accountant, aws.Config, error) {
 	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
+	acc := &units.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]units.TableSpec{env.table: ledgerTable}}
 	cfg, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
 	return m, acc, cfg, err
 }
@@ -274,7 +276,7 @@ func (b *benchRun) metered(ctx context.Context, env *benchEnv) (*awstest.Meter, 
 // meteredLedgers is metered with two ledgers on env's table: one through
 // the meter and the unit accountant (what is measured), one on the raw
 // config (for setting records up unmeasured).
-func (b *benchRun) meteredLedgers(ctx context.Context, env *benchEnv) (m *awstest.Meter, acc *awstest.Accountant, measured, plain *ledger.Ledger, err error) {
+func (b *benchRun) meteredLedgers(ctx context.Context, env *benchEnv) (m *awstest.Meter, acc *units.Accountant, measured, plain *ledger.Ledger, err error) {
 	m, acc, cfg, err := b.metered(ctx, env)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -323,7 +325,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 }
 
 // ledgerTable is the ledger table's shape for the unit rules.
-var ledgerTable = awstest.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []awstest.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
+var ledgerTable = units.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []units.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
 
 // logCounter counts the bytes and the processed events the handlers log.
 type logCounter struct {
@@ -422,7 +424,7 @@ func receiveOne(ctx context.Context, sq *sqs.Client, queueURL string) (events.SQ
 // step is one accounted step: its requests by operation and its units.
 type benchStep struct {
 	calls map[string]int
-	u     awstest.Usage
+	u     units.Usage
 	logs  int64
 }
 
@@ -560,11 +562,11 @@ func (b *benchRun) accounting(ctx context.Context) error {
 		queries := sReclaim.calls["DynamoDB.Query"]
 
 		t.Add("receiver: new event", label, sNew.callList(), sNew.total(), sNew.u.WCU, sNew.u.IndexWCU, sNew.u.RCU, sNew.u.SQS, sNew.logs)
-		t.Add("processor: claim + complete", label, sProc.callList(), sProc.total(), sProc.u.WCU, sProc.u.IndexWCU, sProc.u.RCU, awstest.SQSRequests(len(msgBody(body)))+1, sProc.logs)
+		t.Add("processor: claim + complete", label, sProc.callList(), sProc.total(), sProc.u.WCU, sProc.u.IndexWCU, sProc.u.RCU, units.SQSRequests(len(msgBody(body)))+1, sProc.logs)
 		t.Add("receiver: duplicate (done)", label, sDup.callList(), sDup.total(), sDup.u.WCU, sDup.u.IndexWCU, sDup.u.RCU, sDup.u.SQS, sDup.logs)
 		t.Add("receiver: duplicate (still received, <30 s)", label, sDupRecv.callList(), sDupRecv.total(), sDupRecv.u.WCU, sDupRecv.u.IndexWCU, sDupRecv.u.RCU, sDupRecv.u.SQS, sDupRecv.logs)
 		t.Add(fmt.Sprintf("reclaimer run re-driving 1 event (incl. %d shard queries and the run lock's 2 writes)", queries), label, sReclaim.callList(), sReclaim.total(), sReclaim.u.WCU, sReclaim.u.IndexWCU, sReclaim.u.RCU, sReclaim.u.SQS, sReclaim.logs)
-		t.Add("processor after reclaim", label, sReproc.callList(), sReproc.total(), sReproc.u.WCU, sReproc.u.IndexWCU, sReproc.u.RCU, awstest.SQSRequests(len(msgBody(bodyC)))+1, sReproc.logs)
+		t.Add("processor after reclaim", label, sReproc.callList(), sReproc.total(), sReproc.u.WCU, sReproc.u.IndexWCU, sReproc.u.RCU, units.SQSRequests(len(msgBody(bodyC)))+1, sReproc.logs)
 
 		stored := bench.Compressed(body)
 		rec, pay := 0, 0
@@ -711,7 +713,7 @@ func (b *benchRun) compare(ctx context.Context) error {
 	}
 	defer db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
 	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: db, Tables: map[string]awstest.TableSpec{table: ledgerTable}}
+	acc := &units.Accountant{Raw: db, Tables: map[string]units.TableSpec{table: ledgerTable}}
 	metered, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
 	if err != nil {
 		return err
@@ -897,7 +899,7 @@ func (b *benchRun) powertools(ctx context.Context) (*contenderResult, string, er
 	if err := json.Unmarshal(ob, &res); err != nil {
 		return nil, "", fmt.Errorf("powertools output: %w", err)
 	}
-	tbl := awstest.TableSpec{Keys: []string{"id"}}
+	tbl := units.TableSpec{Keys: []string{"id"}}
 	r := newContenderResult()
 	for _, d := range res.Deliveries {
 		k := kindKey(d.Size, d.Dup)
@@ -908,9 +910,9 @@ func (b *benchRun) powertools(ctx context.Context) (*contenderResult, string, er
 			before, after, attempted := avMap(op.Before), avMap(op.After), avMap(op.Attempted)
 			switch {
 			case op.Op == "GetItem":
-				r.rcu[k] += awstest.ReadUnits(awstest.ItemSize(after), op.Consistent)
+				r.rcu[k] += units.ReadUnits(units.ItemSize(after), op.Consistent)
 			case !op.OK:
-				r.wcu[k] += awstest.FailedWriteCost(before, attempted).Table
+				r.wcu[k] += units.FailedWriteCost(before, attempted).Table
 			default:
 				w := tbl.WriteCost(before, after, false)
 				r.wcu[k] += w.Table + w.Index

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/engine"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,7 @@ import (
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
 	"github.com/hookledger/hookledger/lab/latency"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -51,7 +53,7 @@ type billSize struct {
 // billIdle is one reclaimer run with nothing to do.
 type billIdle struct {
 	calls       map[string]int
-	u           awstest.Usage
+	u           units.Usage
 	logBytes    float64
 	metricBytes float64
 	ms, cpuMS   float64 // with AWS latencies; its CPU time
@@ -313,7 +315,7 @@ func (b *benchRun) measureBill(ctx context.Context) (*billMeasures, error) {
 
 // measureSize measures one body's new delivery, processing and duplicate
 // with the request meter and the unit accountant.
-func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Client, queueURL string, body []byte, m *awstest.Meter, acc *awstest.Accountant) (billSize, error) {
+func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Client, queueURL string, body []byte, m *awstest.Meter, acc *units.Accountant) (billSize, error) {
 	req := benchRequest(body)
 	m.Reset()
 	acc.Take()
@@ -358,7 +360,7 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 	s := billSize{newLines: linesNew, dupLines: linesDup}
 	s.newEv = bench.Profile{
 		WCU: uNew.WCU + uNew.IndexWCU + uProc.WCU + uProc.IndexWCU, RCU: uNew.RCU + uProc.RCU,
-		SQSSend: uNew.SQS, SQSChunks: awstest.SQSRequests(msg),
+		SQSSend: uNew.SQS, SQSChunks: units.SQSRequests(msg),
 		LogBytes: logNew + logProc, MetricBytes: metNew + metProc,
 		TableBytes: table, IndexBytes: indexEntryBytes(id), BodyBytes: float64(len(body)),
 		S3Puts: float64(newCalls["S3.PutObject"]), S3Gets: float64(procCalls["S3.GetObject"]),
@@ -491,7 +493,7 @@ func (b *benchRun) queueBatch(ctx context.Context, h *billHandlers, sq *sqs.Clie
 
 // measureSteps measures handlers of 1, 2 and 3 no-op steps: the processor's
 // write units and its time with AWS latencies, each over a step's worth.
-func (b *benchRun) measureSteps(ctx context.Context, env *benchEnv, counted, timed aws.Config, m *awstest.Meter, acc *awstest.Accountant, out *billMeasures) error {
+func (b *benchRun) measureSteps(ctx context.Context, env *benchEnv, counted, timed aws.Config, m *awstest.Meter, acc *units.Accountant, out *billMeasures) error {
 	routes := hookledger.NewRouter()
 	for n := 1; n <= 3; n++ {
 		routes.HandleFunc("stripe", fmt.Sprintf("steps.%d", n), func(ctx context.Context, ev *hookledger.Event) error {

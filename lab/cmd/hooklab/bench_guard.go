@@ -9,11 +9,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -54,7 +54,7 @@ func (b *benchRun) guard(ctx context.Context) error {
 	const size = 3 * 1024
 	type row struct {
 		calls, n int
-		u        awstest.Usage
+		u        units.Usage
 		dur      []time.Duration
 	}
 	run := func(h *receiver.Handler, req events.APIGatewayV2HTTPRequest, want receiver.Result, r *row) error {
@@ -161,7 +161,7 @@ func githubRequest(id string, body []byte) events.APIGatewayV2HTTPRequest {
 // bill: the same GitHub deliveries through receivers with the guard on and
 // off, new and duplicate; the difference in write units, kept bytes, log
 // bytes and time with AWS latencies (medians).
-func (b *benchRun) guardDeltas(ctx context.Context, env *benchEnv, counted, timed aws.Config, acc *awstest.Accountant) (newD, dupD bench.Profile, err error) {
+func (b *benchRun) guardDeltas(ctx context.Context, env *benchEnv, counted, timed aws.Config, acc *units.Accountant) (newD, dupD bench.Profile, err error) {
 	var prof [2][2]bench.Profile // [guard off, on][new, duplicate]
 	kinds := []receiver.Result{receiver.Accepted, receiver.Duplicate}
 	for g, guarded := range []bool{false, true} {

@@ -19,6 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 )
 
 // The idempotency package in the side-by-side comparison: the same
@@ -120,7 +121,7 @@ func (b *benchRun) idempotencyTable(ctx context.Context, table string, results m
 		t.Add("bare handler (no idempotency)", testbody.Label(size), "any", 0.0, 0.0, 0.0, len(e.bare), bench.Median(e.bare), bench.Percentile(e.bare, 90))
 	}
 	t.Notes = []string{
-		"Requests and write units measured per call against the emulator and priced by one implementation of DynamoDB's billing rules (internal/awstest) for both contenders. " +
+		"Requests and write units measured per call against the emulator and priced by one implementation of DynamoDB's billing rules (lab/units) for both contenders. " +
 			"A first call is a conditional PutItem (claim) and an UpdateItem (store the result); a repeat is one failed conditional PutItem that returns the stored result (ReturnValuesOnConditionCheckFailure), billed on the stored item.",
 		"Added latency is the whole wrapped call's wall time with a handler that does nothing: Go SDK v2 for this package, boto3 in CPython for Powertools, each against the same emulator on a shared 2-core machine (language and SDK overheads included). " +
 			"The Go side takes the event as json.RawMessage and selects the key with the JSON path \"id\"; Powertools gets the parsed dict and event_key_jmespath \"id\".",
@@ -146,7 +147,7 @@ func (b *benchRun) idempotencyExtras(ctx context.Context, table string) (map[int
 		return nil, err
 	}
 	m := awstest.NewMeter()
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]awstest.TableSpec{table: ledgerTable}}
+	acc := &units.Accountant{Raw: dynamodb.NewFromConfig(raw), Tables: map[string]units.TableSpec{table: ledgerTable}}
 	metered, err := b.awsConfig(ctx, m.APIOption, acc.APIOption)
 	if err != nil {
 		return nil, err

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/stripe"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -48,7 +49,7 @@ func (b *benchRun) order(ctx context.Context) error {
 	}
 	t := &bench.MD{Title: "Order per resource: processor calls and units per event (measured against the emulator; claim and complete included)",
 		Header: []string{"event", "UpdateItem", "GetItem", "WCU", "RCU", "extra $ per 1M events"}}
-	var base awstest.Usage
+	var base units.Usage
 	for i, c := range cases {
 		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_order_%d_0123456789abcdef", i)}
 		if _, _, err := plain.Create(ctx, ledger.NewEvent{ID: id, Type: c.typ, BodySHA256: "x"}); err != nil {

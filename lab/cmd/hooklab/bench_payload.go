@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
@@ -23,6 +22,7 @@ import (
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
 	"github.com/hookledger/hookledger/lab/latency"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -120,7 +120,7 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 				return fmt.Errorf("%s, %s: %w", policy, testbody.Label(size), err)
 			}
 			wcu := sNew.u.WCU + sNew.u.IndexWCU + sProc.u.WCU + sProc.u.IndexWCU
-			sqsBilled := sNew.u.SQS + awstest.SQSRequests(len(msgBody(body))) + 1
+			sqsBilled := sNew.u.SQS + units.SQSRequests(len(msgBody(body))) + 1
 			rts := 2
 			t.Add(policy, testbody.Label(size), sNew.callList(), rts, sProc.callList(), sNew.u.WCU+sProc.u.WCU, sNew.u.IndexWCU+sProc.u.IndexWCU, wcu, sqsBilled, s3Calls(sNew)+s3Calls(sProc))
 		}
@@ -139,7 +139,7 @@ func (b *benchRun) policyAccounting(ctx context.Context) error {
 		return fmt.Errorf("2 MB body: %w", err)
 	}
 	wcu := sNew.u.WCU + sNew.u.IndexWCU + sProc.u.WCU + sProc.u.IndexWCU
-	sqsBilled := sNew.u.SQS + awstest.SQSRequests(len(msgBody([]byte(`{}`)))) + 1
+	sqsBilled := sNew.u.SQS + units.SQSRequests(len(msgBody([]byte(`{}`)))) + 1
 	t.Add("always + S3 store", fmt.Sprintf("%.1f MB", float64(len(body))/1e6), sNew.callList(), 2, sProc.callList(), sNew.u.WCU+sProc.u.WCU, sNew.u.IndexWCU+sProc.u.IndexWCU, wcu, sqsBilled, s3Calls(sNew)+s3Calls(sProc))
 	t.Notes = []string{
 		"Sequential round trips: what the sender waits for on the new-event path: the record, then (always) the payload write and the enqueue at once, " +

@@ -95,7 +95,7 @@ func (b *benchRun) printLevers(st bench.Stack, bm *billMeasures) {
 	{
 		aa := a
 		aa.FunctionURL = true
-		add("function URL instead of the HTTP API", "API Gateway's throttling; custom domains need CloudFront (docs/front-door.md)", nw, dp, aa)
+		add("function URL instead of the HTTP API", "API Gateway's throttling; custom domains need CloudFront (docs/deploy.md, \"The front door\")", nw, dp, aa)
 	}
 	for _, alt := range []time.Duration{0, time.Second, 2 * time.Second, 5 * time.Second} {
 		if alt == w {

@@ -10,11 +10,12 @@ import (
 	"github.com/hookledger/hookledger/idempotency"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/testbody"
+	"github.com/hookledger/hookledger/lab/units"
 )
 
 // TestCostPerCall pins the idempotency module's budget against Powertools
 // (2 requests and 2 write units per first call, 1 and 1 per repeat, at
-// 1 KB), measured against the emulator and priced by internal/awstest's
+// 1 KB), measured against the emulator and priced by lab/units'
 // DynamoDB billing rules, for every payload size the benchmark reports: a
 // first call is one conditional PutItem and one UpdateItem of 1 WCU each,
 // a repeat one failed conditional PutItem of 1 WCU, a cached repeat
@@ -30,7 +31,7 @@ func TestCostPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rawDB.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
-	acc := &awstest.Accountant{Raw: rawDB, Tables: map[string]awstest.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
+	acc := &units.Accountant{Raw: rawDB, Tables: map[string]units.TableSpec{table: {Keys: []string{"pk", "sk"}}}}
 	cfg := awstest.Config(t, m.APIOption, acc.APIOption)
 	for _, cached := range []bool{false, true} {
 		opt := idempotency.Options{Table: table, Logger: slog.New(slog.DiscardHandler)}

@@ -24,12 +24,12 @@ import (
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reconcile"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/lab/effect"
 	"github.com/hookledger/hookledger/lab/paystub"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/ledger"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/hookledger/hookledger/internal/engine"
 	"io"
 	"log/slog"
 	"math"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/engine"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,7 @@ import (
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/testbody"
 	"github.com/hookledger/hookledger/lab/bench"
+	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -391,41 +393,41 @@ func (b *benchRun) recovery(ctx context.Context) error {
 
 // recoveryUnits re-drives a small backlog with the unit accountant on and
 // returns the units per re-driven record.
-func (b *benchRun) recoveryUnits(ctx context.Context, n int) (awstest.Usage, error) {
+func (b *benchRun) recoveryUnits(ctx context.Context, n int) (units.Usage, error) {
 	env, cleanup, err := b.newEnv(ctx, "recunits", "")
 	if err != nil {
-		return awstest.Usage{}, err
+		return units.Usage{}, err
 	}
 	defer cleanup()
 	if err := seedBacklog(ctx, dynamodb.NewFromConfig(env.raw), env.table, "evt_units", n, 4); err != nil {
-		return awstest.Usage{}, err
+		return units.Usage{}, err
 	}
-	acc := &awstest.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]awstest.TableSpec{env.table: ledgerTable}}
+	acc := &units.Accountant{Raw: dynamodb.NewFromConfig(env.raw), Tables: map[string]units.TableSpec{env.table: ledgerTable}}
 	cfg, err := b.awsConfig(ctx, acc.APIOption)
 	if err != nil {
-		return awstest.Usage{}, err
+		return units.Usage{}, err
 	}
 	h, err := reclaimer.FromConfig(env.conf, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
-		return awstest.Usage{}, err
+		return units.Usage{}, err
 	}
 	acc.Take()
 	rep, err := h.Handle(ctx, nil)
 	if err != nil {
-		return awstest.Usage{}, err
+		return units.Usage{}, err
 	}
 	if rep.Redriven() != n {
-		return awstest.Usage{}, fmt.Errorf("re-drove %d of %d (%+v)", rep.Redriven(), n, rep)
+		return units.Usage{}, fmt.Errorf("re-drove %d of %d (%+v)", rep.Redriven(), n, rep)
 	}
 	u := acc.Take()
 	f := float64(n)
-	return awstest.Usage{WCU: u.WCU / f, IndexWCU: u.IndexWCU / f, RCU: u.RCU / f, SQS: u.SQS / f}, nil
+	return units.Usage{WCU: u.WCU / f, IndexWCU: u.IndexWCU / f, RCU: u.RCU / f, SQS: u.SQS / f}, nil
 }
 
 // recoveryCeiling measures what the emulator itself sustains for each
 // request of the drain, at the reclaimer's concurrency, and sets the
 // measured rate against it and against AWS.
-func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured float64, mix map[string]float64, units awstest.Usage) error {
+func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured float64, mix map[string]float64, units units.Usage) error {
 	fmt.Fprintln(b.log, "bench: recovery: the emulator's own rates…")
 	db, sq := dynamodb.NewFromConfig(env.raw), sqs.NewFromConfig(env.raw)
 	const n = 600 // a fresh set of records to read and write, in the drained table

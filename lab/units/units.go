@@ -14,7 +14,7 @@
 //     costs nothing when only non-key attributes change
 //     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Writes).
 
-package awstest
+package units
 
 import (
 	"strings"

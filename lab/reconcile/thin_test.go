@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/reconcile"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/stripe"
 )
 

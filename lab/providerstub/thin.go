@@ -16,7 +16,7 @@ import (
 )
 
 // Stripe's thin events (API v2), as documented for event destinations and
-// the v2 Events API (shapes: docs/eventbridge.md):
+// the v2 Events API (shapes: lab/docs/proofs.md):
 //
 //   - the notification delivered to a webhook endpoint or an EventBridge
 //     partner event bus: id, object "v2.core.event", type, created (RFC

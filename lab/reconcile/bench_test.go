@@ -1,4 +1,4 @@
-package reconcile
+package reconcile_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
-	"github.com/hookledger/hookledger/internal/providerstub"
+	"github.com/hookledger/hookledger/internal/reconcile"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -59,9 +60,9 @@ func BenchmarkReconcileStripe(b *testing.B) {
 		}
 	}
 	v, _ := webhook.New(webhook.Config{Provider: "stripe"})
-	p, _ := NewStripe(StripeOptions{APIKey: "sk_test_stub", BaseURL: api.URL, All: true})
-	r := &Reconciler{Ledger: l, Feeder: &HTTPFeeder{Webhook: rcv.URL}, Log: quiet()}
-	job := Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_bench"}, Window: time.Hour, Retention: 168 * time.Hour}
+	p, _ := reconcile.NewStripe(reconcile.StripeOptions{APIKey: "sk_test_stub", BaseURL: api.URL, All: true})
+	r := &reconcile.Reconciler{Ledger: l, Feeder: &reconcile.HTTPFeeder{Webhook: rcv.URL}, Log: quiet()}
+	job := reconcile.Job{Source: "stripe", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"whsec_bench"}, Window: time.Hour, Retention: 168 * time.Hour}
 	m.Reset()
 	apiCalls.Store(0)
 	b.ReportAllocs()
@@ -116,9 +117,9 @@ func BenchmarkReconcileGitHub(b *testing.B) {
 		}
 	}
 	v, _ := webhook.New(webhook.Config{Provider: "github"})
-	p, _ := NewGitHub(GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api.URL})
-	r := &Reconciler{Ledger: l, Feeder: &HTTPFeeder{Webhook: rcv.URL}, Log: quiet()}
-	job := Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"gh_bench"}, Window: time.Hour, Retention: 168 * time.Hour}
+	p, _ := reconcile.NewGitHub(reconcile.GitHubOptions{Token: "ghp_stub", Hook: "repos/acme/shop/hooks/42", BaseURL: api.URL})
+	r := &reconcile.Reconciler{Ledger: l, Feeder: &reconcile.HTTPFeeder{Webhook: rcv.URL}, Log: quiet()}
+	job := reconcile.Job{Source: "github", Tenant: "acme", Provider: p, Verifier: v, Secrets: []string{"gh_bench"}, Window: time.Hour, Retention: 168 * time.Hour}
 	m.Reset()
 	apiCalls.Store(0)
 	b.ReportAllocs()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hookledger/hookledger/internal/engine"
 	"log/slog"
 	"net"
 	"net/http/httptest"
@@ -14,15 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/engine"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/local"
-	"github.com/hookledger/hookledger/internal/providerstub"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reconcile"
+	"github.com/hookledger/hookledger/lab/providerstub"
 	"github.com/hookledger/hookledger/ledger"
 )
 

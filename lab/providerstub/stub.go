@@ -20,7 +20,7 @@
 //
 // Nothing here is the product: it exists so that hookledger reconcile can be
 // proven against the providers' documented API shapes without a network.
-// Sources of the shapes: docs/reconcile.md.
+// Sources of the shapes: lab/docs/proofs.md ("Reconcile").
 package providerstub
 
 import (
