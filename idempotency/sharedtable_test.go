@@ -32,8 +32,8 @@ func TestDynamoDBSharesTheLedgerTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: uniqueName("evt")}
-	if _, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "charge.succeeded"}); err != nil || !created {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: uniqueName("evt")}
+	if _, created, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "charge.succeeded"}); err != nil || !created {
 		t.Fatalf("create event: created=%v err=%v", created, err)
 	}
 	s, err := idempotency.NewStore(db, idempotency.Options{Table: table, Logger: quietLogger()})
@@ -43,17 +43,17 @@ func TestDynamoDBSharesTheLedgerTable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for range 2 { // a first call and its replay
-		if got, _, err := idempotency.Do(ctx, s, "charge", id.Key, func(context.Context) (string, error) { return "charged", nil }); err != nil || got != "charged" {
+		if got, _, err := idempotency.Do(ctx, s, "charge", id.ID, func(context.Context) (string, error) { return "charged", nil }); err != nil || got != "charged" {
 			t.Fatalf("call on the ledger's table: %q %v", got, err)
 		}
 	}
-	key, _ := idempotency.KeyOf("charge", id.Key)
+	key, _ := idempotency.KeyOf("charge", id.ID)
 
 	recs, err := l.List(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1 || recs[0].ID != id || recs[0].Status != ledger.Received {
+	if len(recs) != 1 || recs[0].Key != id || recs[0].Status != ledger.Received {
 		t.Fatalf("the ledger lists %+v, want only its own event, still received", recs)
 	}
 	counts, err := l.Counts(ctx)

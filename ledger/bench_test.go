@@ -40,11 +40,11 @@ func benchLedger(b *testing.B) *ledger.Ledger {
 	return l
 }
 
-var benchID = ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_bench_0001"}
+var benchID = ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_bench_0001"}
 
 func BenchmarkCreate(b *testing.B) {
 	l, ctx := benchLedger(b), context.Background()
-	ev := ledger.NewEvent{ID: benchID, Type: "invoice.paid", BodySHA256: strings.Repeat("ab", 32)}
+	ev := ledger.NewEvent{Key: benchID, Type: "invoice.paid", BodySHA256: strings.Repeat("ab", 32)}
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Create(ctx, ev)

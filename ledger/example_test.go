@@ -69,12 +69,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
 
 	// Receiver: one conditional put per delivery.
-	_, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid"})
+	_, created, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid"})
 	fmt.Println("first delivery created:", created, err)
-	rec, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid"})
+	rec, created, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid"})
 	fmt.Println("second delivery created:", created, "status:", rec.Status, err)
 
 	// Processor: lease, steps, complete.
@@ -105,10 +105,10 @@ func Example() {
 
 // NewID is where a delivery's identity enters the ledger: every rule of
 // its three parts is checked there, once.
-func ExampleNewID() {
-	id, err := ledger.NewID("stripe", "acme", "evt_1#2")
+func ExampleNewKey() {
+	id, err := ledger.NewKey("stripe", "acme", "evt_1#2")
 	fmt.Println(id.PK(), err)
-	_, err = ledger.NewID("stripe", "acme", "evt_\uffff")
+	_, err = ledger.NewKey("stripe", "acme", "evt_\uffff")
 	fmt.Println(errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrText))
 	// Output:
 	// ev#stripe#acme#evt_1%232 <nil>

@@ -21,7 +21,7 @@ import (
 // would let Create replace the record and run its effects twice. Callers
 // must keep their window inside the retention (see Options.Retention), so
 // that DynamoDB's TTL cannot have removed the record either.
-func (l *Ledger) Exists(ctx context.Context, id ID) (bool, error) {
+func (l *Ledger) Exists(ctx context.Context, id Key) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
 	}

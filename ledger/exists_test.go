@@ -33,7 +33,7 @@ func TestExists(t *testing.T) {
 	if ok, err := f.l.Exists(t.Context(), id); !ok || err != nil {
 		t.Fatalf("expired but not yet deleted must count as present: %v %v", ok, err)
 	}
-	if _, err := f.l.Exists(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme"}); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := f.l.Exists(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme"}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Fatalf("empty key: %v", err)
 	}
 }

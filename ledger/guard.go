@@ -21,7 +21,7 @@ const skGuard = "g"
 // event records ("ev#"); it has no due-index attributes, so the reclaimer
 // never sees it, and List reads only records. The type comes before the
 // digest, each escaped, so no two (type, digest) pairs share an item.
-func guardPK(id ID, ev Identity) string {
+func guardPK(id Key, ev Identity) string {
 	return "rg#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(ev.Type) + "#" + escape(ev.BodySHA256)
 }
 
@@ -44,7 +44,7 @@ func guardPK(id ID, ev Identity) string {
 //
 // id is the delivery's, as NewID returned it: ClaimBody does not check it
 // again (Create, which follows it, guards the record's key).
-func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, error) {
+func (l *Ledger) ClaimBody(ctx context.Context, id Key, ev Identity) (string, error) {
 	if ev.BodySHA256 == "" || len(ev.BodySHA256) > 128 {
 		return "", fmt.Errorf("%w: body digest must be 1..128 bytes", ErrInvalid)
 	}
@@ -55,17 +55,17 @@ func (l *Ledger) ClaimBody(ctx context.Context, id ID, ev Identity) (string, err
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &l.opt.Table,
 		Item: map[string]types.AttributeValue{
-			attrPK: dynamo.S(guardPK(id, ev)), attrSK: dynamo.S(skGuard), attrKey: dynamo.S(id.Key),
+			attrPK: dynamo.S(guardPK(id, ev)), attrSK: dynamo.S(skGuard), attrKey: dynamo.S(id.ID),
 			attrCreated: dynamo.Millis(now), attrExpires: dynamo.N(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 		},
 		// A retry of the same event (same key) may refresh the item; so may
 		// anyone once it has expired (TTL deletion can lag by days).
 		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :now OR event_key = :key"),
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": dynamo.N(now.Unix()), ":key": dynamo.S(id.Key)},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": dynamo.N(now.Unix()), ":key": dynamo.S(id.ID)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return id.Key, nil
+		return id.ID, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {

@@ -18,9 +18,9 @@ import (
 func TestClaimBodyRefusesTheSameBodyUnderANewKey(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(o *ledger.Options) { o.Retention = 24 * time.Hour })
-	first := ledger.ID{Source: "github", Tenant: "acme", Key: "delivery-1"}
+	first := ledger.Key{Source: "github", Tenant: "acme", ID: "delivery-1"}
 	push := func(digest string) ledger.Identity { return ledger.Identity{Type: "push", BodySHA256: digest} }
-	claim := func(id ledger.ID, ev ledger.Identity) string {
+	claim := func(id ledger.Key, ev ledger.Identity) string {
 		t.Helper()
 		k, err := f.l.ClaimBody(t.Context(), id, ev)
 		if err != nil {
@@ -38,18 +38,18 @@ func TestClaimBodyRefusesTheSameBodyUnderANewKey(t *testing.T) {
 	if got := f.meter.Snapshot()["DynamoDB.PutItem"]; got != 1 || f.meter.Service("DynamoDB") != 1 {
 		t.Errorf("a guard check cost %v, want one PutItem", f.meter.Snapshot())
 	}
-	replay := ledger.ID{Source: "github", Tenant: "acme", Key: "delivery-2-forged"}
+	replay := ledger.Key{Source: "github", Tenant: "acme", ID: "delivery-2-forged"}
 	if k := claim(replay, push("d1")); k != "delivery-1" {
 		t.Errorf("the same body under a new key: %q, want the first key", k)
 	}
-	if k := claim(ledger.ID{Source: "github", Tenant: "globex", Key: "delivery-2-forged"}, push("d1")); k != "delivery-2-forged" {
+	if k := claim(ledger.Key{Source: "github", Tenant: "globex", ID: "delivery-2-forged"}, push("d1")); k != "delivery-2-forged" {
 		t.Errorf("another tenant is another key space: %q", k)
 	}
 	if k := claim(replay, push("d2")); k != "delivery-2-forged" {
 		t.Errorf("another body: %q", k)
 	}
 	f.clock.Advance(25 * time.Hour)
-	if k := claim(ledger.ID{Source: "github", Tenant: "acme", Key: "delivery-3"}, push("d1")); k != "delivery-3" {
+	if k := claim(ledger.Key{Source: "github", Tenant: "acme", ID: "delivery-3"}, push("d1")); k != "delivery-3" {
 		t.Errorf("after the retention window: %q, want the guard expired", k)
 	}
 	// Guard items are not records.
@@ -69,7 +69,7 @@ func TestClaimBodyIsScopedByEventType(t *testing.T) {
 	f := setup(t)
 	claim := func(key, typ, digest string) string {
 		t.Helper()
-		k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "shopify", Tenant: "acme", Key: key}, ledger.Identity{Type: typ, BodySHA256: digest})
+		k, err := f.l.ClaimBody(t.Context(), ledger.Key{Source: "shopify", Tenant: "acme", ID: key}, ledger.Identity{Type: typ, BodySHA256: digest})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestClaimBodyIsScopedByEventType(t *testing.T) {
 	if k := claim("wh-5", "a", "b#c"); k != "wh-5" {
 		t.Errorf("type a, digest b#c took the item of type a#b, digest c: %q", k)
 	}
-	long := ledger.ID{Source: "shopify", Tenant: "acme", Key: "k"}
+	long := ledger.Key{Source: "shopify", Tenant: "acme", ID: "k"}
 	if _, err := f.l.ClaimBody(t.Context(), long, ledger.Identity{Type: strings.Repeat("#", 700), BodySHA256: "d"}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("a type whose guard key would exceed DynamoDB's limit: %v, want ErrInvalid", err)
 	}
@@ -101,29 +101,29 @@ func TestClaimBodyIsScopedByEventType(t *testing.T) {
 // bytes, since "#" is stored as "%23".
 func TestValidateRefusesPartitionKeysOverDynamoDBsLimit(t *testing.T) {
 	t.Parallel()
-	long := ledger.ID{Source: strings.Repeat("#", 400), Tenant: strings.Repeat("#", 400), Key: "evt"}
+	long := ledger.Key{Source: strings.Repeat("#", 400), Tenant: strings.Repeat("#", 400), ID: "evt"}
 	if n := len(long.PK()); n <= ledger.MaxPKBytes {
 		t.Fatalf("test id encodes to %d bytes", n)
 	}
 	if err := long.Validate(); !errors.Is(err, ledger.ErrInvalid) || !strings.Contains(err.Error(), "2048") {
 		t.Errorf("Validate(%d-byte key) = %v, want ErrInvalid naming the 2048-byte limit", len(long.PK()), err)
 	}
-	if err := (ledger.ID{Source: "s", Tenant: "t", Key: "evt_\xff"}).Validate(); !errors.Is(err, ledger.ErrInvalid) {
+	if err := (ledger.Key{Source: "s", Tenant: "t", ID: "evt_\xff"}).Validate(); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("invalid UTF-8 key: %v", err)
 	}
-	edge := ledger.ID{Source: strings.Repeat("a", 512), Tenant: strings.Repeat("b", 512), Key: strings.Repeat("c", 512)}
+	edge := ledger.Key{Source: strings.Repeat("a", 512), Tenant: strings.Repeat("b", 512), ID: strings.Repeat("c", 512)}
 	if err := edge.Validate(); err != nil {
 		t.Errorf("1536 plain bytes: %v", err)
 	}
 	f := setup(t)
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: long}); !errors.Is(err, ledger.ErrInvalid) || f.meter.Service("DynamoDB") != 0 {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: long}); !errors.Is(err, ledger.ErrInvalid) || f.meter.Service("DynamoDB") != 0 {
 		t.Errorf("Create with an over-long key: %v after %v", err, f.meter.Snapshot())
 	}
 }
 
 func TestCheckPayloadSize(t *testing.T) {
 	t.Parallel()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1"}
 	noise := make([]byte, 401*1024)
 	rand.Read(noise)
 	if err := ledger.CheckPayloadSize(id, noise); !errors.Is(err, ledger.ErrTooLarge) {

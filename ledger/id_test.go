@@ -10,11 +10,11 @@ import (
 
 func TestPKIsInjective(t *testing.T) {
 	t.Parallel()
-	ids := []ID{
+	ids := []Key{
 		{"a#b", "c", "d"}, {"a", "b#c", "d"}, {"a", "b", "c#d"},
 		{"a%23b", "c", "d"}, {"a%", "23b", "c"}, {"a", "b", "c"},
 	}
-	seen := map[string]ID{}
+	seen := map[string]Key{}
 	for _, id := range ids {
 		pk := id.PK()
 		if prev, ok := seen[pk]; ok {
@@ -32,7 +32,7 @@ func FuzzPKRoundTrip(f *testing.F) {
 	f.Add("stripe", "acme", "evt_1")
 	f.Add("a#", "%23", "#%")
 	f.Fuzz(func(t *testing.T, source, tenant, key string) {
-		id := ID{source, tenant, key}
+		id := Key{source, tenant, key}
 		back, err := ParsePK(id.PK())
 		if err != nil || back != id {
 			t.Fatalf("round trip %+v -> %q -> %+v, %v", id, id.PK(), back, err)
@@ -44,7 +44,7 @@ func TestShardSpread(t *testing.T) {
 	t.Parallel()
 	counts := make([]int, 16)
 	for i := range 16000 {
-		counts[shardOf(ID{"s", "t", string(rune(i))}.PK(), 16)]++
+		counts[shardOf(Key{"s", "t", string(rune(i))}.PK(), 16)]++
 	}
 	for shard, c := range counts {
 		if c < 700 || c > 1300 {
@@ -110,11 +110,11 @@ func TestUsesMatchesWholePlaceholders(t *testing.T) {
 
 func TestRecordJSON(t *testing.T) {
 	t.Parallel()
-	b, err := json.Marshal(Record{ID: ID{"stripe", "acme", "evt_1"}, Status: Done, Attempts: 1, Version: 3})
+	b, err := json.Marshal(Record{Key: Key{"stripe", "acme", "evt_1"}, Status: Done, Attempts: 1, Version: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"source":"stripe","tenant":"acme","event_key":"evt_1","status":"done","attempts":1,"failures":0,"reclaims":0,"interrupted":0,"version":3}`
+	want := `{"source":"stripe","tenant":"acme","event_id":"evt_1","status":"done","attempts":1,"failures":0,"reclaims":0,"interrupted":0,"version":3}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}

@@ -110,7 +110,7 @@ func TestClaimEventRefusesAnotherEvent(t *testing.T) {
 	// A record without a digest takes any digest, and only its own type;
 	// a typeless record only a typeless message.
 	legacy := newID(t)
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: legacy, Type: "invoice.paid"}); err != nil {
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: legacy, Type: "invoice.paid"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.ClaimEvent(ctx, legacy, time.Minute, ledger.Identity{Type: "invoice.created", BodySHA256: "d"}); !errors.Is(err, ledger.ErrNotThisEvent) {
@@ -120,7 +120,7 @@ func TestClaimEventRefusesAnotherEvent(t *testing.T) {
 		t.Errorf("a record without a digest, its type: %v", err)
 	}
 	typeless := newID(t)
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: typeless, BodySHA256: "d"}); err != nil {
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: typeless, BodySHA256: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.ClaimEvent(ctx, typeless, time.Minute, ledger.Identity{Type: "sms", BodySHA256: "d"}); !errors.Is(err, ledger.ErrNotThisEvent) {
@@ -144,7 +144,7 @@ func TestAnEarlierEventsPayloadIsNeverTheNewerRecords(t *testing.T) {
 	ctx := t.Context()
 	id := newID(t)
 	older := ledger.Identity{Type: "charge.succeeded", BodySHA256: "older"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: older.Type, BodySHA256: older.BodySHA256}); err != nil {
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: older.Type, BodySHA256: older.BodySHA256}); err != nil {
 		t.Fatal(err)
 	}
 	// Stored compressed; the newer body is not.
@@ -154,7 +154,7 @@ func TestAnEarlierEventsPayloadIsNeverTheNewerRecords(t *testing.T) {
 	}
 	f.clock.Advance(25 * time.Hour) // expired; TTL has not removed the items
 	newer := ledger.Identity{Type: "charge.succeeded", BodySHA256: "newer"}
-	rec, created, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: newer.Type, BodySHA256: newer.BodySHA256})
+	rec, created, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: newer.Type, BodySHA256: newer.BodySHA256})
 	if err != nil || !created {
 		t.Fatalf("the key used again: created=%v err=%v", created, err)
 	}
@@ -185,14 +185,14 @@ func TestAnEarlierEventsPayloadIsNeverTheNewerRecords(t *testing.T) {
 	// An unmarked item (written before payloads carried the digest) that
 	// expires before the record was created is an earlier event's too.
 	legacy := newID(t)
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: legacy, Type: older.Type, BodySHA256: older.BodySHA256}); err != nil {
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: legacy, Type: older.Type, BodySHA256: older.BodySHA256}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.l.PutPayload(ctx, legacy, []byte(`{"body":"older"}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(25 * time.Hour)
-	rec, _, err = f.l.Create(ctx, ledger.NewEvent{ID: legacy, Type: newer.Type, BodySHA256: newer.BodySHA256})
+	rec, _, err = f.l.Create(ctx, ledger.NewEvent{Key: legacy, Type: newer.Type, BodySHA256: newer.BodySHA256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ const (
 	skPayload = "p"
 )
 
-func key(id ID, sk string) map[string]types.AttributeValue {
+func key(id Key, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: dynamo.S(id.PK()), attrSK: dynamo.S(sk)}
 }
 
@@ -52,7 +52,7 @@ func key(id ID, sk string) map[string]types.AttributeValue {
 // attributes decode as zero values.
 func decodeRecord(item map[string]types.AttributeValue) Record {
 	r := Record{
-		ID:         ID{Source: dynamo.GetS(item, attrSource), Tenant: dynamo.GetS(item, attrTenant), Key: dynamo.GetS(item, attrKey)},
+		Key:        Key{Source: dynamo.GetS(item, attrSource), Tenant: dynamo.GetS(item, attrTenant), ID: dynamo.GetS(item, attrKey)},
 		EventType:  dynamo.GetS(item, attrType),
 		Status:     Status(dynamo.GetS(item, attrStatus)),
 		Attempts:   int(dynamo.GetN(item, attrAttempts)),
@@ -84,7 +84,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 	}
 	if r.Source == "" && dynamo.GetS(item, attrPK) != "" {
 		if id, err := ParsePK(dynamo.GetS(item, attrPK)); err == nil {
-			r.ID = id
+			r.Key = id
 		}
 	}
 	return r

@@ -108,7 +108,7 @@ func (l *Ledger) now() time.Time { return l.opt.Now().UTC() }
 
 // NewEvent is what Create stores.
 type NewEvent struct {
-	ID
+	Key
 	Type       string
 	BodySHA256 string
 	// PayloadRef, when set, records that the body is kept outside the
@@ -126,14 +126,14 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	}
 	now := l.now()
 	rec := Record{
-		ID: ev.ID, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
+		Key: ev.Key, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
 	}
 	token := dynamo.NewToken()
 	item := map[string]types.AttributeValue{
 		attrPK: dynamo.S(pk), attrSK: dynamo.S(skRecord), attrCreator: dynamo.S(token),
-		attrSource: dynamo.S(ev.Source), attrTenant: dynamo.S(ev.Tenant), attrKey: dynamo.S(ev.Key),
+		attrSource: dynamo.S(ev.Source), attrTenant: dynamo.S(ev.Tenant), attrKey: dynamo.S(ev.ID),
 		attrStatus: dynamo.S(string(Received)), attrAttempts: dynamo.N(0), attrReclaims: dynamo.N(0),
 		attrCreated: dynamo.Millis(now), attrUpdated: dynamo.Millis(now), attrExpires: dynamo.N(rec.ExpiresAt.Unix()),
 		attrDueShard: dynamo.N(int64(rec.DueShard)), attrDueAt: dynamo.Millis(rec.DueAt), attrVersion: dynamo.N(1),
@@ -160,7 +160,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 	if err == nil {
 		return rec, true, nil
 	}
-	old, mine, err := l.settle(ctx, "create", ev.ID, err, func(r Record) bool { return r.creator == token })
+	old, mine, err := l.settle(ctx, "create", ev.Key, err, func(r Record) bool { return r.creator == token })
 	switch {
 	case err != nil:
 		return Record{}, false, err
@@ -170,7 +170,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		// The condition failed but the record is gone or expired by the time we
 		// read it back: someone else owns the identity's fate; report a
 		// conflict so the caller answers 5xx and the sender retries.
-		return Record{}, false, fmt.Errorf("create %s: %w", ev.ID, ErrConflict)
+		return Record{}, false, fmt.Errorf("create %s: %w", ev.Key, ErrConflict)
 	}
 	return *old, false, nil
 }
@@ -182,7 +182,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 // read-back of a lost answer, a write that happened would be reported as
 // failed, and the caller would leave undone what must follow it (answer,
 // enqueue) until a later retry.
-func (l *Ledger) settle(ctx context.Context, op string, id ID, err error, mine func(Record) bool) (*Record, bool, error) {
+func (l *Ledger) settle(ctx context.Context, op string, id Key, err error, mine func(Record) bool) (*Record, bool, error) {
 	return dynamo.Settle(ctx, err, dynamo.Settler[Record]{
 		Decode: func(item map[string]types.AttributeValue) (*Record, error) {
 			if r := decodeRecord(item); !r.Expired(l.now()) {
@@ -205,7 +205,7 @@ func (l *Ledger) settle(ctx context.Context, op string, id ID, err error, mine f
 	})
 }
 
-func unavailable(op string, id ID, err error) error {
+func unavailable(op string, id Key, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s %s: %w: %w", op, id, ErrUnavailable, err)
 	}
@@ -214,7 +214,7 @@ func unavailable(op string, id ID, err error) error {
 
 // Get reads a record with a consistent read. An expired record is
 // ErrNotFound.
-func (l *Ledger) Get(ctx context.Context, id ID) (Record, error) {
+func (l *Ledger) Get(ctx context.Context, id Key) (Record, error) {
 	if err := id.Validate(); err != nil {
 		return Record{}, err
 	}
@@ -242,7 +242,7 @@ func (l *Ledger) Get(ctx context.Context, id ID) (Record, error) {
 // writes only a body whose digest is the record's (the receiver: the
 // record it just created, or the one a duplicate with the same digest
 // found).
-func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte, digest string) error {
+func (l *Ledger) PutPayload(ctx context.Context, id Key, body []byte, digest string) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (l *Ledger) PutPayload(ctx context.Context, id ID, body []byte, digest stri
 // payloadItem is id's payload item for body (compressed when that is
 // smaller), marked with the record's body digest when there is one; the
 // caller adds the expiry.
-func payloadItem(id ID, body []byte, digest string) map[string]types.AttributeValue {
+func payloadItem(id Key, body []byte, digest string) map[string]types.AttributeValue {
 	stored, enc := storedBody(body)
 	item := key(id, skPayload)
 	item[attrBody] = &types.AttributeValueMemberB{Value: stored}
@@ -273,7 +273,7 @@ func payloadItem(id ID, body []byte, digest string) map[string]types.AttributeVa
 // Payload reads the event's body back, whichever event under id it was
 // written for. ErrNotFound when it was never stored. The pipeline reads a
 // record's body with PayloadOf.
-func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
+func (l *Ledger) Payload(ctx context.Context, id Key) ([]byte, error) {
 	item, err := l.payloadItem(ctx, id)
 	if err != nil {
 		return nil, err
@@ -288,17 +288,17 @@ func (l *Ledger) Payload(ctx context.Context, id ID) ([]byte, error) {
 // then: read by key alone, that body would be re-driven, replayed or run as
 // the newer event's.
 func (l *Ledger) PayloadOf(ctx context.Context, rec Record) ([]byte, error) {
-	item, err := l.payloadItem(ctx, rec.ID)
+	item, err := l.payloadItem(ctx, rec.Key)
 	if err != nil {
 		return nil, err
 	}
 	if why := ofRecord(item, rec); why != "" {
-		return nil, fmt.Errorf("payload %s: %w (%s)", rec.ID, ErrNotFound, why)
+		return nil, fmt.Errorf("payload %s: %w (%s)", rec.Key, ErrNotFound, why)
 	}
-	return decodePayload(rec.ID, item)
+	return decodePayload(rec.Key, item)
 }
 
-func (l *Ledger) payloadItem(ctx context.Context, id ID) (map[string]types.AttributeValue, error) {
+func (l *Ledger) payloadItem(ctx context.Context, id Key) (map[string]types.AttributeValue, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func ofRecord(item map[string]types.AttributeValue, rec Record) string {
 }
 
 // decodePayload returns the body a payload item holds, decompressed.
-func decodePayload(id ID, item map[string]types.AttributeValue) ([]byte, error) {
+func decodePayload(id Key, item map[string]types.AttributeValue) ([]byte, error) {
 	b, _ := item[attrBody].(*types.AttributeValueMemberB)
 	if b == nil {
 		return nil, fmt.Errorf("payload %s: %w (no body attribute)", id, ErrNotFound)
@@ -351,7 +351,7 @@ func decodePayload(id ID, item map[string]types.AttributeValue) ([]byte, error) 
 // recognises it (settle). The version increment is added to every write.
 // When the condition refused the write, refused is true and old is the
 // record that refused it (nil when there is none).
-func (l *Ledger) update(ctx context.Context, op string, id ID, p *exprParts, cond string, mine func(Record) bool) (rec Record, old *Record, refused bool, err error) {
+func (l *Ledger) update(ctx context.Context, op string, id Key, p *exprParts, cond string, mine func(Record) bool) (rec Record, old *Record, refused bool, err error) {
 	p.vals[":one"] = dynamo.N(1)
 	p.set = append(p.set, attrVersion+" = "+attrVersion+" + :one")
 	expr := p.String()
@@ -425,7 +425,7 @@ func isWord(c byte) bool {
 // write only the holder may make (Extend, SaveSteps, Complete, Fail, Bury)
 // takes. It is a value; Extend returns the extended one.
 type Lease struct {
-	ID    ID
+	ID    Key
 	Token string    // the owner token stored in lease_owner
 	Until time.Time // when the lease ends, by the ledger's clock
 	// Record is the record as the claim left it (attempts, steps). A holder
@@ -448,7 +448,7 @@ type Lease struct {
 //
 // Claim takes whatever event the record holds; the processor, which claims
 // for a message, uses ClaimEvent.
-func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, error) {
+func (l *Ledger) Claim(ctx context.Context, id Key, d time.Duration) (Lease, error) {
 	return l.claim(ctx, id, d, nil)
 }
 
@@ -458,7 +458,7 @@ func (l *Ledger) Claim(ctx context.Context, id ID, d time.Duration) (Lease, erro
 // is a StateError with ErrNotThisEvent, whatever else would refuse the
 // claim, and the record is left exactly as it was: no attempt counted, no
 // status or lease change.
-func (l *Ledger) ClaimEvent(ctx context.Context, id ID, d time.Duration, ev Identity) (Lease, error) {
+func (l *Ledger) ClaimEvent(ctx context.Context, id Key, d time.Duration, ev Identity) (Lease, error) {
 	return l.claim(ctx, id, d, &ev)
 }
 
@@ -479,7 +479,7 @@ func identityCond(ev *Identity) string {
 	return c + " AND attribute_not_exists(" + attrType + ") AND "
 }
 
-func (l *Ledger) claim(ctx context.Context, id ID, d time.Duration, ev *Identity) (Lease, error) {
+func (l *Ledger) claim(ctx context.Context, id Key, d time.Duration, ev *Identity) (Lease, error) {
 	if err := id.Validate(); err != nil {
 		return Lease{}, err
 	}
@@ -516,7 +516,7 @@ func (l *Ledger) claim(ctx context.Context, id ID, d time.Duration, ev *Identity
 }
 
 // refusal classifies why a claim-like write was refused.
-func (l *Ledger) refusal(op string, id ID, old *Record, now time.Time) error {
+func (l *Ledger) refusal(op string, id Key, old *Record, now time.Time) error {
 	switch {
 	case old == nil:
 		return fmt.Errorf("%s %s: %w", op, id, ErrNotFound)

@@ -47,16 +47,16 @@ func setup(t *testing.T, opts ...func(*ledger.Options)) fixture {
 	return fixture{l: l, clock: c, meter: m, db: db, table: table}
 }
 
-func newID(t *testing.T) ledger.ID {
-	return ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+func newID(t *testing.T) ledger.Key {
+	return ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
 }
 
 // createdAs is the identity of the events create writes.
 var createdAs = ledger.Identity{Type: "charge.succeeded", BodySHA256: "abc"}
 
-func create(t *testing.T, f fixture, id ledger.ID) ledger.Record {
+func create(t *testing.T, f fixture, id ledger.Key) ledger.Record {
 	t.Helper()
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
 	if err != nil || !created {
 		t.Fatalf("create %s: created=%v err=%v", id, created, err)
 	}
@@ -75,14 +75,14 @@ func TestCreateConcurrentOneWinner(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			rec, c, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "t", BodySHA256: "abc"})
+			rec, c, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "t", BodySHA256: "abc"})
 			if err != nil {
 				errs <- err
 				return
 			}
 			if c {
 				created.Add(1)
-			} else if rec.ID != id || rec.Status != ledger.Received || rec.BodySHA256 != "abc" {
+			} else if rec.Key != id || rec.Status != ledger.Received || rec.BodySHA256 != "abc" {
 				errs <- fmt.Errorf("duplicate saw %+v", rec)
 			}
 		})
@@ -107,7 +107,7 @@ func TestDuplicateCostsOneRequest(t *testing.T) {
 	id := newID(t)
 	create(t, f, id)
 	f.meter.Reset()
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "x", BodySHA256: "other"})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "x", BodySHA256: "other"})
 	if err != nil || created {
 		t.Fatalf("duplicate: created=%v err=%v", created, err)
 	}
@@ -141,7 +141,7 @@ func TestDuplicateFallsBackToConsistentRead(t *testing.T) {
 	id := newID(t)
 	create(t, f, id)
 	f.meter.Reset()
-	rec, created, err := l.Create(t.Context(), ledger.NewEvent{ID: id})
+	rec, created, err := l.Create(t.Context(), ledger.NewEvent{Key: id})
 	if err != nil || created || rec.BodySHA256 != "abc" {
 		t.Fatalf("fallback: rec=%+v created=%v err=%v", rec, created, err)
 	}
@@ -153,8 +153,8 @@ func TestDuplicateFallsBackToConsistentRead(t *testing.T) {
 func TestTransitions(t *testing.T) {
 	t.Parallel()
 	const lease = 30 * time.Second
-	type step func(t *testing.T, f fixture, id ledger.ID)
-	claim := func(t *testing.T, f fixture, id ledger.ID) ledger.Lease {
+	type step func(t *testing.T, f fixture, id ledger.Key)
+	claim := func(t *testing.T, f fixture, id ledger.Key) ledger.Lease {
 		t.Helper()
 		rec, err := f.l.Claim(t.Context(), id, lease)
 		if err != nil {
@@ -179,7 +179,7 @@ func TestTransitions(t *testing.T) {
 		name string
 		run  step
 	}{
-		{"received to processing to done", func(t *testing.T, f fixture, id ledger.ID) {
+		{"received to processing to done", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			if c.Record.Attempts != 1 || !c.Until.Equal(f.clock.Now().Add(lease)) {
 				t.Errorf("claim: attempts %d lease_until %v", c.Record.Attempts, c.Until)
@@ -189,13 +189,13 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("complete: %+v %v", d, err)
 			}
 		}},
-		{"claim refused when done", func(t *testing.T, f fixture, id ledger.ID) {
+		{"claim refused when done", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.l.Complete(t.Context(), c)
 			_, err := f.l.Claim(t.Context(), id, lease)
 			wantErr(t, err, ledger.ErrTerminal, ledger.Done)
 		}},
-		{"fail then claim again", func(t *testing.T, f fixture, id ledger.ID) {
+		{"fail then claim again", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			r, err := f.l.Fail(t.Context(), c, "boom", time.Minute)
 			if err != nil || r.Status != ledger.Failed || r.LastError != "boom" || r.LeaseOwner != "" {
@@ -206,7 +206,7 @@ func TestTransitions(t *testing.T) {
 				t.Errorf("second claim: attempts %d, owner reused %v", c2.Record.Attempts, c2.Token == c.Token)
 			}
 		}},
-		{"bury makes dead and terminal", func(t *testing.T, f fixture, id ledger.ID) {
+		{"bury makes dead and terminal", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			r, err := f.l.Bury(t.Context(), c, "permanent: card declined")
 			if err != nil || r.Status != ledger.Dead || !r.DueAt.IsZero() {
@@ -215,17 +215,17 @@ func TestTransitions(t *testing.T) {
 			_, err = f.l.Claim(t.Context(), id, lease)
 			wantErr(t, err, ledger.ErrTerminal, ledger.Dead)
 		}},
-		{"claim refused while leased", func(t *testing.T, f fixture, id ledger.ID) {
+		{"claim refused while leased", func(t *testing.T, f fixture, id ledger.Key) {
 			claim(t, f, id)
 			_, err := f.l.Claim(t.Context(), id, lease)
 			wantErr(t, err, ledger.ErrLeased, ledger.Processing)
 		}},
-		{"complete refused for wrong owner", func(t *testing.T, f fixture, id ledger.ID) {
+		{"complete refused for wrong owner", func(t *testing.T, f fixture, id ledger.Key) {
 			claim(t, f, id)
 			_, err := f.l.Complete(t.Context(), ledger.Lease{ID: id, Token: "not-the-owner"})
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
-		{"complete and fail refused after lease expiry", func(t *testing.T, f fixture, id ledger.ID) {
+		{"complete and fail refused after lease expiry", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease)
 			_, err := f.l.Complete(t.Context(), c)
@@ -233,7 +233,7 @@ func TestTransitions(t *testing.T) {
 			_, err = f.l.Fail(t.Context(), c, "x", 0)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
-		{"takeover after expiry, then old owner loses", func(t *testing.T, f fixture, id ledger.ID) {
+		{"takeover after expiry, then old owner loses", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease + time.Millisecond)
 			c2 := claim(t, f, id)
@@ -247,7 +247,7 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("new owner complete: %v", err)
 			}
 		}},
-		{"extend keeps the lease alive", func(t *testing.T, f fixture, id ledger.ID) {
+		{"extend keeps the lease alive", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease - time.Second)
 			if _, err := f.l.Extend(t.Context(), c, lease); err != nil {
@@ -260,7 +260,7 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("complete after extend: %v", err)
 			}
 		}},
-		{"extend never moves the lease earlier", func(t *testing.T, f fixture, id ledger.ID) {
+		{"extend never moves the lease earlier", func(t *testing.T, f fixture, id ledger.Key) {
 			// "Keep it 5 s more" with 30 s left must not end the lease
 			// 25 s early: the reclaimer would reset a live worker's event.
 			c := claim(t, f, id)
@@ -278,13 +278,13 @@ func TestTransitions(t *testing.T) {
 				t.Fatalf("extend past the end: until %v, err %v; want %v", ext.Until, err, f.clock.Now().Add(lease))
 			}
 		}},
-		{"extend refused after expiry", func(t *testing.T, f fixture, id ledger.ID) {
+		{"extend refused after expiry", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.clock.Advance(lease)
 			_, err := f.l.Extend(t.Context(), c, lease)
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Processing)
 		}},
-		{"terminal refuses fail and bury; a repeated complete is the holder's own", func(t *testing.T, f fixture, id ledger.ID) {
+		{"terminal refuses fail and bury; a repeated complete is the holder's own", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.l.Complete(t.Context(), c)
 			// Indistinguishable from the SDK retrying a complete whose
@@ -297,7 +297,7 @@ func TestTransitions(t *testing.T) {
 			_, err = f.l.Bury(t.Context(), c, "x")
 			wantErr(t, err, ledger.ErrLeaseLost, ledger.Done)
 		}},
-		{"replay brings dead back", func(t *testing.T, f fixture, id ledger.ID) {
+		{"replay brings dead back", func(t *testing.T, f fixture, id ledger.Key) {
 			c := claim(t, f, id)
 			f.l.Bury(t.Context(), c, "x")
 			r, err := f.l.Replay(t.Context(), id)
@@ -342,8 +342,8 @@ func TestInvalidArguments(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	long := string(bytes.Repeat([]byte("k"), ledger.MaxPartLen+1))
-	for _, id := range []ledger.ID{{}, {Source: "s", Tenant: "t"}, {Source: "s", Tenant: "t", Key: long}} {
-		if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id}); !errors.Is(err, ledger.ErrInvalid) {
+	for _, id := range []ledger.Key{{}, {Source: "s", Tenant: "t"}, {Source: "s", Tenant: "t", ID: long}} {
+		if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id}); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("create %q: %v, want ErrInvalid", id, err)
 		}
 	}
@@ -371,7 +371,7 @@ func TestExpiryIsCheckedInCode(t *testing.T) {
 		t.Fatalf("expired claim: %v", err)
 	}
 	// The key is free again: a delivery after retention is a new event.
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "new"})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, BodySHA256: "new"})
 	if err != nil || !created || rec.BodySHA256 != "new" {
 		t.Fatalf("create over expired: %+v %v %v", rec, created, err)
 	}
@@ -419,7 +419,7 @@ func TestPayload(t *testing.T) {
 func TestRecordStaysSmall(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
 	create(t, f, id)
 	c, _ := f.l.Claim(t.Context(), id, time.Minute)
 	f.l.Fail(t.Context(), c, string(bytes.Repeat([]byte("e"), 5000)), time.Minute)
@@ -449,9 +449,9 @@ func TestRecordStaysSmall(t *testing.T) {
 func TestDueIndex(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	due := func() map[ledger.ID]bool {
+	due := func() map[ledger.Key]bool {
 		t.Helper()
-		got := map[ledger.ID]bool{}
+		got := map[ledger.Key]bool{}
 		for shard := range f.l.Shards() {
 			ids, err := f.l.Due(t.Context(), shard, f.clock.Now(), 100)
 			if err != nil {
@@ -577,7 +577,7 @@ func TestListAndCounts(t *testing.T) {
 		t.Fatalf("counts %v %v", counts, err)
 	}
 	done, err := f.l.List(t.Context(), ledger.Done, 10)
-	if err != nil || len(done) != 1 || done[0].ID != id {
+	if err != nil || len(done) != 1 || done[0].Key != id {
 		t.Fatalf("list done: %v %v", done, err)
 	}
 }
@@ -611,11 +611,11 @@ func TestRetriedWriteWhoseAnswerWasLost(t *testing.T) {
 	id := newID(t)
 	// Create: the retry must still report created, or the receiver would
 	// answer "duplicate" and never enqueue the event.
-	if _, created, err := l.Create(t.Context(), ledger.NewEvent{ID: id}); err != nil || !created {
+	if _, created, err := l.Create(t.Context(), ledger.NewEvent{Key: id}); err != nil || !created {
 		t.Fatalf("create: created=%v err=%v", created, err)
 	}
 	// A second, real caller is still a duplicate.
-	if _, created, _ := f.l.Create(t.Context(), ledger.NewEvent{ID: id}); created {
+	if _, created, _ := f.l.Create(t.Context(), ledger.NewEvent{Key: id}); created {
 		t.Fatal("another caller also created")
 	}
 	// Claim: the retry must hand over the lease, not report it leased.

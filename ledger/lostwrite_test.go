@@ -118,10 +118,10 @@ func TestWriteWhoseAnswerWasLostWithoutRetry(t *testing.T) {
 	never, _ := ledger.New(answerLost{Client: f.db, skip: true}, opts)
 
 	id := newID(t)
-	if _, _, err := never.Create(ctx, ledger.NewEvent{ID: id}); !errors.Is(err, ledger.ErrUnavailable) {
+	if _, _, err := never.Create(ctx, ledger.NewEvent{Key: id}); !errors.Is(err, ledger.ErrUnavailable) {
 		t.Fatalf("create that never reached the table: %v, want ErrUnavailable", err)
 	}
-	if rec, created, err := lost.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid"}); err != nil || !created || rec.Status != ledger.Received {
+	if rec, created, err := lost.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid"}); err != nil || !created || rec.Status != ledger.Received {
 		t.Fatalf("create whose answer was lost: %+v created=%v err=%v; want created", rec, created, err)
 	}
 	rec, _ := f.l.Get(ctx, id)

@@ -38,8 +38,8 @@ func TestNameRules(t *testing.T) {
 // each as it always has.
 func TestNewID(t *testing.T) {
 	t.Parallel()
-	id, err := NewID("stripe", "acme", "evt_1#x")
-	if err != nil || id != (ID{Source: "stripe", Tenant: "acme", Key: "evt_1#x"}) {
+	id, err := NewKey("stripe", "acme", "evt_1#x")
+	if err != nil || id != (Key{Source: "stripe", Tenant: "acme", ID: "evt_1#x"}) {
 		t.Fatalf("NewID = %+v, %v", id, err)
 	}
 	hashes := strings.Repeat("#", MaxPartLen)
@@ -57,8 +57,8 @@ func TestNewID(t *testing.T) {
 		{"part over MaxPartLen", "s", "t", strings.Repeat("k", MaxPartLen+1), false},
 		{"encoded key over MaxPKBytes", hashes, hashes, "k", false},
 	} {
-		id, err := NewID(tt.source, tt.tenant, tt.key)
-		if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrText) != tt.text || id != (ID{}) {
+		id, err := NewKey(tt.source, tt.tenant, tt.key)
+		if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrText) != tt.text || id != (Key{}) {
 			t.Errorf("%s: %+v, %v; want ErrInvalid, ErrText %v", tt.name, id, err, tt.text)
 		}
 	}

@@ -91,7 +91,7 @@ func orderKey(source, tenant, resource string) map[string]types.AttributeValue {
 }
 
 // checkResource refuses what the ledger cannot key an order item by.
-func checkResource(id ID, resource string) error {
+func checkResource(id Key, resource string) error {
 	switch {
 	case resource == "":
 		return fmt.Errorf("%w: resource is empty", ErrInvalid)
@@ -118,7 +118,7 @@ func decodeOrder(source, tenant, resource string, item map[string]types.Attribut
 // GetOrder reads the order item of (source, tenant, resource) with a
 // consistent read. An expired one is ErrNotFound.
 func (l *Ledger) GetOrder(ctx context.Context, source, tenant, resource string) (Order, error) {
-	id := ID{Source: source, Tenant: tenant, Key: "-"}
+	id := Key{Source: source, Tenant: tenant, ID: "-"}
 	if err := id.Validate(); err != nil {
 		return Order{}, err
 	}
@@ -206,11 +206,11 @@ func (l *Ledger) TakeOrder(ctx context.Context, lease Lease, resource string, po
 		if cur != nil && cur.HoldToken == lease.Token {
 			return Taken{}, nil // taken by this run already (a retried call)
 		}
-		if cur != nil && cur.Holder != id.Key {
+		if cur != nil && cur.Holder != id.ID {
 			if cur.Position > position && !force {
 				return Taken{}, &OrderError{Err: ErrStale, Order: *cur}
 			}
-			holder, over, err := l.runOver(ctx, ID{Source: id.Source, Tenant: id.Tenant, Key: cur.Holder}, cur.HoldToken)
+			holder, over, err := l.runOver(ctx, Key{Source: id.Source, Tenant: id.Tenant, ID: cur.Holder}, cur.HoldToken)
 			if err != nil {
 				return Taken{}, err
 			}
@@ -218,7 +218,7 @@ func (l *Ledger) TakeOrder(ctx context.Context, lease Lease, resource string, po
 				return Taken{}, &OrderError{Err: ErrBusy, Order: *cur, Holder: holder}
 			}
 		}
-		took := Taken{Before: cur, Tie: cur != nil && cur.Holder != id.Key && cur.Position == position}
+		took := Taken{Before: cur, Tie: cur != nil && cur.Holder != id.ID && cur.Position == position}
 		ok, again, err := l.writeOrder(ctx, lease, resource, position, seen)
 		if err != nil {
 			return Taken{}, err
@@ -241,7 +241,7 @@ func (l *Ledger) TakeOrder(ctx context.Context, lease Lease, resource string, po
 // longer be applying anything, judged from id's record: the record is gone,
 // its lease has ended (a finished run removes it; a run that left a step
 // started keeps its end), or another run owns it now.
-func (l *Ledger) runOver(ctx context.Context, id ID, tok string) (*Record, bool, error) {
+func (l *Ledger) runOver(ctx context.Context, id Key, tok string) (*Record, bool, error) {
 	rec, err := l.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, true, nil
@@ -262,7 +262,7 @@ func (l *Ledger) writeOrder(ctx context.Context, lease Lease, resource string, p
 	now := l.now()
 	cond := "attribute_not_exists(pk)"
 	vals := map[string]types.AttributeValue{
-		":pos": dynamo.N(position), ":key": dynamo.S(id.Key), ":tok": dynamo.S(lease.Token),
+		":pos": dynamo.N(position), ":key": dynamo.S(id.ID), ":tok": dynamo.S(lease.Token),
 		":exp": dynamo.N(now.Add(l.retention(id.Source)).Truncate(time.Second).Unix()),
 	}
 	if seen != nil {
@@ -317,7 +317,7 @@ func (l *Ledger) ResetOrder(ctx context.Context, source, tenant, resource string
 	if err != nil {
 		return Order{}, err
 	}
-	holder, over, err := l.runOver(ctx, ID{Source: source, Tenant: tenant, Key: o.Holder}, o.HoldToken)
+	holder, over, err := l.runOver(ctx, Key{Source: source, Tenant: tenant, ID: o.Holder}, o.HoldToken)
 	if err != nil {
 		return Order{}, err
 	}
@@ -359,6 +359,6 @@ func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, 
 // route that keeps its events in order lets the event take its resource
 // whatever position was taken since (TakeOrder's force). A later plain
 // Replay forgets it.
-func (l *Ledger) ReplayApplyStale(ctx context.Context, id ID, changes ...StepChange) (Record, error) {
+func (l *Ledger) ReplayApplyStale(ctx context.Context, id Key, changes ...StepChange) (Record, error) {
 	return l.replay(ctx, id, true, changes)
 }

@@ -14,7 +14,7 @@ import (
 // running creates an event and claims it: a run that may take a resource.
 func running(t *testing.T, f fixture, key string) ledger.Lease {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
 	create(t, f, id)
 	lease, err := f.l.ClaimEvent(t.Context(), id, time.Minute, createdAs)
 	if err != nil {
@@ -44,21 +44,21 @@ func TestTakeOrderRules(t *testing.T) {
 		t.Fatalf("first take: %+v, %v", took, err)
 	}
 	o, err := f.l.GetOrder(ctx, "stripe", "acme", res)
-	if err != nil || o.Position != 200 || o.Holder != a.ID.Key || o.HoldToken != a.Token {
+	if err != nil || o.Position != 200 || o.Holder != a.ID.ID || o.HoldToken != a.Token {
 		t.Fatalf("item %+v, %v", o, err)
 	}
 
 	// An older event is stale at once, holder live or not; nothing written.
 	older := running(t, f, awstest.Name("evt_old"))
 	oe := orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, older, res, 100, false); return err }(), ledger.ErrStale)
-	if oe.Order.Position != 200 || oe.Order.Holder != a.ID.Key {
+	if oe.Order.Position != 200 || oe.Order.Holder != a.ID.ID {
 		t.Fatalf("stale against %+v", oe.Order)
 	}
 
 	// A newer one waits while a's run is live, and says who holds it.
 	b := running(t, f, awstest.Name("evt_b"))
 	oe = orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, b, res, 300, false); return err }(), ledger.ErrBusy)
-	if oe.Holder == nil || oe.Holder.Status != ledger.Processing || oe.Order.Holder != a.ID.Key {
+	if oe.Holder == nil || oe.Holder.Status != ledger.Processing || oe.Order.Holder != a.ID.ID {
 		t.Fatalf("busy: %+v", oe)
 	}
 	// So does one at the same position (a tie waits too).
@@ -71,7 +71,7 @@ func TestTakeOrderRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	took, err = f.l.TakeOrder(ctx, b, res, 300, false)
-	if err != nil || took.Before == nil || took.Before.Holder != a.ID.Key || took.Before.Position != 200 || took.Tie {
+	if err != nil || took.Before == nil || took.Before.Holder != a.ID.ID || took.Before.Position != 200 || took.Tie {
 		t.Fatalf("takeover: %+v, %v", took, err)
 	}
 	if _, err := f.l.Complete(ctx, b); err != nil {
@@ -79,7 +79,7 @@ func TestTakeOrderRules(t *testing.T) {
 	}
 	// Equal position, holder over: applied in turn, flagged a tie.
 	took, err = f.l.TakeOrder(ctx, tie, res, 300, false)
-	if err != nil || !took.Tie || took.Before.Holder != b.ID.Key {
+	if err != nil || !took.Tie || took.Before.Holder != b.ID.ID {
 		t.Fatalf("tie: %+v, %v", took, err)
 	}
 	// The same call again (a retried request) is the same take.
@@ -215,7 +215,7 @@ func TestForcedTakeRewinds(t *testing.T) {
 	if took, err := f.l.TakeOrder(ctx, a, res, 100, true); err != nil || took.Before.Position != 300 {
 		t.Fatalf("forced: %+v, %v", took, err)
 	}
-	if o, _ := f.l.GetOrder(ctx, "stripe", "acme", res); o.Position != 100 || o.Holder != a.ID.Key {
+	if o, _ := f.l.GetOrder(ctx, "stripe", "acme", res); o.Position != 100 || o.Holder != a.ID.ID {
 		t.Fatalf("after the forced take: %+v", o)
 	}
 }
@@ -318,7 +318,7 @@ func TestResetOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	oe := orderErr(t, func() error { _, err := f.l.ResetOrder(ctx, "stripe", "acme", res); return err }(), ledger.ErrBusy)
-	if oe.Holder == nil || oe.Order.Holder != far.ID.Key {
+	if oe.Holder == nil || oe.Order.Holder != far.ID.ID {
 		t.Fatalf("busy: %+v", oe)
 	}
 	if _, err := f.l.Complete(ctx, far); err != nil {
@@ -327,7 +327,7 @@ func TestResetOrder(t *testing.T) {
 	real := running(t, f, awstest.Name("evt_real"))
 	orderErr(t, func() error { _, err := f.l.TakeOrder(ctx, real, res, 100, false); return err }(), ledger.ErrStale)
 	was, err := f.l.ResetOrder(ctx, "stripe", "acme", res)
-	if err != nil || was.Position != 1<<62 || was.Holder != far.ID.Key {
+	if err != nil || was.Position != 1<<62 || was.Holder != far.ID.ID {
 		t.Fatalf("reset: %+v, %v", was, err)
 	}
 	if _, err := f.l.GetOrder(ctx, "stripe", "acme", res); !errors.Is(err, ledger.ErrNotFound) {
@@ -347,7 +347,7 @@ func TestEarlierRun(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	claim := func(id ledger.ID) ledger.Lease {
+	claim := func(id ledger.Key) ledger.Lease {
 		t.Helper()
 		f.clock.Advance(2 * time.Minute) // past any earlier lease and backoff
 		l, err := f.l.ClaimEvent(ctx, id, time.Minute, createdAs)

@@ -17,7 +17,7 @@ import (
 // of the record it is the payload of, as for PutPayload. (EnsurePayload
 // does the same for a role that may update items but not put them, and
 // checks the record.)
-func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte, digest string) (bool, error) {
+func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id Key, body []byte, digest string) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
 	}
@@ -74,7 +74,7 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id ID, body []byte, dig
 // returned as ErrUnavailable, and nothing is written. The write is billed
 // like a put of the payload, and a payload already there costs one failed
 // conditional write of its size.
-func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Identity) (bool, error) {
+func (l *Ledger) EnsurePayload(ctx context.Context, id Key, body []byte, ev Identity) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
 	}
@@ -85,7 +85,7 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id ID, body []byte, ev Ident
 		return false, unavailable("ensure payload: read record", id, err)
 	}
 	rec := decodeRecord(out.Item)
-	rec.ID = id
+	rec.Key = id
 	expires := dynamo.GetN(out.Item, attrExpires)
 	switch {
 	case out.Item == nil, expires <= l.now().Unix():

@@ -38,7 +38,7 @@ func storedBody(body []byte) ([]byte, string) {
 // for id: DynamoDB refuses items over MaxItemBytes. Call it before writing
 // anything for the event, so that no record is created whose payload can
 // never be stored. Bodies that fit uncompressed cost no compression here.
-func CheckPayloadSize(id ID, body []byte) error {
+func CheckPayloadSize(id Key, body []byte) error {
 	limit := MaxItemBytes - payloadOverhead - len(id.PK()) - len(strconv.Itoa(MaxItemBytes))
 	if len(body) <= limit {
 		return nil

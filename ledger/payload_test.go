@@ -46,7 +46,7 @@ func TestEnsurePayloadStoresOnlyWhenAbsent(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.l.EnsurePayload(t.Context(), ledger.ID{Source: "s"}, []byte("x"), createdAs); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := f.l.EnsurePayload(t.Context(), ledger.Key{Source: "s"}, []byte("x"), createdAs); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("invalid id: %v, want ErrInvalid", err)
 	}
 }
@@ -61,10 +61,10 @@ func TestEnsurePayloadOnlyForRecordsThatMayNeedIt(t *testing.T) {
 	f := setup(t, func(o *ledger.Options) { o.Retention = 24 * time.Hour })
 	ctx := t.Context()
 	done, dead, expired, empty := newID(t), newID(t), newID(t), newID(t)
-	for _, id := range []ledger.ID{done, dead, expired, empty} {
+	for _, id := range []ledger.Key{done, dead, expired, empty} {
 		create(t, f, id)
 	}
-	for id, settle := range map[ledger.ID]func(ledger.Lease) error{
+	for id, settle := range map[ledger.Key]func(ledger.Lease) error{
 		done: func(l ledger.Lease) error { _, err := f.l.Complete(ctx, l); return err },
 		dead: func(l ledger.Lease) error { _, err := f.l.Bury(ctx, l, "declined"); return err },
 	} {
@@ -77,7 +77,7 @@ func TestEnsurePayloadOnlyForRecordsThatMayNeedIt(t *testing.T) {
 		}
 	}
 	for name, tc := range map[string]struct {
-		id   ledger.ID
+		id   ledger.Key
 		keep bool
 	}{
 		"done":      {done, false},
@@ -112,7 +112,7 @@ func TestPayloadRefIsRecorded(t *testing.T) {
 	f := setup(t)
 	id := newID(t)
 	ref := "payloads/" + strings.Repeat("a", 64)
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "t", BodySHA256: "abc", PayloadRef: ref})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "t", BodySHA256: "abc", PayloadRef: ref})
 	if err != nil || !created || rec.PayloadRef != ref {
 		t.Fatalf("create: created=%v err=%v ref=%q", created, err, rec.PayloadRef)
 	}
@@ -121,7 +121,7 @@ func TestPayloadRefIsRecorded(t *testing.T) {
 		t.Fatalf("get: ref=%q err=%v, want %q", got.PayloadRef, err, ref)
 	}
 	// A duplicate sees the reference in the record it gets back.
-	dup, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "t", BodySHA256: "abc", PayloadRef: ref})
+	dup, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "t", BodySHA256: "abc", PayloadRef: ref})
 	if err != nil || created || dup.PayloadRef != ref {
 		t.Fatalf("duplicate: created=%v err=%v ref=%q", created, err, dup.PayloadRef)
 	}
@@ -133,7 +133,7 @@ func TestPayloadRefIsRecorded(t *testing.T) {
 	if done, err := f.l.Complete(t.Context(), lease); err != nil || done.PayloadRef != ref {
 		t.Fatalf("complete: ref=%q err=%v", done.PayloadRef, err)
 	}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: newID(t), PayloadRef: strings.Repeat("k", ledger.MaxPayloadRef+1)}); !errors.Is(err, ledger.ErrInvalid) {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: newID(t), PayloadRef: strings.Repeat("k", ledger.MaxPayloadRef+1)}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("over-long reference: %v, want ErrInvalid", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // now, oldest first. The index is eventually consistent, projects keys only
 // and keeps done records (see the package doc): read each record (Get,
 // GetMany) before acting on it.
-func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]ID, error) {
+func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]Key, error) {
 	ids, _, err := l.DueFrom(ctx, shard, now, limit, DueCursor{})
 	return ids, err
 }
@@ -37,9 +37,9 @@ func (c DueCursor) Done() bool { return c.done }
 // there is none). Walking on, rather than asking again from the oldest,
 // never reads an entry twice, however far the eventually consistent index
 // lags behind the writes that moved the records already handled.
-func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from DueCursor) ([]ID, DueCursor, error) {
+func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from DueCursor) ([]Key, DueCursor, error) {
 	entries, next, err := l.DueAfter(ctx, shard, time.Time{}, now, limit, from)
-	ids := make([]ID, len(entries))
+	ids := make([]Key, len(entries))
 	for i, e := range entries {
 		ids[i] = e.ID
 	}
@@ -49,7 +49,7 @@ func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit in
 // DueEntry is one entry of the due index: a record's identity and the due
 // time the index holds for it, which can lag behind the record's own.
 type DueEntry struct {
-	ID ID
+	ID Key
 	At time.Time
 }
 
@@ -108,7 +108,7 @@ const batchGetMax = 100
 // BatchGetItem request (each record is billed as its own read). A record
 // that does not exist or has expired is absent from the result. On error the
 // result holds what was read; the ids it lacks are unknown, not absent.
-func (l *Ledger) GetMany(ctx context.Context, ids []ID) (map[ID]Record, error) {
+func (l *Ledger) GetMany(ctx context.Context, ids []Key) (map[Key]Record, error) {
 	return l.getMany(ctx, "get records", ids, true)
 }
 
@@ -117,14 +117,14 @@ func (l *Ledger) GetMany(ctx context.Context, ids []ID) (map[ID]Record, error) {
 // created. What it shows terminal is terminal or was replayed since, which
 // also moved its due time: the reclaimer passes those entries on Peek's word,
 // and reads every other record again with GetMany before acting on it.
-func (l *Ledger) Peek(ctx context.Context, ids []ID) (map[ID]Record, error) {
+func (l *Ledger) Peek(ctx context.Context, ids []Key) (map[Key]Record, error) {
 	return l.getMany(ctx, "peek records", ids, false)
 }
 
-func (l *Ledger) getMany(ctx context.Context, op string, ids []ID, consistent bool) (map[ID]Record, error) {
-	out := make(map[ID]Record, len(ids))
+func (l *Ledger) getMany(ctx context.Context, op string, ids []Key, consistent bool) (map[Key]Record, error) {
+	out := make(map[Key]Record, len(ids))
 	now := l.now()
-	err := l.batchGet(ctx, op, ids, skRecord, consistent, func(id ID, item map[string]types.AttributeValue) {
+	err := l.batchGet(ctx, op, ids, skRecord, consistent, func(id Key, item map[string]types.AttributeValue) {
 		if r := decodeRecord(item); !r.Expired(now) {
 			out[id] = r
 		}
@@ -137,15 +137,15 @@ func (l *Ledger) getMany(ctx context.Context, op string, ids []ID, consistent bo
 // no stored body (none, or only one an earlier event under its key left);
 // on error the result holds what was read and the records it lacks are
 // unknown.
-func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[ID][]byte, error) {
-	out := make(map[ID][]byte, len(recs))
-	ids := make([]ID, len(recs))
-	byID := make(map[ID]Record, len(recs))
+func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[Key][]byte, error) {
+	out := make(map[Key][]byte, len(recs))
+	ids := make([]Key, len(recs))
+	byID := make(map[Key]Record, len(recs))
 	for i, rec := range recs {
-		ids[i], byID[rec.ID] = rec.ID, rec
+		ids[i], byID[rec.Key] = rec.Key, rec
 	}
 	var bad []error
-	err := l.batchGet(ctx, "get payloads", ids, skPayload, true, func(id ID, item map[string]types.AttributeValue) {
+	err := l.batchGet(ctx, "get payloads", ids, skPayload, true, func(id Key, item map[string]types.AttributeValue) {
 		if ofRecord(item, byID[id]) != "" {
 			return // an earlier event's: this record has none
 		}
@@ -165,9 +165,9 @@ func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[ID][]byte, er
 // batchGet reads the items (ids, sk) with BatchGetItem requests, consistent
 // or not, retrying unprocessed keys a few times with backoff, and hands each
 // item found to found with its identity.
-func (l *Ledger) batchGet(ctx context.Context, op string, ids []ID, sk string, consistent bool, found func(ID, map[string]types.AttributeValue)) error {
-	seen := make(map[ID]bool, len(ids))
-	byPK := make(map[string]ID, len(ids))
+func (l *Ledger) batchGet(ctx context.Context, op string, ids []Key, sk string, consistent bool, found func(Key, map[string]types.AttributeValue)) error {
+	seen := make(map[Key]bool, len(ids))
+	byPK := make(map[string]Key, len(ids))
 	var keys []map[string]types.AttributeValue
 	for _, id := range ids {
 		if seen[id] {
@@ -230,7 +230,7 @@ func (l *Ledger) notBefore(t time.Time) time.Time {
 // The write carries a request token (written_by), so a write retried after
 // its answer was lost recognises itself.
 func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprParts, extra string) (Record, error) {
-	if err := rec.ID.Validate(); err != nil {
+	if err := rec.Key.Validate(); err != nil {
 		return Record{}, err
 	}
 	now := l.now()
@@ -245,12 +245,12 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprPa
 	}
 	// A write whose answer was lost is ours all the same, and the caller
 	// must go on (the reclaimer enqueues after Requeue and Reset).
-	out, old, refused, err := l.update(ctx, op, rec.ID, p, cond, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token })
+	out, old, refused, err := l.update(ctx, op, rec.Key, p, cond, func(r Record) bool { return r.Version == rec.Version+1 && r.writer == token })
 	if err != nil || !refused {
 		return out, err
 	}
 	if old == nil {
-		return Record{}, fmt.Errorf("%s %s: %w", op, rec.ID, ErrNotFound)
+		return Record{}, fmt.Errorf("%s %s: %w", op, rec.Key, ErrNotFound)
 	}
 	return Record{}, &StateError{Op: op, Err: ErrConflict, Record: *old}
 }
@@ -466,12 +466,12 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 // same downstream idempotency keys as before. A lease end that a failed
 // record kept (see Fail) stays: the claim still waits for it, since a
 // request sent under that lease may yet take effect.
-func (l *Ledger) Replay(ctx context.Context, id ID, changes ...StepChange) (Record, error) {
+func (l *Ledger) Replay(ctx context.Context, id Key, changes ...StepChange) (Record, error) {
 	return l.replay(ctx, id, false, changes)
 }
 
 // replay is Replay, and ReplayApplyStale when applyStale is set.
-func (l *Ledger) replay(ctx context.Context, id ID, applyStale bool, changes []StepChange) (Record, error) {
+func (l *Ledger) replay(ctx context.Context, id Key, applyStale bool, changes []StepChange) (Record, error) {
 	if err := id.Validate(); err != nil {
 		return Record{}, err
 	}

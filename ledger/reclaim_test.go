@@ -13,7 +13,7 @@ import (
 func TestDueFromWalksEachEntryOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(o *ledger.Options) { o.Shards = 1 })
-	want := map[ledger.ID]bool{}
+	want := map[ledger.Key]bool{}
 	for range 7 {
 		id := newID(t)
 		create(t, f, id)
@@ -21,7 +21,7 @@ func TestDueFromWalksEachEntryOnce(t *testing.T) {
 		f.clock.Advance(time.Millisecond) // distinct due_at, so the order is defined
 	}
 	f.clock.Advance(time.Minute)
-	got := map[ledger.ID]bool{}
+	got := map[ledger.Key]bool{}
 	var sizes []int
 	cur := ledger.DueCursor{}
 	for i := 0; !cur.Done(); i++ {
@@ -60,9 +60,9 @@ func TestDueFromWalksEachEntryOnce(t *testing.T) {
 func TestGetManyAndPayloads(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(o *ledger.Options) { o.Retention = time.Hour })
-	var ids []ledger.ID
+	var ids []ledger.Key
 	var all []ledger.Record
-	bodies := map[ledger.ID][]byte{}
+	bodies := map[ledger.Key][]byte{}
 	for i := range 130 { // more than one BatchGetItem's 100 keys
 		id := newID(t)
 		all = append(all, create(t, f, id))
@@ -70,7 +70,7 @@ func TestGetManyAndPayloads(t *testing.T) {
 		if i%10 == 0 {
 			continue // no payload stored
 		}
-		body := []byte(fmt.Sprintf(`{"id":%q,"pad":%q}`, id.Key, bytes.Repeat([]byte("x"), i*20))) // some compressed, some not
+		body := []byte(fmt.Sprintf(`{"id":%q,"pad":%q}`, id.ID, bytes.Repeat([]byte("x"), i*20))) // some compressed, some not
 		if err := f.l.PutPayload(t.Context(), id, body, createdAs.BodySHA256); err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestGetManyAndPayloads(t *testing.T) {
 	}
 	missing := newID(t)
 	f.meter.Reset()
-	recs, err := f.l.GetMany(t.Context(), append(append([]ledger.ID{missing}, ids...), ids[0]))
+	recs, err := f.l.GetMany(t.Context(), append(append([]ledger.Key{missing}, ids...), ids[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestGetManyAndPayloads(t *testing.T) {
 		t.Fatalf("GetMany found %d of %d records", len(recs), len(ids))
 	}
 	for _, id := range ids {
-		if r, ok := recs[id]; !ok || r.ID != id || r.Status != ledger.Received || r.Version != 1 {
+		if r, ok := recs[id]; !ok || r.Key != id || r.Status != ledger.Received || r.Version != 1 {
 			t.Fatalf("record %v: %+v", id, r)
 		}
 	}
@@ -200,7 +200,7 @@ func TestDueAfterWalksBetweenAMarkAndNow(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(o *ledger.Options) { o.Shards = 1 })
 	var at []time.Time
-	var ids []ledger.ID
+	var ids []ledger.Key
 	for range 5 {
 		id := newID(t)
 		rec := create(t, f, id)

@@ -43,29 +43,29 @@ const MaxPartLen = 512
 // can still exceed it; Validate checks the encoded key too.
 const MaxPKBytes = 2048
 
-// ID is an event's identity: who sent it (source), for whom (tenant), and the
+// Key is an event's identity: who sent it (source), for whom (tenant), and the
 // sender's event id or a derived key. NewID makes one from a delivery.
-type ID struct {
+type Key struct {
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`
-	Key    string `json:"event_key"`
+	ID     string `json:"event_id"`
 }
 
-// NewID is the door of a new event's identity: it checks every rule the
+// NewKey is the door of a new event's identity: it checks every rule the
 // ledger, the queue and the logs need of the three parts, once, and returns
 // their ID. Its errors wrap ErrInvalid, and also ErrText when a part has
 // characters the pipeline cannot carry (CheckText), which it checks before
 // the sizes (Validate). Source and tenant are names the sources config
 // accepted (ValidName).
-func NewID(source, tenant, key string) (ID, error) {
-	id := ID{Source: source, Tenant: tenant, Key: key}
+func NewKey(source, tenant, key string) (Key, error) {
+	id := Key{Source: source, Tenant: tenant, ID: key}
 	for _, p := range id.parts() {
 		if err := CheckText(p.v); err != nil {
-			return ID{}, fmt.Errorf("%w: %s: %w", ErrInvalid, p.name, err)
+			return Key{}, fmt.Errorf("%w: %s: %w", ErrInvalid, p.name, err)
 		}
 	}
 	if err := id.Validate(); err != nil {
-		return ID{}, err
+		return Key{}, err
 	}
 	return id, nil
 }
@@ -75,10 +75,10 @@ func NewID(source, tenant, key string) (ID, error) {
 // valid UTF-8 (the SDK would send U+FFFD in its place, so two ids would
 // share one record), and an encoded partition key over DynamoDB's
 // MaxPKBytes. NewID checks all of it, and more.
-func (id ID) Validate() error { return id.check(id.PK()) }
+func (id Key) Validate() error { return id.check(id.PK()) }
 
 // check is Validate for a caller that has encoded pk already.
-func (id ID) check(pk string) error {
+func (id Key) check(pk string) error {
 	for _, p := range id.parts() {
 		if p.v == "" {
 			return fmt.Errorf("%w: %s is empty", ErrInvalid, p.name)
@@ -96,30 +96,30 @@ func (id ID) check(pk string) error {
 	return nil
 }
 
-func (id ID) parts() [3]struct{ name, v string } {
-	return [3]struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.Key}}
+func (id Key) parts() [3]struct{ name, v string } {
+	return [3]struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.ID}}
 }
 
 // String is the identity as logged: source/tenant/key.
-func (id ID) String() string { return id.Source + "/" + id.Tenant + "/" + id.Key }
+func (id Key) String() string { return id.Source + "/" + id.Tenant + "/" + id.ID }
 
 // PK is the stored partition key: "ev#", then source, tenant and key, each
 // escaped ("%" as "%25", "#" as "%23") and joined by "#", so no two
 // identities share one. Downstream idempotency keys derive from it
 // (hookledger.IdempotencyKey), so it never changes: keys of events already
 // processed must stay the same.
-func (id ID) PK() string {
-	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.Key)
+func (id Key) PK() string {
+	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.ID)
 }
 
 // ParsePK inverts ID.PK.
-func ParsePK(pk string) (ID, error) {
+func ParsePK(pk string) (Key, error) {
 	rest, ok := strings.CutPrefix(pk, "ev#")
 	parts := strings.Split(rest, "#")
 	if !ok || len(parts) != 3 {
-		return ID{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
+		return Key{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
 	}
-	return ID{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), Key: unescaper.Replace(parts[2])}, nil
+	return Key{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), ID: unescaper.Replace(parts[2])}, nil
 }
 
 // shardOf spreads records over the due index's partitions.
@@ -131,7 +131,7 @@ func shardOf(pk string, shards int) int {
 
 // Record is an event's ledger record (never its payload).
 type Record struct {
-	ID
+	Key
 	EventType string `json:"event_type,omitempty"`
 	Status    Status `json:"status"`
 	Attempts  int    `json:"attempts"` // runs begun: how many times a worker claimed it (the handler's Event.Attempt)
@@ -307,7 +307,7 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	return fmt.Sprintf("%s %s: %v (status %s)", e.Op, e.Record.ID, e.Err, e.Record.Status)
+	return fmt.Sprintf("%s %s: %v (status %s)", e.Op, e.Record.Key, e.Err, e.Record.Status)
 }
 
 func (e *StateError) Unwrap() error { return e.Err }

@@ -42,10 +42,10 @@ func TestSourceRetention(t *testing.T) {
 		o.SourceRetention = map[string]time.Duration{"stripe": 96 * time.Hour}
 	})
 	now := f.clock.Now().Truncate(time.Second)
-	stripe := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
-	github := ledger.ID{Source: "github", Tenant: "acme", Key: awstest.Name("gh")}
+	stripe := ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
+	github := ledger.Key{Source: "github", Tenant: "acme", ID: awstest.Name("gh")}
 	for _, c := range []struct {
-		id   ledger.ID
+		id   ledger.Key
 		want time.Duration
 	}{{stripe, 96 * time.Hour}, {github, 24 * time.Hour}} {
 		rec := create(t, f, c.id)
@@ -67,17 +67,17 @@ func TestSourceRetention(t *testing.T) {
 	}
 
 	f.clock.Advance(95 * time.Hour)
-	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: stripe, BodySHA256: "abc"}); err != nil || created {
+	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: stripe, BodySHA256: "abc"}); err != nil || created {
 		t.Errorf("stripe at 95h: created=%v err=%v; want a duplicate inside its 96h", created, err)
 	}
-	if k, err := f.l.ClaimBody(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "replayed"}, ledger.Identity{BodySHA256: "digest-1"}); err != nil || k != stripe.Key {
+	if k, err := f.l.ClaimBody(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "replayed"}, ledger.Identity{BodySHA256: "digest-1"}); err != nil || k != stripe.ID {
 		t.Errorf("replay guard at 95h: %q %v; want the first key, the digest still guarded", k, err)
 	}
 	if _, err := f.l.Get(t.Context(), github); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("github at 95h: %v; want expired after 24h", err)
 	}
 	f.clock.Advance(time.Hour)
-	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: stripe, BodySHA256: "abc"}); err != nil || !created {
+	if _, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: stripe, BodySHA256: "abc"}); err != nil || !created {
 		t.Errorf("stripe at 96h: created=%v err=%v; want a new event once the window passed", created, err)
 	}
 }
@@ -99,7 +99,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 		o.Retention = 24 * time.Hour
 		o.SourceRetention = map[string]time.Duration{"stripe": 240 * time.Hour}
 	})
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
 	rec := create(t, f, id)
 	processor, err := ledger.New(f.db, ledger.Options{Table: f.table, Retention: 24 * time.Hour, Now: f.clock.Now})
 	if err != nil {
@@ -114,7 +114,7 @@ func TestEnsurePayloadExpiresWithItsRecord(t *testing.T) {
 	}
 	// No record (it expired, or was never written): nothing is written; a
 	// payload then would outlive any record.
-	orphan := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("orphan")}
+	orphan := ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("orphan")}
 	if stored, err := processor.EnsurePayload(t.Context(), orphan, []byte(`{}`), createdAs); err != nil || stored {
 		t.Fatalf("no record: stored=%v err=%v, want nothing stored", stored, err)
 	}

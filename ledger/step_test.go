@@ -9,7 +9,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-func claimed(t *testing.T, f fixture, id ledger.ID, d time.Duration) ledger.Lease {
+func claimed(t *testing.T, f fixture, id ledger.Key, d time.Duration) ledger.Lease {
 	t.Helper()
 	lease, err := f.l.Claim(t.Context(), id, d)
 	if err != nil {

@@ -32,7 +32,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(ev.Key, ev.Type, ev.Derived)
+	fmt.Println(ev.ID, ev.Type, ev.Derived)
 
 	// A tampered body is refused; the caller maps the error to 401.
 	req.Body = []byte(`{"type":"invoice.paid","data":{"id":"in_2"}}`)
@@ -68,7 +68,7 @@ func ExampleVerifier_Verify_derivedKey() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(ev.Key[:24], ev.Type, ev.Derived)
+		fmt.Println(ev.ID[:24], ev.Type, ev.Derived)
 	}
 	// Output:
 	// derived:88223a1465776561 order.paid true
@@ -93,7 +93,7 @@ func ExampleVerifier_Verify_handshake() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("key %q, reply %d %s\n%s\n", ev.Key, ev.Handshake.Status, ev.Handshake.ContentType, ev.Handshake.Body)
+	fmt.Printf("key %q, reply %d %s\n%s\n", ev.ID, ev.Handshake.Status, ev.Handshake.ContentType, ev.Handshake.Body)
 	// Output:
 	// key "", reply 200 application/json
 	// {"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"bd48235863f4a6323ccc4963c594908b7c97f88b4a6a95278f4f093690b12726"}

@@ -326,7 +326,7 @@ func TestProviderVectors(t *testing.T) {
 				t.Fatalf("Verify: %v", err)
 			}
 			if tt.handshake != "" {
-				if ev.Handshake == nil || string(ev.Handshake.Body) != tt.handshake || ev.Handshake.Status != http.StatusOK || ev.Key != "" {
+				if ev.Handshake == nil || string(ev.Handshake.Body) != tt.handshake || ev.Handshake.Status != http.StatusOK || ev.ID != "" {
 					t.Fatalf("Verify = %+v, want handshake %s", ev, tt.handshake)
 				}
 				return
@@ -334,11 +334,11 @@ func TestProviderVectors(t *testing.T) {
 			if ev.Handshake != nil {
 				t.Fatalf("unexpected handshake %+v", ev.Handshake)
 			}
-			if ev.Key != tt.wantKey || ev.Type != tt.wantType {
-				t.Errorf("Verify = key %q type %q, want key %q type %q", ev.Key, ev.Type, tt.wantKey, tt.wantType)
+			if ev.ID != tt.wantKey || ev.Type != tt.wantType {
+				t.Errorf("Verify = key %q type %q, want key %q type %q", ev.ID, ev.Type, tt.wantKey, tt.wantType)
 			}
 			if ev.Derived != strings.HasPrefix(tt.wantKey, derivedPrefix) {
-				t.Errorf("Derived = %v for key %q", ev.Derived, ev.Key)
+				t.Errorf("Derived = %v for key %q", ev.Derived, ev.ID)
 			}
 			// The same delivery under a wrong secret is refused.
 			if _, err := v.Verify(&Request{URL: tt.url, Header: tt.header, Body: []byte(tt.body)}, []string{tt.secret + "x"}, tt.now); !errors.Is(err, ErrBadSignature) {
@@ -497,7 +497,7 @@ func TestHandshakes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			if ev.Handshake == nil || ev.Key != "" {
+			if ev.Handshake == nil || ev.ID != "" {
 				t.Fatalf("event %+v, want a handshake and no key", ev)
 			}
 			if ev.Handshake.Status != http.StatusOK || ev.Handshake.ContentType != tt.wantCT || string(ev.Handshake.Body) != tt.wantBody {
@@ -528,15 +528,15 @@ func TestProviderSpecifics(t *testing.T) {
 	key := func(k, typ string) func(*testing.T, Event) {
 		return func(t *testing.T, e Event) {
 			t.Helper()
-			if e.Key != k || e.Type != typ {
-				t.Errorf("event key %q type %q, want %q %q", e.Key, e.Type, k, typ)
+			if e.ID != k || e.Type != typ {
+				t.Errorf("event key %q type %q, want %q %q", e.ID, e.Type, k, typ)
 			}
 		}
 	}
 	derived := func(typ string) func(*testing.T, Event) {
 		return func(t *testing.T, e Event) {
 			t.Helper()
-			if !e.Derived || !strings.HasPrefix(e.Key, derivedPrefix) || e.Type != typ {
+			if !e.Derived || !strings.HasPrefix(e.ID, derivedPrefix) || e.Type != typ {
 				t.Errorf("event %+v, want a derived key and type %q", e, typ)
 			}
 		}
@@ -588,8 +588,8 @@ func TestProviderSpecifics(t *testing.T) {
 				t.Helper()
 				v := setup(t, Config{Provider: "zoom"})
 				first, err := v.Verify(deliver(t, v, Message{Body: []byte(`{"download_token":"a","event_ts":1,"event":"recording.completed","payload":{"object":{"uuid":"u1"}}}`), Now: testNow}, secretNew), []string{secretNew}, testNow)
-				if err != nil || first.Key != e.Key || e.Type != "recording.completed" {
-					t.Errorf("retry key %q, first %q (%v)", e.Key, first.Key, err)
+				if err != nil || first.ID != e.ID || e.Type != "recording.completed" {
+					t.Errorf("retry key %q, first %q (%v)", e.ID, first.ID, err)
 				}
 			}},
 		{name: "zoom volatile_fields override", cfg: Config{Provider: "zoom", VolatileFields: []string{}}, m: Message{Body: []byte(`{"event":"e","event_ts":2}`), Now: testNow},
@@ -597,8 +597,8 @@ func TestProviderSpecifics(t *testing.T) {
 				t.Helper()
 				v := setup(t, Config{Provider: "zoom", VolatileFields: []string{}})
 				other, err := v.Verify(deliver(t, v, Message{Body: []byte(`{"event":"e","event_ts":3}`), Now: testNow}, secretNew), []string{secretNew}, testNow)
-				if err != nil || other.Key == e.Key {
-					t.Errorf("event_ts not volatile any more, yet keys %q and %q match (%v)", e.Key, other.Key, err)
+				if err != nil || other.ID == e.ID {
+					t.Errorf("event_ts not volatile any more, yet keys %q and %q match (%v)", e.ID, other.ID, err)
 				}
 			}},
 		{name: "zoom body not JSON", cfg: Config{Provider: "zoom"}, m: Message{Body: []byte(`x`), Now: testNow}, wantErr: ErrMalformedBody},

@@ -32,8 +32,8 @@ func TestTwilioJSONBodyWithConfiguredURL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("JSON delivery signed over the configured URL: %v", err)
 	}
-	if ev.Key != "idem-1" {
-		t.Fatalf("key %q", ev.Key)
+	if ev.ID != "idem-1" {
+		t.Fatalf("key %q", ev.ID)
 	}
 	// A different body under the same URL hash is refused.
 	req.Body = []byte(`{"property": "other", "boolean": true}`)
@@ -74,17 +74,17 @@ func TestGitLabWithoutIdempotencyKeyDerivesFromTheBody(t *testing.T) {
 	mr := verify("Merge Request Hook", `{"object_kind":"merge_request","object_attributes":{"id":1}}`)
 	note := verify("Note Hook", `{"object_kind":"note","object_attributes":{"id":2}}`)
 	again := verify("Merge Request Hook", `{"object_kind":"merge_request","object_attributes":{"id":1}}`)
-	if !mr.Derived || mr.Key == note.Key {
-		t.Fatalf("keys %q (derived %v) and %q: two events sharing a UUID must not share a key", mr.Key, mr.Derived, note.Key)
+	if !mr.Derived || mr.ID == note.ID {
+		t.Fatalf("keys %q (derived %v) and %q: two events sharing a UUID must not share a key", mr.ID, mr.Derived, note.ID)
 	}
-	if again.Key != mr.Key {
-		t.Fatalf("the same body keyed %q then %q", mr.Key, again.Key)
+	if again.ID != mr.ID {
+		t.Fatalf("the same body keyed %q then %q", mr.ID, again.ID)
 	}
 	// Idempotency-Key still wins when present.
 	ev, err := v.Verify(&Request{Header: http.Header{
 		"X-Gitlab-Token": {"tok"}, "X-Gitlab-Event": {"Push Hook"}, "Idempotency-Key": {"ik-1"},
 	}, Body: []byte(`{}`)}, []string{"tok"}, time.Now())
-	if err != nil || ev.Key != "ik-1" || ev.Derived {
+	if err != nil || ev.ID != "ik-1" || ev.Derived {
 		t.Fatalf("with Idempotency-Key: %+v, %v", ev, err)
 	}
 }
@@ -159,7 +159,7 @@ func TestTwilioReencodedFormIsTheSameBody(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
-		return ev.Key
+		return ev.ID
 	}
 	if a, b := key(original), key(same[2]); a != b {
 		t.Errorf("a repeated field derived a new key: %q vs %q", a, b)

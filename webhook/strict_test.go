@@ -299,8 +299,8 @@ func TestShopifyHeaderFormats(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatalf("Verify: %v", err)
-			case ev.Key != tt.wantKey || ev.Type != pc.wantType:
-				t.Fatalf("key %q type %q, want %q %q", ev.Key, ev.Type, tt.wantKey, pc.wantType)
+			case ev.ID != tt.wantKey || ev.Type != pc.wantType:
+				t.Fatalf("key %q type %q, want %q %q", ev.ID, ev.Type, tt.wantKey, pc.wantType)
 			}
 		})
 	}
@@ -397,8 +397,8 @@ func TestJSONKeyAndTypeKinds(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatalf("Verify: %v", err)
-			case ev.Key != tt.wantKey || ev.Type != tt.wantType:
-				t.Fatalf("key %q type %q, want %q %q", ev.Key, ev.Type, tt.wantKey, tt.wantType)
+			case ev.ID != tt.wantKey || ev.Type != tt.wantType:
+				t.Fatalf("key %q type %q, want %q %q", ev.ID, ev.Type, tt.wantKey, tt.wantType)
 			}
 		})
 	}

@@ -139,8 +139,8 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			if ev.Key != tt.wantKey || ev.Type != tt.wantType {
-				t.Errorf("Verify = key %q type %q, want key %q type %q", ev.Key, ev.Type, tt.wantKey, tt.wantType)
+			if ev.ID != tt.wantKey || ev.Type != tt.wantType {
+				t.Errorf("Verify = key %q type %q, want key %q type %q", ev.ID, ev.Type, tt.wantKey, tt.wantType)
 			}
 		})
 	}

@@ -93,7 +93,7 @@ type Request struct {
 
 // Event is what a verified delivery yields.
 type Event struct {
-	Key       string     // idempotency key: the provider's event/delivery id, or a derived key
+	ID       string     // idempotency key: the provider's event/delivery id, or a derived key
 	Type      string     // provider event type ("" when the scheme has none)
 	Derived   bool       // Key was derived (docs/design.md §2), not given by the provider
 	Handshake *Handshake // non-nil: answer this and touch nothing (Slack url_verification, Zoom endpoint.url_validation, Twitch webhook_callback_verification, Intercom ping); Key is then ""
@@ -482,7 +482,7 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 	case keyFromMeta:
 		switch {
 		case m.idErr == nil:
-			ev.Key = m.id
+			ev.ID = m.id
 		case v.derive && errors.Is(m.idErr, ErrMissingHeader):
 			derive = true
 		default:
@@ -497,7 +497,7 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		ev.Key = k
+		ev.ID = k
 	case keyFromBody:
 		d, err := readDoc()
 		if err != nil {
@@ -509,7 +509,7 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		}
 		switch {
 		case ok && k != "":
-			ev.Key = k
+			ev.ID = k
 		case v.derive:
 			derive = true
 		default:
@@ -523,7 +523,7 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		if err != nil && v.rawDerive && len(b.raw) > 0 {
 			// No volatile field can be removed from a body that is not
 			// JSON, so its raw digest is as stable as the sender's bytes.
-			ev.Key, ev.Derived = deriveRawKey(ev.Type, b.raw), true
+			ev.ID, ev.Derived = deriveRawKey(ev.Type, b.raw), true
 			return ev, nil
 		}
 		if err != nil {
@@ -537,13 +537,13 @@ func (v *Verifier) extract(req *Request, m meta) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		ev.Key, ev.Derived = k, true
+		ev.ID, ev.Derived = k, true
 	}
-	if ev.Key == "" {
+	if ev.ID == "" {
 		return Event{}, ErrNoKey
 	}
-	if len(ev.Key) > maxKeyLen {
-		return Event{}, fmt.Errorf("key is %d bytes, limit %d: %w", len(ev.Key), maxKeyLen, ErrNoKey)
+	if len(ev.ID) > maxKeyLen {
+		return Event{}, fmt.Errorf("key is %d bytes, limit %d: %w", len(ev.ID), maxKeyLen, ErrNoKey)
 	}
 	return ev, nil
 }

@@ -128,11 +128,11 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("Verify: %v", err)
 			}
 			if pc.wantKey == "" {
-				if !ev.Derived || !strings.HasPrefix(ev.Key, derivedPrefix) || len(ev.Key) != len(derivedPrefix)+64 {
-					t.Errorf("key %q derived %v, want a derived key", ev.Key, ev.Derived)
+				if !ev.Derived || !strings.HasPrefix(ev.ID, derivedPrefix) || len(ev.ID) != len(derivedPrefix)+64 {
+					t.Errorf("key %q derived %v, want a derived key", ev.ID, ev.Derived)
 				}
-			} else if ev.Key != pc.wantKey || ev.Derived {
-				t.Errorf("key %q derived %v, want %q", ev.Key, ev.Derived, pc.wantKey)
+			} else if ev.ID != pc.wantKey || ev.Derived {
+				t.Errorf("key %q derived %v, want %q", ev.ID, ev.Derived, pc.wantKey)
 			}
 			if ev.Type != pc.wantType {
 				t.Errorf("type %q, want %q", ev.Type, pc.wantType)
@@ -447,8 +447,8 @@ func TestHeaderForms(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			if ev.Key != pc.wantKey {
-				t.Errorf("key %q, want %q", ev.Key, pc.wantKey)
+			if ev.ID != pc.wantKey {
+				t.Errorf("key %q, want %q", ev.ID, pc.wantKey)
 			}
 		})
 	}
@@ -540,14 +540,14 @@ func TestKeys(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if tt.wantKey != "" && ev.Key != tt.wantKey {
-				t.Errorf("key %q, want %q", ev.Key, tt.wantKey)
+			if tt.wantKey != "" && ev.ID != tt.wantKey {
+				t.Errorf("key %q, want %q", ev.ID, tt.wantKey)
 			}
 			if ev.Type != tt.wantType {
 				t.Errorf("type %q, want %q", ev.Type, tt.wantType)
 			}
 			if ev.Derived && tt.noDerived {
-				t.Errorf("key %q marked derived", ev.Key)
+				t.Errorf("key %q marked derived", ev.ID)
 			}
 		})
 	}
@@ -577,7 +577,7 @@ func TestDerivedKey(t *testing.T) {
 		if !ev.Derived || ev.Type != "order.paid" {
 			t.Fatalf("%s: event %+v, want a derived key and type order.paid", file, ev)
 		}
-		return ev.Key
+		return ev.ID
 	}
 	a := key(t, "testdata/derive/order_a.json")
 	retry := key(t, "testdata/derive/order_a_retry.json")

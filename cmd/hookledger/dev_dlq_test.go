@@ -66,8 +66,8 @@ func TestDevTakesBackTheDeadLetterQueue(t *testing.T) {
 	body := cli.SampleInvoice("evt_dev_dlq", 4200)
 	sum := sha256.Sum256(body)
 	digest := hex.EncodeToString(sum[:])
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dev_dlq"}
-	if _, _, err := l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: digest}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dev_dlq"}
+	if _, _, err := l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: digest}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := l.Claim(t.Context(), id, time.Minute)
@@ -77,7 +77,7 @@ func TestDevTakesBackTheDeadLetterQueue(t *testing.T) {
 	if _, err := l.Complete(t.Context(), lease); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: digest, Body: body})
+	msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: digest, Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestDevRunsOnlyTheReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dev_only"}); err != nil || rec.Status != ledger.Received {
+	if rec, err := l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dev_only"}); err != nil || rec.Status != ledger.Received {
 		t.Fatalf("record %+v, %v; want received", rec, err)
 	}
 	if bodies := awstest.Drain(t, sqs.NewFromConfig(cfg), qurl); len(bodies) != 1 {

@@ -60,14 +60,14 @@ func payloadStore(c config.Config, cfg aws.Config) *blob.Store {
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] KEY", stderr)
+	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] ID", stderr)
 	src := fs.String("source", "stripe", "the event's source")
 	tenant := fs.String("tenant", "acme", "the event's tenant")
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "inspect: give exactly one KEY (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
+		fmt.Fprintln(stderr, "inspect: give exactly one ID (the provider's event id), e.g. hookledger inspect --source stripe --tenant acme evt_123")
 		return 2
 	}
 	switch {
@@ -78,14 +78,14 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "inspect: --tenant is empty; give the event's tenant, the {tenant} of its webhook URL (e.g. --tenant acme)")
 		return 2
 	case fs.Arg(0) == "":
-		fmt.Fprintln(stderr, "inspect: KEY is empty; give the provider's event id (hookledger list shows the keys)")
+		fmt.Fprintln(stderr, "inspect: ID is empty; give the provider's event id (hookledger list shows them)")
 		return 2
 	}
 	l, store, ok := openLedgerAndStore(ctx, stderr, "inspect")
 	if !ok {
 		return 1
 	}
-	id := ledger.ID{Source: *src, Tenant: *tenant, Key: fs.Arg(0)}
+	id := ledger.Key{Source: *src, Tenant: *tenant, ID: fs.Arg(0)}
 	rec, err := l.Get(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		fmt.Fprintf(stderr, "inspect: no record for %s in table %s\n", id, l.Table())
@@ -148,7 +148,7 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect KEY)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect ID)\n", fs.Arg(0))
 		return 2
 	}
 	l, ok := openLedger(ctx, stderr, "list")
@@ -161,9 +161,9 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tTENANT\tKEY\tTYPE\tSTATUS\tATTEMPTS\tFAILED\tINTERRUPTED\tRECLAIMS\tUPDATED\tLAST ERROR")
+	fmt.Fprintln(tw, "SOURCE\tTENANT\tID\tTYPE\tSTATUS\tATTEMPTS\tFAILED\tINTERRUPTED\tRECLAIMS\tUPDATED\tLAST ERROR")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.Key, r.EventType, r.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.ID, r.EventType, r.Status,
 			r.Attempts, r.Failures, r.Interrupted, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), r.LastError)
 	}
 	tw.Flush()

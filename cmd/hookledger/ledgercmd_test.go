@@ -25,7 +25,7 @@ func TestLedgerCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"list", "dead"}, "unexpected argument"},
 		{[]string{"inspect", "--source", "", "evt_1"}, "--source is empty"},
 		{[]string{"inspect", "--tenant", "", "evt_1"}, "--tenant is empty"},
-		{[]string{"inspect", ""}, "KEY is empty"},
+		{[]string{"inspect", ""}, "ID is empty"},
 	})
 }
 
@@ -95,10 +95,10 @@ func TestInspectAndListShowTheRunCounters(t *testing.T) {
 	t.Setenv("HOOKLEDGER_TABLE", table)
 	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_counted"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_counted"}
 	// A worker two hours ago claimed it and died; one now fails it.
 	past, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
-	if _, _, err := past.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+	if _, _, err := past.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := past.Claim(ctx, id, time.Minute); err != nil {

@@ -71,11 +71,11 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"source": o.Source, "tenant": o.Tenant, "resource": o.Resource, "position": o.Position,
 		// The built-in OrderFuncs' positions are times, in Unix nanoseconds.
 		"position_as_time": time.Unix(0, o.Position).UTC().Format(time.RFC3339Nano),
-		"event_key":        o.Holder, "expires_at": o.ExpiresAt,
+		"event_id":        o.Holder, "expires_at": o.ExpiresAt,
 	}
 	if q.sub == "reset" {
 		out["reset"] = "forgotten: the resource's next event takes it as its first"
-	} else if rec, err := l.Get(ctx, ledger.ID{Source: o.Source, Tenant: o.Tenant, Key: o.Holder}); err == nil {
+	} else if rec, err := l.Get(ctx, ledger.Key{Source: o.Source, Tenant: o.Tenant, ID: o.Holder}); err == nil {
 		out["event_status"] = rec.Status
 	}
 	enc := json.NewEncoder(stdout)

@@ -38,8 +38,8 @@ func TestOrderShowAndReset(t *testing.T) {
 	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
 	ctx := t.Context()
 	l, _ := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: table})
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_2255"}
-	if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "customer.subscription.updated", BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_2255"}
+	if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "customer.subscription.updated", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := l.Claim(ctx, id, time.Minute)
@@ -63,7 +63,7 @@ func TestOrderShowAndReset(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &shown); err != nil {
 		t.Fatalf("show printed %s: %v", out, err)
 	}
-	if shown["position_as_time"] != "2255-01-01T00:00:00Z" || shown["event_key"] != "evt_2255" || shown["event_status"] != "processing" {
+	if shown["position_as_time"] != "2255-01-01T00:00:00Z" || shown["event_id"] != "evt_2255" || shown["event_status"] != "processing" {
 		t.Fatalf("show: %s", out)
 	}
 	// Its run is live: not reset.
@@ -84,8 +84,8 @@ func TestOrderShowAndReset(t *testing.T) {
 		t.Fatalf("second reset: %s", errs)
 	}
 	// The next real event takes the resource as its first.
-	nid := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_now"}
-	l.Create(ctx, ledger.NewEvent{ID: nid, Type: "customer.subscription.updated", BodySHA256: "x"})
+	nid := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_now"}
+	l.Create(ctx, ledger.NewEvent{Key: nid, Type: "customer.subscription.updated", BodySHA256: "x"})
 	next, err := l.Claim(ctx, nid, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +108,8 @@ func TestInspectShowsStaleAfterRun(t *testing.T) {
 	past, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
 	l, _ := ledger.New(db, ledger.Options{Table: table})
 	for _, k := range []string{"evt_killed", "evt_never"} {
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: k}
-		if _, _, err := past.Create(ctx, ledger.NewEvent{ID: id, Type: "customer.subscription.updated", BodySHA256: "x"}); err != nil {
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: k}
+		if _, _, err := past.Create(ctx, ledger.NewEvent{Key: id, Type: "customer.subscription.updated", BodySHA256: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		if k == "evt_killed" { // a run an hour ago, killed after its effect

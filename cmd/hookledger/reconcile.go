@@ -363,7 +363,7 @@ func printReconcile(w io.Writer, rep reconcile.Report, job reconcile.Job) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTYPE\tAT\tRESULT")
+	fmt.Fprintln(tw, "ID\tTYPE\tAT\tRESULT")
 	const most = 50
 	for i, f := range rep.Found {
 		if i == most {

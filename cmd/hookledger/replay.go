@@ -56,10 +56,10 @@ stack output PayloadBucketName). An event with no stored payload (with
 HOOKLEDGER_PAYLOAD=on-trouble, one done on its first delivery) cannot be
 replayed from the ledger.
 
-  hookledger replay --source stripe --tenant acme --key evt_123
-  hookledger replay --source stripe --tenant acme --key evt_123 --step notify --mark-done --result ntf_42
-  hookledger replay --source stripe --tenant acme --key evt_123 --step notify --rerun
-  hookledger replay --source stripe --tenant acme --key evt_123 --apply-stale
+  hookledger replay --source stripe --tenant acme --id evt_123
+  hookledger replay --source stripe --tenant acme --id evt_123 --step notify --mark-done --result ntf_42
+  hookledger replay --source stripe --tenant acme --id evt_123 --step notify --rerun
+  hookledger replay --source stripe --tenant acme --id evt_123 --apply-stale
   hookledger replay --status dead --since 2h
   hookledger replay --status failed --source stripe --dry-run
   hookledger replay --dlq https://sqs.../hookledger-dlq
@@ -68,26 +68,26 @@ replayed from the ledger.
 
 // replayOptions are the parsed flags.
 type replayOptions struct {
-	source, tenant, key string
-	status              ledger.Status
-	since, until        time.Time
-	dlq                 string
-	dropSkipped         bool // with --dlq: delete the messages it skips
-	dry                 bool
-	limit               int
-	step                string // with --mark-done or --rerun
-	markDone, rerun     bool
-	result              string
-	applyStale          bool // apply InOrder events even if stale
+	source, tenant, id string
+	status             ledger.Status
+	since, until       time.Time
+	dlq                string
+	dropSkipped        bool // with --dlq: delete the messages it skips
+	dry                bool
+	limit              int
+	step               string // with --mark-done or --rerun
+	markDone, rerun    bool
+	result             string
+	applyStale         bool // apply InOrder events even if stale
 }
 
 // replayLedger is the slice of the ledger replay calls.
 type replayLedger interface {
-	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	Get(ctx context.Context, id ledger.Key) (ledger.Record, error)
 	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
-	Replay(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
-	ReplayApplyStale(ctx context.Context, id ledger.ID, changes ...ledger.StepChange) (ledger.Record, error)
+	Replay(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
+	ReplayApplyStale(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
 	Table() string
 }
 
@@ -117,9 +117,14 @@ type replayer struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "replay", "replay (--key KEY --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL [--drop-skipped]) [--dry-run] [--limit N]", stderr)
+	fs := cli.NewFlags("hookledger", "replay", "replay (--id ID --source S --tenant T | --status dead|failed [--source S] [--tenant T] [--since T] [--until T] | --dlq URL [--drop-skipped]) [--dry-run] [--limit N]", stderr)
 	var o replayOptions
-	fs.StringVar(&o.key, "key", "", "replay this one event (the provider's event id); needs --source and --tenant")
+	fs.StringVar(&o.id, "id", "", "replay this one event (the provider's event id); needs --source and --tenant")
+	fs.Func("key", "deprecated: --id", func(v string) error {
+		fmt.Fprintln(stderr, "replay: --key is deprecated and will go in 1.0; use --id (the provider's event id)")
+		o.id = v
+		return nil
+	})
 	fs.StringVar(&o.source, "source", "", "the event's source; with --status, only events of this source")
 	fs.StringVar(&o.tenant, "tenant", "", "the event's tenant; with --status, only events of this tenant")
 	status := fs.String("status", "", "replay every event in this status: dead or failed (default dead when --since or --until is given)")
@@ -129,7 +134,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&o.dropSkipped, "drop-skipped", false, "with --dlq: delete the messages it skips from the dead-letter queue (review them first, without this flag)")
 	fs.BoolVar(&o.dry, "dry-run", false, "print what would be replayed or redriven; change nothing")
 	fs.IntVar(&o.limit, "limit", 0, "at most this many events or messages (0: all)")
-	fs.StringVar(&o.step, "step", "", "with --key: resolve this step before replaying (with --mark-done or --rerun)")
+	fs.StringVar(&o.step, "step", "", "with --id: resolve this step before replaying (with --mark-done or --rerun)")
 	fs.BoolVar(&o.markDone, "mark-done", false, "with --step: record the step done (you checked that its effect happened); it will not run again")
 	fs.BoolVar(&o.rerun, "rerun", false, "with --step: clear the step (you checked that its effect did not happen); it runs again")
 	fs.StringVar(&o.result, "result", "", "with --mark-done: the step's result that later steps read back (an id)")
@@ -143,7 +148,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "replay: unexpected argument %q; give the event id with --key\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "replay: unexpected argument %q; give the event id with --id\n", fs.Arg(0))
 		return 2
 	}
 	now := time.Now()
@@ -187,16 +192,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func (o replayOptions) validate() error {
 	modes := 0
-	for _, set := range []bool{o.key != "", o.status != "", o.dlq != ""} {
+	for _, set := range []bool{o.id != "", o.status != "", o.dlq != ""} {
 		if set {
 			modes++
 		}
 	}
 	switch {
 	case modes != 1:
-		return errors.New("say what to replay: one of --key (with --source and --tenant), --status dead|failed, or --dlq URL")
-	case o.key != "" && (o.source == "" || o.tenant == ""):
-		return errors.New("--key needs --source and --tenant: an event's identity is (source, tenant, key)")
+		return errors.New("say what to replay: one of --id (with --source and --tenant), --status dead|failed, or --dlq URL")
+	case o.id != "" && (o.source == "" || o.tenant == ""):
+		return errors.New("--id needs --source and --tenant: an event is known by (source, tenant, id)")
 	case o.status != "" && o.status != ledger.Dead && o.status != ledger.Failed:
 		return fmt.Errorf("--status %q: only dead or failed events can be replayed (done ones already took effect; received and processing ones are still in flight)", o.status)
 	case o.dlq != "" && (o.source != "" || o.tenant != "" || !o.since.IsZero() || !o.until.IsZero()):
@@ -204,13 +209,13 @@ func (o replayOptions) validate() error {
 	case o.dropSkipped && o.dlq == "":
 		return errors.New("--drop-skipped goes with --dlq URL")
 	case o.applyStale && o.dlq != "":
-		return errors.New("--apply-stale replays events from the ledger (--key or --status); a --dlq redrive moves messages as they are")
+		return errors.New("--apply-stale replays events from the ledger (--id or --status); a --dlq redrive moves messages as they are")
 	case !o.since.IsZero() && !o.until.IsZero() && !o.since.Before(o.until):
 		return errors.New("--since must be before --until")
 	case o.limit < 0:
 		return errors.New("--limit must not be negative")
-	case o.step != "" && o.key == "":
-		return errors.New("--step resolves one event's step: give the event with --key, --source and --tenant")
+	case o.step != "" && o.id == "":
+		return errors.New("--step resolves one event's step: give the event with --id, --source and --tenant")
 	case o.step != "" && o.markDone == o.rerun:
 		return errors.New("--step needs exactly one of --mark-done (its effect happened) or --rerun (it did not)")
 	case o.step == "" && (o.markDone || o.rerun || o.result != ""):
@@ -247,10 +252,10 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 		return r.redrive(ctx, o)
 	}
 	var recs []ledger.Record
-	if o.key != "" {
-		rec, err := r.ledger.Get(ctx, ledger.ID{Source: o.source, Tenant: o.tenant, Key: o.key})
+	if o.id != "" {
+		rec, err := r.ledger.Get(ctx, ledger.Key{Source: o.source, Tenant: o.tenant, ID: o.id})
 		if errors.Is(err, ledger.ErrNotFound) {
-			fmt.Fprintf(r.stderr, "replay: no record for %s/%s/%s in table %s (check --source and --tenant)\n", o.source, o.tenant, o.key, r.ledger.Table())
+			fmt.Fprintf(r.stderr, "replay: no record for %s/%s/%s in table %s (check --source and --tenant)\n", o.source, o.tenant, o.id, r.ledger.Table())
 			return 1
 		}
 		if err != nil {
@@ -258,7 +263,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 			return 1
 		}
 		if rec.Status != ledger.Dead && rec.Status != ledger.Failed {
-			fmt.Fprintf(r.stderr, "replay: %s is %s; only dead or failed events are replayed\n", rec.ID, rec.Status)
+			fmt.Fprintf(r.stderr, "replay: %s is %s; only dead or failed events are replayed\n", rec.Key, rec.Status)
 			return 1
 		}
 		recs = []ledger.Record{rec}
@@ -310,17 +315,17 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 		changes = []ledger.StepChange{{Name: o.step}}
 	}
 	if step, ok := indeterminateStep(rec); ok && (o.step != step || len(changes) == 0) {
-		return fmt.Errorf("%s: dead as indeterminate step %s (%s); check downstream whether it happened, then replay it with --key %s --step %s and --mark-done or --rerun",
-			rec.ID, step, rec.LastError, rec.Key, step)
+		return fmt.Errorf("%s: dead as indeterminate step %s (%s); check downstream whether it happened, then replay it with --id %s --step %s and --mark-done or --rerun",
+			rec.Key, step, rec.LastError, rec.ID, step)
 	}
 	body, err := blob.Body(ctx, r.ledger, r.store, rec)
 	if errors.Is(err, blob.ErrMissing) {
-		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it (or, if its message is in the dead-letter queue, redrive that with --dlq: the processor keeps the body of a dead event it finds there, and this replay then works)", rec.ID)
+		return fmt.Errorf("%s: no stored payload, so it cannot be replayed; ask the sender to redeliver it (or, if its message is in the dead-letter queue, redrive that with --dlq: the processor keeps the body of a dead event it finds there, and this replay then works)", rec.Key)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: read payload: %w", rec.ID, err)
+		return fmt.Errorf("%s: read payload: %w", rec.Key, err)
 	}
-	line := fmt.Sprintf("%s (was %s after %s, %s", rec.ID, rec.Status, plural(rec.Attempts, "attempt"), plural(rec.Reclaims, "reclaim"))
+	line := fmt.Sprintf("%s (was %s after %s, %s", rec.Key, rec.Status, plural(rec.Attempts, "attempt"), plural(rec.Reclaims, "reclaim"))
 	if rec.LastError != "" {
 		line += "; last error: " + rec.LastError
 	}
@@ -348,18 +353,18 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 	if o.applyStale {
 		replay = r.ledger.ReplayApplyStale
 	}
-	if _, err := replay(ctx, rec.ID, changes...); err != nil {
+	if _, err := replay(ctx, rec.Key, changes...); err != nil {
 		var se *ledger.StateError
 		if errors.As(err, &se) {
-			return fmt.Errorf("%s: not replayed, it is now %s (someone else moved it)", rec.ID, se.Record.Status)
+			return fmt.Errorf("%s: not replayed, it is now %s (someone else moved it)", rec.Key, se.Record.Status)
 		}
-		return fmt.Errorf("%s: %w", rec.ID, err)
+		return fmt.Errorf("%s: %w", rec.Key, err)
 	}
-	msg := queue.Message{Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256,
+	msg := queue.Message{Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID, Type: rec.EventType, SHA256: rec.BodySHA256,
 		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef}
 	snd := &queue.Sender{API: r.sqs, URL: r.queueURL}
 	if err := snd.Send(ctx, msg); err != nil {
-		return fmt.Errorf("%s: back to received in the ledger, but the enqueue failed (%v); the reclaimer will re-drive it once it is due (HOOKLEDGER_RECLAIM_AFTER), or run replay again later", rec.ID, err)
+		return fmt.Errorf("%s: back to received in the ledger, but the enqueue failed (%v); the reclaimer will re-drive it once it is due (HOOKLEDGER_RECLAIM_AFTER), or run replay again later", rec.Key, err)
 	}
 	fmt.Fprintf(r.stdout, "replayed %s\n", line)
 	return nil
@@ -443,7 +448,7 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 	dl, err := reclaimer.JudgeDeadLetter(ctx, r.ledger, aws.ToString(m.Body))
 	name := "message " + aws.ToString(m.MessageId)
 	if dl.Left != reclaimer.LeftUnreadable {
-		name = dl.Message.ID().String()
+		name = dl.Message.Key().String()
 	}
 	if err != nil {
 		t.failed++
@@ -485,8 +490,8 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 	// that replay.
 	if dl.Record.Status == ledger.Dead {
 		t.dead++
-		fmt.Fprintf(r.stdout, "%sredriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --key %s)\n",
-			would, name, dl.Message.Source, dl.Message.Tenant, dl.Message.Key)
+		fmt.Fprintf(r.stdout, "%sredriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --id %s)\n",
+			would, name, dl.Message.Source, dl.Message.Tenant, dl.Message.ID)
 	} else {
 		fmt.Fprintf(r.stdout, "%sredriven %s\n", would, name)
 	}

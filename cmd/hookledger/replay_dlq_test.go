@@ -30,8 +30,8 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 	t.Parallel()
 	f := replaySetup(t)
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_body_in_dlq"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-dlq"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_body_in_dlq"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "sha-dlq"}); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := f.l.Claim(ctx, id, time.Minute)
@@ -43,7 +43,7 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 	}
 	body := []byte(`{"id":"evt_body_in_dlq"}`)
 	snd := &queue.Sender{API: f.sq, URL: f.dlq}
-	if err := snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "sha-dlq", Body: body}); err != nil {
+	if err := snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: "sha-dlq", Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
@@ -68,14 +68,14 @@ func TestDLQRedriveBringsBackTheBodyOfADeadEvent(t *testing.T) {
 		}
 		return n
 	}
-	one := replayOptions{source: id.Source, tenant: id.Tenant, key: id.Key}
+	one := replayOptions{source: id.Source, tenant: id.Tenant, id: id.ID}
 
 	// No payload: the replay cannot run yet, and says where to look.
 	if code := f.r.run(ctx, one); code != 1 || !strings.Contains(f.err.String(), "--dlq") {
 		t.Fatalf("replay without a payload: exit %d, stderr %q", code, f.err)
 	}
 	// Redrive the DLQ: the processor keeps the body, the event stays dead.
-	if code := f.r.run(ctx, replayOptions{dlq: f.dlq}); code != 0 || !strings.Contains(f.out.String(), "replay --source stripe --tenant acme --key evt_body_in_dlq") {
+	if code := f.r.run(ctx, replayOptions{dlq: f.dlq}); code != 0 || !strings.Contains(f.out.String(), "replay --source stripe --tenant acme --id evt_body_in_dlq") {
 		t.Fatalf("redrive: exit %d, stdout %q, stderr %q", code, f.out, f.err)
 	}
 	if n := consume(); n != 1 || runs.Load() != 0 {
@@ -111,22 +111,22 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 	t.Parallel()
 	f := replaySetup(t)
 	ctx := t.Context()
-	reused := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_reused_id"}
+	reused := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_reused_id"}
 	expired, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t)), ledger.Options{Table: f.l.Table(), Now: func() time.Time { return time.Now().Add(-8 * 24 * time.Hour) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := expired.Create(ctx, ledger.NewEvent{ID: reused, Type: "invoice.paid", BodySHA256: "sha-earlier"}); err != nil {
+	if _, _, err := expired.Create(ctx, ledger.NewEvent{Key: reused, Type: "invoice.paid", BodySHA256: "sha-earlier"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, created, err := f.l.Create(ctx, ledger.NewEvent{ID: reused, Type: "invoice.paid", BodySHA256: "sha-newer"}); err != nil || !created {
+	if _, created, err := f.l.Create(ctx, ledger.NewEvent{Key: reused, Type: "invoice.paid", BodySHA256: "sha-newer"}); err != nil || !created {
 		t.Fatalf("the key used again: created=%v err=%v", created, err)
 	}
 	other := f.event(t, f.l, "evt_other_dead_letter", ledger.Failed)
 	dlq := &queue.Sender{API: f.sq, URL: f.dlq}
 	for _, m := range []queue.Message{
-		{Source: reused.Source, Tenant: reused.Tenant, Key: reused.Key, Type: "invoice.paid", SHA256: "sha-earlier", Body: []byte(`{"v":"earlier"}`)},
-		{Source: other.Source, Tenant: other.Tenant, Key: other.Key, Type: "invoice.paid", SHA256: "sha-" + other.Key, Body: []byte(`{"v":"other"}`)},
+		{Source: reused.Source, Tenant: reused.Tenant, ID: reused.ID, Type: "invoice.paid", SHA256: "sha-earlier", Body: []byte(`{"v":"earlier"}`)},
+		{Source: other.Source, Tenant: other.Tenant, ID: other.ID, Type: "invoice.paid", SHA256: "sha-" + other.ID, Body: []byte(`{"v":"other"}`)},
 	} {
 		if err := dlq.Send(ctx, m); err != nil {
 			t.Fatal(err)
@@ -159,7 +159,7 @@ func TestDLQRedriveSkipsAnEarlierEventUnderAReusedKey(t *testing.T) {
 	// The newer event's own message arrives after the redrive (its first
 	// delivery was still in flight).
 	main := &queue.Sender{API: f.sq, URL: f.qurl}
-	if err := main.Send(ctx, queue.Message{Source: reused.Source, Tenant: reused.Tenant, Key: reused.Key, Type: "invoice.paid", SHA256: "sha-newer", Body: []byte(`{"v":"newer"}`)}); err != nil {
+	if err := main.Send(ctx, queue.Message{Source: reused.Source, Tenant: reused.Tenant, ID: reused.ID, Type: "invoice.paid", SHA256: "sha-newer", Body: []byte(`{"v":"newer"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	consume()

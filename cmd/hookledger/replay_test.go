@@ -43,11 +43,11 @@ func replaySetup(t *testing.T) *replayFixture {
 }
 
 // event stores an event with its payload and drives it to status.
-func (f *replayFixture) event(t *testing.T, l *ledger.Ledger, key string, status ledger.Status) ledger.ID {
+func (f *replayFixture) event(t *testing.T, l *ledger.Ledger, key string, status ledger.Status) ledger.Key {
 	t.Helper()
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-" + key}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "sha-" + key}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.PutPayload(ctx, id, []byte(`{"id":"`+key+`"}`), "sha-"+key); err != nil {
@@ -74,7 +74,7 @@ func (f *replayFixture) event(t *testing.T, l *ledger.Ledger, key string, status
 	return id
 }
 
-func (f *replayFixture) status(t *testing.T, id ledger.ID) ledger.Status {
+func (f *replayFixture) status(t *testing.T, id ledger.Key) ledger.Status {
 	t.Helper()
 	rec, err := f.l.Get(t.Context(), id)
 	if err != nil {
@@ -125,7 +125,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("--since 24h: new %s, old %s; want only the new one replayed", f.status(t, deadNew), f.status(t, deadOld))
 	}
 	msgs := f.drain(t, f.qurl)
-	if len(msgs) != 1 || msgs[0].ID() != deadNew || string(msgs[0].Body) != `{"id":"evt_dead_new"}` || msgs[0].SHA256 != "sha-evt_dead_new" || msgs[0].Type != "invoice.paid" {
+	if len(msgs) != 1 || msgs[0].Key() != deadNew || string(msgs[0].Body) != `{"id":"evt_dead_new"}` || msgs[0].SHA256 != "sha-evt_dead_new" || msgs[0].Type != "invoice.paid" {
 		t.Fatalf("queue after --since: %+v; want one message with the stored payload", msgs)
 	}
 	rec, _ := f.l.Get(ctx, deadNew)
@@ -134,13 +134,13 @@ func TestReplay(t *testing.T) {
 	}
 
 	// By key, and by --until.
-	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: deadOld.Key}); code != 0 {
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", id: deadOld.ID}); code != 0 {
 		t.Fatalf("--key exit %d: %s", code, f.err)
 	}
 	if st := f.status(t, deadOld); st != ledger.Received {
 		t.Fatalf("--key left the old dead event %s", st)
 	}
-	if msgs := f.drain(t, f.qurl); len(msgs) != 1 || msgs[0].ID() != deadOld {
+	if msgs := f.drain(t, f.qurl); len(msgs) != 1 || msgs[0].Key() != deadOld {
 		t.Fatalf("--key queued %+v; want the old dead event once", msgs)
 	}
 
@@ -154,9 +154,9 @@ func TestReplay(t *testing.T) {
 	f.drain(t, f.qurl)
 
 	// Refusals: a done event, a replayed (received) one, an unknown one.
-	for _, key := range []string{done.Key, deadNew.Key, "evt_nobody"} {
+	for _, key := range []string{done.ID, deadNew.ID, "evt_nobody"} {
 		f.err.Reset()
-		if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: key}); code != 1 {
+		if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", id: key}); code != 1 {
 			t.Errorf("--key %s: exit %d, want 1", key, code)
 		}
 		if f.err.Len() == 0 {
@@ -175,8 +175,8 @@ func TestReplayResolvesIndeterminateSteps(t *testing.T) {
 	t.Parallel()
 	f := replaySetup(t)
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_indet"}
-	f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_indet"}
+	f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"})
 	f.l.PutPayload(ctx, id, []byte(`{"id":"evt_indet"}`), "x")
 	lease, err := f.l.Claim(ctx, id, time.Minute)
 	if err != nil {
@@ -188,8 +188,8 @@ func TestReplayResolvesIndeterminateSteps(t *testing.T) {
 	}
 	for _, o := range []replayOptions{
 		{status: ledger.Dead},
-		{source: "stripe", tenant: "acme", key: id.Key},
-		{source: "stripe", tenant: "acme", key: id.Key, step: "charge", rerun: true},
+		{source: "stripe", tenant: "acme", id: id.ID},
+		{source: "stripe", tenant: "acme", id: id.ID, step: "charge", rerun: true},
 	} {
 		f.err.Reset()
 		if code := f.r.run(ctx, o); code != 1 || !strings.Contains(f.err.String(), "--step notify") {
@@ -199,7 +199,7 @@ func TestReplayResolvesIndeterminateSteps(t *testing.T) {
 	if f.status(t, id) != ledger.Dead || len(f.drain(t, f.qurl)) != 0 {
 		t.Fatal("an unresolved indeterminate event was replayed")
 	}
-	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: id.Key, step: "notify", markDone: true, result: "ntf_7"}); code != 0 {
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", id: id.ID, step: "notify", markDone: true, result: "ntf_7"}); code != 0 {
 		t.Fatalf("--mark-done: exit %d: %s", code, f.err)
 	}
 	rec, _ := f.l.Get(ctx, id)
@@ -218,7 +218,7 @@ func TestReplayRedrivesDLQ(t *testing.T) {
 	for _, key := range []string{"evt_dlq_1", "evt_dlq_2", "evt_dlq_3"} {
 		f.event(t, f.l, key, ledger.Failed)
 		snd := &queue.Sender{API: f.sq, URL: f.dlq}
-		if err := snd.Send(ctx, queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: "invoice.paid", SHA256: "sha-" + key, Body: []byte(`{}`)}); err != nil {
+		if err := snd.Send(ctx, queue.Message{Source: "stripe", Tenant: "acme", ID: key, Type: "invoice.paid", SHA256: "sha-" + key, Body: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +250,7 @@ func TestReplayRedrivesDLQ(t *testing.T) {
 	msgs := f.drain(t, f.qurl)
 	keys := map[string]bool{}
 	for _, m := range msgs {
-		keys[m.Key] = true
+		keys[m.ID] = true
 	}
 	if len(keys) != 3 || !keys["evt_dlq_1"] || !keys["evt_dlq_2"] || !keys["evt_dlq_3"] {
 		t.Fatalf("main queue after redrive: %+v; want the three decodable messages", msgs)
@@ -264,7 +264,9 @@ func TestReplayFlags(t *testing.T) {
 		want string
 	}{
 		{nil, "say what to replay"},
-		{[]string{"--key", "evt_1"}, "needs --source and --tenant"},
+		{[]string{"--id", "evt_1"}, "needs --source and --tenant"},
+		{[]string{"--key", "evt_1"}, "--key is deprecated and will go in 1.0; use --id"}, // the old flag still sets the id
+		{[]string{"--key", "evt_1"}, "--id needs --source and --tenant"},
 		{[]string{"--status", "done"}, "only dead or failed"},
 		{[]string{"--status", "dead", "--dlq", "http://x"}, "say what to replay"},
 		{[]string{"--dlq", "http://x", "--source", "stripe"}, "takes no --source"},
@@ -272,13 +274,13 @@ func TestReplayFlags(t *testing.T) {
 		{[]string{"--dlq", "http://x", "--apply-stale"}, "--apply-stale replays events from the ledger"},
 		{[]string{"--since", "yesterday"}, "RFC 3339"},
 		{[]string{"--since", "1h", "--until", "2h"}, "--since must be before --until"},
-		{[]string{"evt_1"}, "give the event id with --key"},
-		{[]string{"--status", "dead", "--step", "notify", "--rerun"}, "give the event with --key"},
-		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify"}, "exactly one of --mark-done"},
-		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--mark-done"}, "exactly one of --mark-done"},
-		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--mark-done"}, "need --step NAME"},
-		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--result", "x"}, "--result goes with --mark-done"},
-		{[]string{"--key", "k", "--source", "s", "--tenant", "t", "--step", "no tify", "--rerun"}, "is not a step name"},
+		{[]string{"evt_1"}, "give the event id with --id"},
+		{[]string{"--status", "dead", "--step", "notify", "--rerun"}, "give the event with --id"},
+		{[]string{"--id", "k", "--source", "s", "--tenant", "t", "--step", "notify"}, "exactly one of --mark-done"},
+		{[]string{"--id", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--mark-done"}, "exactly one of --mark-done"},
+		{[]string{"--id", "k", "--source", "s", "--tenant", "t", "--mark-done"}, "need --step NAME"},
+		{[]string{"--id", "k", "--source", "s", "--tenant", "t", "--step", "notify", "--rerun", "--result", "x"}, "--result goes with --mark-done"},
+		{[]string{"--id", "k", "--source", "s", "--tenant", "t", "--step", "no tify", "--rerun"}, "is not a step name"},
 	} {
 		var out, errb bytes.Buffer
 		if code := runReplay(t.Context(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
@@ -298,10 +300,10 @@ func TestReplayApplyStale(t *testing.T) {
 	ctx := t.Context()
 	forced := f.event(t, f.l, "evt_forced", ledger.Dead)
 	plain := f.event(t, f.l, "evt_plain", ledger.Dead)
-	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: forced.Key, applyStale: true}); code != 0 {
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", id: forced.ID, applyStale: true}); code != 0 {
 		t.Fatalf("exit %d: %s", code, f.err)
 	}
-	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", key: plain.Key}); code != 0 {
+	if code := f.r.run(ctx, replayOptions{source: "stripe", tenant: "acme", id: plain.ID}); code != 0 {
 		t.Fatalf("exit %d: %s", code, f.err)
 	}
 	if !strings.Contains(f.out.String(), "evt_forced (was dead after 1 attempt, 0 reclaims; last error: charge: payments API refused with 402); applied even if stale") {

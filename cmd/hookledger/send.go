@@ -145,9 +145,9 @@ func (o *sendOpts) announce(d signed, stdout, stderr io.Writer) {
 	case ev.Handshake != nil:
 		fmt.Fprintf(stdout, "sending a %s handshake to %s\n", o.provider, d.url)
 	case where != "":
-		fmt.Fprintf(stdout, "sending %s key %s (type %q); inspect it with: hookledger inspect --source %s --tenant %s %s\n", where, ev.Key, ev.Type, o.src, o.tenant, ev.Key)
+		fmt.Fprintf(stdout, "sending %s key %s (type %q); inspect it with: hookledger inspect --source %s --tenant %s %s\n", where, ev.ID, ev.Type, o.src, o.tenant, ev.ID)
 	default:
-		fmt.Fprintf(stdout, "sending key %s (type %q) to %s\n", ev.Key, ev.Type, d.url)
+		fmt.Fprintf(stdout, "sending key %s (type %q) to %s\n", ev.ID, ev.Type, d.url)
 	}
 }
 

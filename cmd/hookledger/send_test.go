@@ -158,7 +158,7 @@ func TestSendSampleFitsProvider(t *testing.T) {
 			continue
 		}
 		ev, err := v.Verify(&webhook.Request{Method: http.MethodPost, URL: u, Header: hdr, Body: body}, []string{secret}, now)
-		if err != nil || ev.Key == "" {
+		if err != nil || ev.ID == "" {
 			t.Errorf("%s: sample %s: %+v, %v", p, body, ev, err)
 		}
 		if w, ok := wantType[p]; ok && (typ != w || ev.Type != w) {

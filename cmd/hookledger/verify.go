@@ -214,8 +214,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookledger verify: valid handshake; reply %d %s: %s\n", ev.Handshake.Status, ev.Handshake.ContentType, ev.Handshake.Body)
 		return 0
 	}
-	if ev.Key != "" {
-		fmt.Fprintln(stdout, ev.Key)
+	if ev.ID != "" {
+		fmt.Fprintln(stdout, ev.ID)
 	}
 	return 0
 }

@@ -66,7 +66,7 @@ func NewClient(cfg aws.Config) *s3.Client {
 // because a key can be used again once its record expired, and the bucket's
 // lifecycle removes the earlier event's object only later: the newer
 // record's reference must never name the earlier body.
-func (s *Store) Key(id ledger.ID, digest string) string {
+func (s *Store) Key(id ledger.Key, digest string) string {
 	sum := sha256.Sum256([]byte(id.PK() + "\x00" + digest))
 	return s.Prefix + hex.EncodeToString(sum[:])
 }
@@ -129,7 +129,7 @@ func Body(ctx context.Context, l payloads, store *Store, rec ledger.Record) ([]b
 		return b, err
 	}
 	if store == nil {
-		return nil, fmt.Errorf("%s: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", rec.ID, rec.PayloadRef)
+		return nil, fmt.Errorf("%s: the body is in the payload store (%s) but no store is configured (HOOKLEDGER_PAYLOAD_BUCKET)", rec.Key, rec.PayloadRef)
 	}
 	b, err := store.Get(ctx, rec.PayloadRef)
 	if errors.Is(err, ErrNotFound) {

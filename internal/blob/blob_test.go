@@ -28,7 +28,7 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 	st, _ := setup(t)
 	body := make([]byte, 2<<20+7)
 	rand.Read(body)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
 	key := st.Key(id, "d")
 	if err := st.Put(t.Context(), key, body); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("got %d bytes, %v; want the %d bytes written", len(got), err, len(body))
 	}
-	if _, err := st.Get(t.Context(), st.Key(ledger.ID{Source: "stripe", Tenant: "acme", Key: "never"}, "d")); !errors.Is(err, blob.ErrNotFound) {
+	if _, err := st.Get(t.Context(), st.Key(ledger.Key{Source: "stripe", Tenant: "acme", ID: "never"}, "d")); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("missing object: %v, want ErrNotFound", err)
 	}
 }
@@ -48,12 +48,12 @@ func TestPutGetRoundTripsTwoMegabytes(t *testing.T) {
 func TestKeyIsFixedLengthAndPerEvent(t *testing.T) {
 	t.Parallel()
 	st := &blob.Store{Prefix: "payloads/"}
-	long := ledger.ID{Source: "s", Tenant: "t", Key: strings.Repeat("#", ledger.MaxPartLen)}
-	a, b := st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}, "d"), st.Key(ledger.ID{Source: "s", Tenant: "t#k", Key: ""}, "d")
+	long := ledger.Key{Source: "s", Tenant: "t", ID: strings.Repeat("#", ledger.MaxPartLen)}
+	a, b := st.Key(ledger.Key{Source: "s", Tenant: "t", ID: "k"}, "d"), st.Key(ledger.Key{Source: "s", Tenant: "t#k", ID: ""}, "d")
 	if a == b {
 		t.Error("two identities share a key")
 	}
-	if st.Key(ledger.ID{Source: "s", Tenant: "t", Key: "k"}, "d2") == a {
+	if st.Key(ledger.Key{Source: "s", Tenant: "t", ID: "k"}, "d2") == a {
 		t.Error("two bodies under one identity share a key")
 	}
 	if k := st.Key(long, strings.Repeat("d", 64)); len(k) != len("payloads/")+64 || !strings.HasPrefix(k, "payloads/") {
@@ -64,8 +64,8 @@ func TestKeyIsFixedLengthAndPerEvent(t *testing.T) {
 func TestBodyReadsWhereTheRecordSays(t *testing.T) {
 	t.Parallel()
 	st, l := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
-	inItem := ledger.Record{ID: id}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
+	inItem := ledger.Record{Key: id}
 	if _, err := blob.Body(t.Context(), l, st, inItem); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no payload item: %v, want ErrMissing", err)
 	}
@@ -75,7 +75,7 @@ func TestBodyReadsWhereTheRecordSays(t *testing.T) {
 	if b, err := blob.Body(t.Context(), l, st, inItem); err != nil || string(b) != "in the ledger" {
 		t.Fatalf("ledger payload: %q %v", b, err)
 	}
-	inStore := ledger.Record{ID: id, PayloadRef: st.Key(id, "d")}
+	inStore := ledger.Record{Key: id, PayloadRef: st.Key(id, "d")}
 	if _, err := blob.Body(t.Context(), l, st, inStore); !errors.Is(err, blob.ErrMissing) {
 		t.Fatalf("no object: %v, want ErrMissing", err)
 	}

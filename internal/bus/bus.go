@@ -136,7 +136,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 			attrs = append(attrs, "source", dl.d.Source, "tenant", dl.d.Tenant)
 		}
 		if dl.d.Key != "" {
-			attrs = append(attrs, "event_key", dl.d.Key, "event_type", dl.d.Type)
+			attrs = append(attrs, "event_id", dl.d.Key, "event_type", dl.d.Type)
 		}
 		if result != "" {
 			attrs = append(attrs, "result", string(result))
@@ -246,7 +246,7 @@ func (h *Handler) read(raw string) (delivery, string) {
 	if err != nil {
 		return dl, "no usable key: " + err.Error()
 	}
-	dl.d.Key, dl.d.Type = ev.Key, ev.Type
+	dl.d.Key, dl.d.Type = ev.ID, ev.Type
 	if dl.d.Key == "" {
 		return dl, "no usable key: the event has no id"
 	}

@@ -156,7 +156,7 @@ func (f fixture) handle(t *testing.T, bodies ...string) []string {
 
 func (f fixture) record(t *testing.T, src, tenant, key string) ledger.Record {
 	t.Helper()
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: src, Tenant: tenant, Key: key})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: src, Tenant: tenant, ID: key})
 	if err != nil {
 		t.Fatalf("record %s/%s/%s: %v", src, tenant, key, err)
 	}
@@ -224,7 +224,7 @@ func TestBusEventPutTwiceMinutesApartIsClaimedOnce(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 	msgs := f.messages(t)
-	if len(msgs) != 1 || msgs[0].Tenant != "acme" || msgs[0].Key != "evt_bus_twice" {
+	if len(msgs) != 1 || msgs[0].Tenant != "acme" || msgs[0].ID != "evt_bus_twice" {
 		t.Fatalf("messages %+v", msgs)
 	}
 	var compact bytes.Buffer
@@ -257,7 +257,7 @@ func TestBusEventPutTwiceMinutesApartIsClaimedOnce(t *testing.T) {
 
 func mustClaim(t *testing.T, f fixture, rec ledger.Record) ledger.Lease {
 	t.Helper()
-	lease, err := f.l.ClaimEvent(t.Context(), ledger.ID{Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key}, time.Minute, rec.Identity())
+	lease, err := f.l.ClaimEvent(t.Context(), ledger.Key{Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID}, time.Minute, rec.Identity())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -628,7 +628,7 @@ func (r *Run) ExtendLease(ctx context.Context, d time.Duration) error {
 // of events already processed must stay the same.
 func DownstreamKey(source, tenant, id, step string) string {
 	h := sha256.New()
-	h.Write([]byte(ledger.ID{Source: source, Tenant: tenant, Key: id}.PK()))
+	h.Write([]byte(ledger.Key{Source: source, Tenant: tenant, ID: id}.PK()))
 	h.Write([]byte{0})
 	h.Write([]byte(step))
 	return "hl_" + hex.EncodeToString(h.Sum(nil))[:40]

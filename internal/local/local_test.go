@@ -80,15 +80,15 @@ func (d *deadlines) note(ctx context.Context) {
 
 func (d *deadlines) Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error) {
 	d.note(ctx)
-	return ledger.Record{ID: ev.ID, Status: ledger.Received, EventType: ev.Type, BodySHA256: ev.BodySHA256}, true, nil
+	return ledger.Record{Key: ev.Key, Status: ledger.Received, EventType: ev.Type, BodySHA256: ev.BodySHA256}, true, nil
 }
 
-func (d *deadlines) PutPayload(ctx context.Context, _ ledger.ID, _ []byte, _ string) error {
+func (d *deadlines) PutPayload(ctx context.Context, _ ledger.Key, _ []byte, _ string) error {
 	d.note(ctx)
 	return nil
 }
 
-func (d *deadlines) ClaimBody(context.Context, ledger.ID, ledger.Identity) (string, error) {
+func (d *deadlines) ClaimBody(context.Context, ledger.Key, ledger.Identity) (string, error) {
 	return "", nil
 }
 

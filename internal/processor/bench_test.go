@@ -27,7 +27,7 @@ type benchDB struct{ ledger.API }
 var benchLeased = map[string]types.AttributeValue{
 	"pk": &types.AttributeValueMemberS{Value: "ev#stripe#acme#evt_bench_0001"}, "sk": &types.AttributeValueMemberS{Value: "r"},
 	"source": &types.AttributeValueMemberS{Value: "stripe"}, "tenant": &types.AttributeValueMemberS{Value: "acme"},
-	"event_key": &types.AttributeValueMemberS{Value: "evt_bench_0001"}, "status": &types.AttributeValueMemberS{Value: "processing"},
+	"event_id": &types.AttributeValueMemberS{Value: "evt_bench_0001"}, "status": &types.AttributeValueMemberS{Value: "processing"},
 	"lease_owner": &types.AttributeValueMemberS{Value: "0123456789abcdef0123456789abcdef"},
 	"attempts":    &types.AttributeValueMemberN{Value: "1"}, "ver": &types.AttributeValueMemberN{Value: "2"},
 }
@@ -53,7 +53,7 @@ func BenchmarkProcessor(b *testing.B) {
 			})
 			h := &Handler{Ledger: l, Routes: engine.MustRoutes(routes), Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 			body := testbody.JSON("evt_bench_0001", size)
-			msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_bench_0001", Type: "invoice.paid",
+			msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_bench_0001", Type: "invoice.paid",
 				SHA256: strings.Repeat("ab", 32), Body: body, ReceivedAt: 1_780_000_000_000})
 			if err != nil {
 				b.Fatal(err)

@@ -50,14 +50,14 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 	f.h.Routes = engine.MustRoutes(r)
 	receive := func(key, typ string) events.SQSMessage {
 		t.Helper()
-		id := ledger.ID{Source: "github", Tenant: "acme", Key: key}
+		id := ledger.Key{Source: "github", Tenant: "acme", ID: key}
 		// What the receiver does under on-trouble: the record, no payload,
 		// and the message with the (empty) body.
-		if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: typ, BodySHA256: queue.EmptyBodySHA256}); err != nil {
+		if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: typ, BodySHA256: queue.EmptyBodySHA256}); err != nil {
 			t.Fatal(err)
 		}
 		snd := &queue.Sender{API: sq, URL: qurl}
-		if err := snd.Send(ctx, queue.Message{Source: "github", Tenant: "acme", Key: key, Type: typ, SHA256: queue.EmptyBodySHA256, Body: []byte{}}); err != nil {
+		if err := snd.Send(ctx, queue.Message{Source: "github", Tenant: "acme", ID: key, Type: typ, SHA256: queue.EmptyBodySHA256, Body: []byte{}}); err != nil {
 			t.Fatal(err)
 		}
 		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &qurl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
@@ -85,7 +85,7 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 	if resp, _ := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{flaky}}); len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("failing handler: %v, want the message failed", resp.BatchItemFailures)
 	}
-	body, err := f.l.Payload(ctx, ledger.ID{Source: "github", Tenant: "acme", Key: "d-empty-2"})
+	body, err := f.l.Payload(ctx, ledger.Key{Source: "github", Tenant: "acme", ID: "d-empty-2"})
 	if err != nil || len(body) != 0 {
 		t.Errorf("kept payload %q %v, want an empty one", body, err)
 	}
@@ -93,7 +93,7 @@ func TestEmptyBodyUnderOnTroubleIsProcessedOnce(t *testing.T) {
 
 func (f *fixture) record(t *testing.T, source, key string) ledger.Record {
 	t.Helper()
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: source, Tenant: "acme", Key: key})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: source, Tenant: "acme", ID: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +113,12 @@ func (o *orderLedger) note(c string) {
 	o.mu.Unlock()
 }
 
-func (o *orderLedger) ClaimEvent(ctx context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
+func (o *orderLedger) ClaimEvent(ctx context.Context, id ledger.Key, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
 	o.note("claim")
 	return o.Ledger.ClaimEvent(ctx, id, d, ev)
 }
 
-func (o *orderLedger) EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error) {
+func (o *orderLedger) EnsurePayload(ctx context.Context, id ledger.Key, body []byte, ev ledger.Identity) (bool, error) {
 	o.note("keep")
 	return o.Ledger.EnsurePayload(ctx, id, body, ev)
 }

@@ -104,7 +104,7 @@ func TestInterruptedRunsDoNotSpendAttempts(t *testing.T) {
 	}
 	// A message without its body, and no payload stored yet: the run
 	// cannot read the body (the ledger's trouble), and gives the event back.
-	omitted, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: k, Type: "scripted", SHA256: "x", BodyOmitted: true})
+	omitted, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: k, Type: "scripted", SHA256: "x", BodyOmitted: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,9 @@ type extendLedger struct {
 	ends []time.Time
 }
 
-func (x *extendLedger) ClaimEvent(_ context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
+func (x *extendLedger) ClaimEvent(_ context.Context, id ledger.Key, d time.Duration, ev ledger.Identity) (ledger.Lease, error) {
 	until := time.Now().Add(d)
-	return ledger.Lease{ID: id, Token: "t", Until: until, Record: ledger.Record{ID: id, EventType: ev.Type, BodySHA256: ev.BodySHA256,
+	return ledger.Lease{ID: id, Token: "t", Until: until, Record: ledger.Record{Key: id, EventType: ev.Type, BodySHA256: ev.BodySHA256,
 		Status: ledger.Processing, Attempts: 1, Version: 2, LeaseUntil: until}}, nil
 }
 
@@ -58,7 +58,7 @@ func (x *extendLedger) Bury(context.Context, ledger.Lease, string, ...ledger.Ste
 	return ledger.Record{Status: ledger.Dead}, nil
 }
 func (x *extendLedger) PayloadOf(context.Context, ledger.Record) ([]byte, error) { return nil, nil }
-func (x *extendLedger) EnsurePayload(context.Context, ledger.ID, []byte, ledger.Identity) (bool, error) {
+func (x *extendLedger) EnsurePayload(context.Context, ledger.Key, []byte, ledger.Identity) (bool, error) {
 	return false, nil
 }
 func (x *extendLedger) TakeOrder(context.Context, ledger.Lease, string, int64, bool) (ledger.Taken, error) {
@@ -84,7 +84,7 @@ func TestConcurrentExtendsNeverLeaveTheShorterEnd(t *testing.T) {
 		wg.Wait()
 		return err
 	})
-	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_long", Type: "long", SHA256: "x", Body: []byte("{}")})
+	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_long", Type: "long", SHA256: "x", Body: []byte("{}")})
 	if err != nil {
 		t.Fatal(err)
 	}

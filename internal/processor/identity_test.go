@@ -66,7 +66,7 @@ func (f *identityFixture) message(t *testing.T, m queue.Message, receives int) e
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events.SQSMessage{MessageId: m.Key + "-" + m.SHA256 + "-" + m.Type, Body: body,
+	return events.SQSMessage{MessageId: m.ID + "-" + m.SHA256 + "-" + m.Type, Body: body,
 		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(receives)}}
 }
 
@@ -99,16 +99,16 @@ func TestStaleDeadLetterUnderAReusedKeyIsParked(t *testing.T) {
 	t.Parallel()
 	f := identitySetup(t)
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_reused"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-earlier"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_reused"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "sha-earlier"}); err != nil {
 		t.Fatal(err)
 	}
-	earlier := queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "sha-earlier", Body: []byte(`{"amount":100}`)}
+	earlier := queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: "sha-earlier", Body: []byte(`{"amount":100}`)}
 	f.clock.Advance(2 * time.Hour) // the earlier record expired; its message waited in the DLQ
-	if _, created, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-newer"}); err != nil || !created {
+	if _, created, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "sha-newer"}); err != nil || !created {
 		t.Fatalf("the key used again: created=%v err=%v", created, err)
 	}
-	newer := queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "sha-newer", Body: []byte(`{"amount":250}`)}
+	newer := queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: "sha-newer", Body: []byte(`{"amount":250}`)}
 	before, err := f.l.Get(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestStaleDeadLetterUnderAReusedKeyIsParked(t *testing.T) {
 		t.Errorf("Parked counted %d times, want 2, each also as NeedsOperator:\n%s", n, f.emf)
 	}
 	line := f.log.String()
-	for _, want := range []string{`"level":"ERROR"`, `"event_key":"evt_reused"`, `"message_sha256":"sha-earlier"`, `"record_sha256":"sha-newer"`,
+	for _, want := range []string{`"level":"ERROR"`, `"event_id":"evt_reused"`, `"message_sha256":"sha-earlier"`, `"record_sha256":"sha-newer"`,
 		`"message_type":"invoice.paid"`, `"record_type":"invoice.paid"`, `"reason":"body digest differs"`} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the parked message's log lacks %s:\n%s", want, line)
@@ -177,15 +177,15 @@ func TestMessageWithAnotherTypeOrNoDigestIsParked(t *testing.T) {
 	t.Parallel()
 	f := identitySetup(t)
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_typed"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "sha-1"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_typed"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "sha-1"}); err != nil {
 		t.Fatal(err)
 	}
 	body := []byte(`{"amount":100}`)
 	for _, m := range []queue.Message{
-		{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.voided", SHA256: "sha-1", Body: body},
-		{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "", SHA256: "sha-1", Body: body},
-		{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", Body: body},
+		{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.voided", SHA256: "sha-1", Body: body},
+		{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "", SHA256: "sha-1", Body: body},
+		{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", Body: body},
 	} {
 		for _, receives := range []int{1, 2} {
 			if f.handle(t, f.message(t, m, receives)) {
@@ -199,7 +199,7 @@ func TestMessageWithAnotherTypeOrNoDigestIsParked(t *testing.T) {
 	if _, err := f.l.Payload(ctx, id); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("a payload was kept from a message that is not the record's event: %v", err)
 	}
-	if !f.handle(t, f.message(t, queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "sha-1", Body: body}, 1)) {
+	if !f.handle(t, f.message(t, queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: "sha-1", Body: body}, 1)) {
 		t.Fatal("the event's own message was not acknowledged")
 	}
 	if got := f.runs(); len(got) != 1 || got[0] != `invoice.paid {"amount":100}` {

@@ -41,7 +41,7 @@ func TestInfoLineNamesTheEventOnce(t *testing.T) {
 		got = append(got, k)
 	}
 	slices.Sort(got)
-	if want := []string{"duration_ms", "event_key", "event_type", "level", "msg", "outcome", "source", "tenant", "time"}; !slices.Equal(got, want) {
+	if want := []string{"duration_ms", "event_id", "event_type", "level", "msg", "outcome", "source", "tenant", "time"}; !slices.Equal(got, want) {
 		t.Errorf("processed: keys %v, want %v", got, want)
 	}
 	if lines[1]["message_id"] != "m-evt_line_flaky" || lines[1]["event_type"] != "flaky" || lines[1]["level"] != "WARN" {

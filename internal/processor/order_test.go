@@ -98,11 +98,11 @@ func (o *ordered) event(t *testing.T, key, typ, sub string, created int64) event
 // returns its message.
 func (o *ordered) message(t *testing.T, key, typ, body string) events.SQSMessage {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := o.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := o.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(body),
+	msg, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: key, Type: typ, SHA256: "x", Body: []byte(body),
 		ReceivedAt: o.clock.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func (o *ordered) handle(t *testing.T, msgs ...events.SQSMessage) map[string]boo
 
 func (o *ordered) record(t *testing.T, key string) ledger.Record {
 	t.Helper()
-	rec, err := o.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+	rec, err := o.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestBusyResourceGivesTheEventBack(t *testing.T) {
 	ctx := t.Context()
 	// Another event's run holds sub_1 (a slow worker elsewhere).
 	o.event(t, "evt_holder", subUpdated, "sub_1", 100)
-	holder, err := o.l.ClaimEvent(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
+	holder, err := o.l.ClaimEvent(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +288,9 @@ func TestOneBatchOfOneResource(t *testing.T) {
 func TestEventWithoutPositionRunsUnordered(t *testing.T) {
 	t.Parallel()
 	o := setupOrdered(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_bal"}
-	o.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: subUpdated, BodySHA256: "x"})
-	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_bal", Type: subUpdated, SHA256: "x", Body: []byte(`{"id":"evt_bal","created":1}`)})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_bal"}
+	o.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: subUpdated, BodySHA256: "x"})
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_bal", Type: subUpdated, SHA256: "x", Body: []byte(`{"id":"evt_bal","created":1}`)})
 	if f := o.handle(t, events.SQSMessage{MessageId: "m", Body: body}); len(f) != 0 {
 		t.Fatalf("failures %v", f)
 	}
@@ -301,11 +301,11 @@ func TestEventWithoutPositionRunsUnordered(t *testing.T) {
 
 // olderDeadThenNewer leaves evt_old (created 100) dead before it ran, and
 // evt_new (300) applied: the operator's replay of evt_old comes next.
-func (o *ordered) olderDeadThenNewer(t *testing.T) (events.SQSMessage, ledger.ID) {
+func (o *ordered) olderDeadThenNewer(t *testing.T) (events.SQSMessage, ledger.Key) {
 	t.Helper()
 	ctx := t.Context()
 	old := o.event(t, "evt_old", subUpdated, "sub_1", 100)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_old"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_old"}
 	lease, err := o.l.ClaimEvent(ctx, id, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +403,7 @@ func TestStaleAfterARunSaysSo(t *testing.T) {
 	// Given back while sub_2 was busy, then stale: it never ran either.
 	ctx := t.Context()
 	o.event(t, "evt_holder", subUpdated, "sub_2", 100)
-	holder, err := o.l.ClaimEvent(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
+	holder, err := o.l.ClaimEvent(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_holder"}, time.Minute, ledger.Identity{Type: subUpdated, BodySHA256: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

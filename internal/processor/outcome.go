@@ -181,7 +181,7 @@ func (h *Handler) storeBody(ctx context.Context, m queue.Message, log *slog.Logg
 	if m.Ref != "" || m.BodyOmitted {
 		return nil
 	}
-	stored, err := h.Ledger.EnsurePayload(ctx, m.ID(), m.Body, identity(m))
+	stored, err := h.Ledger.EnsurePayload(ctx, m.Key(), m.Body, identity(m))
 	if errors.Is(err, ledger.ErrNotThisEvent) {
 		return err
 	}
@@ -214,7 +214,7 @@ func (h *Handler) park(ctx context.Context, m queue.Message, err error, receives
 	}
 	why := rec.Mismatch(identity(m))
 	h.logger().ErrorContext(ctx, "message is not the event its record holds: parked, never applied; it goes to the dead-letter queue after maxReceiveCount deliveries",
-		"source", m.Source, "tenant", m.Tenant, "event_key", m.Key, "status", string(rec.Status), "reason", why,
+		"source", m.Source, "tenant", m.Tenant, "event_id", m.ID, "status", string(rec.Status), "reason", why,
 		"message_sha256", m.SHA256, "record_sha256", rec.BodySHA256, "message_type", m.Type, "record_type", rec.EventType,
 		"receive_count", receives)
 	return end{out: Parked, err: fmt.Errorf("not the event the ledger holds under this key (%s): %w", why, err)}

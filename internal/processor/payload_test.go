@@ -17,7 +17,7 @@ import (
 
 func (f *fixture) payload(t *testing.T, key string) ([]byte, error) {
 	t.Helper()
-	return f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+	return f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: key})
 }
 
 // With on-trouble (or a payload write that failed beside a successful
@@ -46,11 +46,11 @@ func TestProcessorKeepsThePayloadOnlyForEventsInTrouble(t *testing.T) {
 	redelivered := f.event(t, "evt_redelivered", "invoice.paid")
 	redelivered.Attributes = map[string]string{"ApproximateReceiveCount": "2"}
 	busy := f.event(t, "evt_busy", "invoice.paid")
-	if _, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_busy"}, time.Minute); err != nil {
+	if _, err := f.l.Claim(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_busy"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	dead := f.event(t, "evt_dead_keep", "invoice.paid")
-	lease, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dead_keep"}, time.Minute)
+	lease, err := f.l.Claim(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dead_keep"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestProcessorKeepsThePayloadOnlyForEventsInTrouble(t *testing.T) {
 	}
 	// A payload already there is kept, not overwritten.
 	again := f.event(t, "evt_kept_once", "flaky")
-	if err := f.l.PutPayload(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_kept_once"}, []byte("the receiver's copy"), "x"); err != nil {
+	if err := f.l.PutPayload(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_kept_once"}, []byte("the receiver's copy"), "x"); err != nil {
 		t.Fatal(err)
 	}
 	f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{again}})
@@ -101,16 +101,16 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 		return nil
 	})
 	f.h.Routes = engine.MustRoutes(r)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_in_store"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_in_store"}
 	body := []byte(`{"id":"evt_in_store","big":true}`)
 	ref := st.Key(id, "x")
 	if err := st.Put(t.Context(), ref, body); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x", PayloadRef: ref}); err != nil {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x", PayloadRef: ref}); err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: id.Key, Type: "invoice.paid", SHA256: "x", Ref: ref})
+	enc, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: id.ID, Type: "invoice.paid", SHA256: "x", Ref: ref})
 	msg := events.SQSMessage{MessageId: "m-store", Body: enc}
 	// Without a configured store the event is retried, never run blind.
 	if resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{msg}}); len(resp.BatchItemFailures) != 1 {
@@ -124,7 +124,7 @@ func TestProcessorReadsBodiesFromThePayloadStore(t *testing.T) {
 	if string(seen) != string(body) {
 		t.Errorf("handler saw %q, want the stored body", seen)
 	}
-	if rec := f.status(t, id.Key); rec.Status != ledger.Done {
+	if rec := f.status(t, id.ID); rec.Status != ledger.Done {
 		t.Errorf("status %s, want done", rec.Status)
 	}
 }
@@ -142,7 +142,7 @@ func (r *refusingLedger) Complete(ctx context.Context, lease ledger.Lease, chang
 	return r.Ledger.Complete(ctx, lease, changes...)
 }
 
-func (r *refusingLedger) EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error) {
+func (r *refusingLedger) EnsurePayload(ctx context.Context, id ledger.Key, body []byte, ev ledger.Identity) (bool, error) {
 	if r.ensure != nil {
 		return false, r.ensure
 	}

@@ -27,7 +27,7 @@ import (
 
 // leases is the slice of the ledger the processor calls.
 type leases interface {
-	ClaimEvent(ctx context.Context, id ledger.ID, d time.Duration, ev ledger.Identity) (ledger.Lease, error)
+	ClaimEvent(ctx context.Context, id ledger.Key, d time.Duration, ev ledger.Identity) (ledger.Lease, error)
 	Extend(ctx context.Context, lease ledger.Lease, d time.Duration) (ledger.Lease, error)
 	SaveSteps(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
 	Complete(ctx context.Context, lease ledger.Lease, changes ...ledger.StepChange) (ledger.Record, error)
@@ -35,7 +35,7 @@ type leases interface {
 	Release(ctx context.Context, lease ledger.Lease, cause string, retryAfter time.Duration, changes ...ledger.StepChange) (ledger.Record, error)
 	Bury(ctx context.Context, lease ledger.Lease, cause string, changes ...ledger.StepChange) (ledger.Record, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
-	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
+	EnsurePayload(ctx context.Context, id ledger.Key, body []byte, ev ledger.Identity) (bool, error)
 	TakeOrder(ctx context.Context, lease ledger.Lease, resource string, position int64, force bool) (ledger.Taken, error)
 	Skip(ctx context.Context, lease ledger.Lease, reason string) (ledger.Record, error)
 }
@@ -157,7 +157,7 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	event := h.logger()
 	m, err := queue.Decode(msg.Body)
 	if err == nil {
-		event = event.With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key, "event_type", m.Type)
+		event = event.With("source", m.Source, "tenant", m.Tenant, "event_id", m.ID, "event_type", m.Type)
 	}
 	log := event.With("message_id", msg.MessageId)
 	var detail error
@@ -247,7 +247,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int, lo
 // cannot (ok false). The claim requires the record to be this message's
 // event (its type and body digest), in its one conditional write.
 func (h *Handler) claim(ctx context.Context, m queue.Message, receives int) (lease ledger.Lease, e end, ok bool) {
-	lease, err := h.Ledger.ClaimEvent(ctx, m.ID(), h.lease(ctx), identity(m))
+	lease, err := h.Ledger.ClaimEvent(ctx, m.Key(), h.lease(ctx), identity(m))
 	var se *ledger.StateError
 	switch {
 	case err == nil:
@@ -294,14 +294,14 @@ func (h *Handler) body(ctx context.Context, m queue.Message, lease ledger.Lease)
 
 // attempt runs the event's handler under its lease and judges the run.
 func (h *Handler) attempt(ctx context.Context, m queue.Message, lease ledger.Lease, handler engine.Handler, body []byte) end {
-	w := &work{h: h, lease: lease, log: h.logger().With("source", m.Source, "tenant", m.Tenant, "event_key", m.Key)}
+	w := &work{h: h, lease: lease, log: h.logger().With("source", m.Source, "tenant", m.Tenant, "event_id", m.ID)}
 	run := engine.New(engine.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
-		Key: func(name string) string { return engine.DownstreamKey(m.Source, m.Tenant, m.Key, name) }, Point: h.point,
+		Key: func(name string) string { return engine.DownstreamKey(m.Source, m.Tenant, m.ID, name) }, Point: h.point,
 		Extend: w.extend, Forward: h.forwarder(), Guard: w,
 	})
 	herr := safeRun(ctx, handler, engine.Event{
-		Source: m.Source, Tenant: m.Tenant, ID: m.Key, Type: lease.Record.EventType, Body: body, Attempt: lease.Record.Attempts,
+		Source: m.Source, Tenant: m.Tenant, ID: m.ID, Type: lease.Record.EventType, Body: body, Attempt: lease.Record.Attempts,
 		ReceivedAt: receivedAt(m, lease.Record),
 	}, run)
 	j := run.Judge(herr, lease.Record.Failures, h.MaxAttempts, lease.Record.Attempts)

@@ -59,7 +59,7 @@ func setup(t *testing.T) *fixture {
 	})
 	r.HandleFunc("stripe", "slow", func(ctx context.Context, ev *hookledger.Event) error {
 		count(ev)
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
+		id := ledger.Key{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID}
 		before, _ := l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 10*time.Minute); err != nil {
 			return err
@@ -83,11 +83,11 @@ func (f *fixture) calledTimes(key string) int {
 // event creates a received record and returns its queue message.
 func (f *fixture) event(t *testing.T, key, typ string) events.SQSMessage {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(`{"id":"` + key + `"}`)})
+	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: key, Type: typ, SHA256: "x", Body: []byte(`{"id":"` + key + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func (f *fixture) event(t *testing.T, key, typ string) events.SQSMessage {
 
 func (f *fixture) status(t *testing.T, key string) ledger.Record {
 	t.Helper()
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +109,11 @@ func TestMixedBatchReportsOnlyWhatFailed(t *testing.T) {
 	ctx := t.Context()
 	good := f.event(t, "evt_good", "invoice.paid")
 	leased := f.event(t, "evt_leased", "invoice.paid")
-	if _, err := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_leased"}, time.Minute); err != nil {
+	if _, err := f.l.Claim(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_leased"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	done := f.event(t, "evt_done", "invoice.paid")
-	lease, _ := f.l.Claim(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_done"}, time.Minute)
+	lease, _ := f.l.Claim(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_done"}, time.Minute)
 	f.l.Complete(ctx, lease)
 	flaky := f.event(t, "evt_flaky", "flaky")
 	declined := f.event(t, "evt_declined", "declined")
@@ -247,7 +247,7 @@ func TestExtendLeaseNeverShortensTheLease(t *testing.T) {
 	leases := make(chan [2]time.Time, 1)
 	r := hookledger.NewRouter()
 	r.HandleFunc("stripe", "long", func(ctx context.Context, ev *hookledger.Event) error {
-		id := ledger.ID{Source: ev.Source, Tenant: ev.Tenant, Key: ev.ID}
+		id := ledger.Key{Source: ev.Source, Tenant: ev.Tenant, ID: ev.ID}
 		before, _ := f.l.Get(ctx, id)
 		if err := ev.ExtendLease(ctx, 30*time.Second); err != nil {
 			return err
@@ -276,10 +276,10 @@ func TestPayloadReadFromLedgerWhenMessageHasNone(t *testing.T) {
 	r := hookledger.NewRouter()
 	r.HandleFunc("*", "*", func(ctx context.Context, ev *hookledger.Event) error { got = ev.Body; return nil })
 	f.h.Routes = engine.MustRoutes(r)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_big"}
-	f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_big"}
+	f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"})
 	f.l.PutPayload(t.Context(), id, []byte(`{"big":true}`), "x")
-	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_big", Type: "invoice.paid", SHA256: "x", BodyOmitted: true})
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_big", Type: "invoice.paid", SHA256: "x", BodyOmitted: true})
 	resp, _ := f.h.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
 	if len(resp.BatchItemFailures) != 0 || string(got) != `{"big":true}` {
 		t.Fatalf("failures %v, body %q", resp.BatchItemFailures, got)
@@ -291,13 +291,13 @@ func TestDownstreamKeysKeepTheirDerivation(t *testing.T) {
 	// Keys handed to downstream APIs must never change across releases: a
 	// changed key turns a retried charge into a second charge. They are
 	// SHA-256 over the ledger's partition key, a zero byte and the name.
-	for _, id := range []ledger.ID{
-		{Source: "stripe", Tenant: "acme", Key: "evt_1"},
-		{Source: "gen", Tenant: "a#b", Key: "k%23#x"},
+	for _, id := range []ledger.Key{
+		{Source: "stripe", Tenant: "acme", ID: "evt_1"},
+		{Source: "gen", Tenant: "a#b", ID: "k%23#x"},
 	} {
 		sum := sha256.Sum256([]byte(id.PK() + "\x00charge"))
 		want := "hl_" + hex.EncodeToString(sum[:])[:40]
-		if got := engine.DownstreamKey(id.Source, id.Tenant, id.Key, "charge"); got != want {
+		if got := engine.DownstreamKey(id.Source, id.Tenant, id.ID, "charge"); got != want {
 			t.Errorf("%s: key %s, want %s", id, got, want)
 		}
 	}

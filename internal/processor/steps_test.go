@@ -146,11 +146,11 @@ func setupSteps(t *testing.T) *stepFixture {
 
 func (f *stepFixture) message(t *testing.T, key, typ string) events.SQSMessage {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: key, Type: typ, SHA256: "x", Body: []byte(`{}`)})
+	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: key, Type: typ, SHA256: "x", Body: []byte(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func (f *stepFixture) deliver(t *testing.T, msg events.SQSMessage) bool {
 
 func (f *stepFixture) record(t *testing.T, key string) ledger.Record {
 	t.Helper()
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: key})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestStartedStepWithoutCheckIsIndeterminate(t *testing.T) {
 		t.Fatalf("step x ran %d times, want once (never blindly again)", n)
 	}
 	// The operator checked: it happened.
-	if _, err := f.l.Replay(t.Context(), rec.ID, ledger.StepChange{Name: "x", Status: ledger.StepDone, Result: "checked by hand"}); err != nil {
+	if _, err := f.l.Replay(t.Context(), rec.Key, ledger.StepChange{Name: "x", Status: ledger.StepDone, Result: "checked by hand"}); err != nil {
 		t.Fatal(err)
 	}
 	// The burial left step x started, so it kept the burying attempt's

@@ -89,7 +89,7 @@ func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int
 	out, err := s.API.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &s.URL, Entries: entries})
 	if err != nil {
 		for _, i := range batch {
-			errs[i] = fmt.Errorf("enqueue %s: %w: %v", msgs[i].ID(), ErrUnavailable, err)
+			errs[i] = fmt.Errorf("enqueue %s: %w: %v", msgs[i].Key(), ErrUnavailable, err)
 		}
 		return
 	}
@@ -108,12 +108,12 @@ func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int
 		if f.SenderFault {
 			kind = ErrRejected
 		}
-		errs[i] = fmt.Errorf("enqueue %s: %w: %s: %s", msgs[i].ID(), kind, aws.ToString(f.Code), aws.ToString(f.Message))
+		errs[i] = fmt.Errorf("enqueue %s: %w: %s: %s", msgs[i].Key(), kind, aws.ToString(f.Code), aws.ToString(f.Message))
 	}
 	for _, i := range batch {
 		if !answered[strconv.Itoa(i)] {
 			// SQS answers every entry; one it did not mention is unknown.
-			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].ID(), ErrUnavailable)
+			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].Key(), ErrUnavailable)
 		}
 	}
 }

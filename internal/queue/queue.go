@@ -37,7 +37,7 @@ type Message struct {
 	V      int    `json:"v"`
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`
-	Key    string `json:"key"`
+	ID     string `json:"key"`
 	Type   string `json:"type,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	// Body is the event's body. Unless BodyOmitted is set, the message
@@ -70,9 +70,9 @@ type wire struct {
 // EmptyBodySHA256 is the hex SHA-256 of an empty body.
 const EmptyBodySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// ID is the ledger identity the message is about.
-func (m Message) ID() ledger.ID {
-	return ledger.ID{Source: m.Source, Tenant: m.Tenant, Key: m.Key}
+// Key is the ledger identity the message is about.
+func (m Message) Key() ledger.Key {
+	return ledger.Key{Source: m.Source, Tenant: m.Tenant, ID: m.ID}
 }
 
 // Encode renders m as the message body. The body rides in the message,
@@ -99,12 +99,12 @@ func Encode(m Message) (string, error) {
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
-		return "", fmt.Errorf("encode message %s: %w", m.ID(), err)
+		return "", fmt.Errorf("encode message %s: %w", m.Key(), err)
 	}
 	if len(b) > MaxMessageBytes {
 		w.Body, w.BodyGzip, w.BodyOmitted = nil, nil, true
 		if b, err = json.Marshal(w); err != nil {
-			return "", fmt.Errorf("encode message %s: %w", m.ID(), err)
+			return "", fmt.Errorf("encode message %s: %w", m.Key(), err)
 		}
 	}
 	return string(b), nil
@@ -125,7 +125,7 @@ func Decode(body string) (Message, error) {
 	if m.V != 1 {
 		return Message{}, fmt.Errorf("%w: version %d, want 1", ErrMalformed, m.V)
 	}
-	if err := m.ID().Validate(); err != nil {
+	if err := m.Key().Validate(); err != nil {
 		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	switch {
@@ -180,7 +180,7 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	}
 	in := &sqs.SendMessageInput{QueueUrl: &s.URL, MessageBody: &body, MessageGroupId: aws.String(GroupID(m.Tenant))}
 	if _, err := s.API.SendMessage(ctx, in); err != nil {
-		return fmt.Errorf("enqueue %s: %w: %v", m.ID(), ErrUnavailable, err)
+		return fmt.Errorf("enqueue %s: %w: %v", m.Key(), ErrUnavailable, err)
 	}
 	return nil
 }

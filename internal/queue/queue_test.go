@@ -11,14 +11,14 @@ import (
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	m := Message{Source: "stripe", Tenant: "acme", Key: "evt_1", Type: "invoice.paid", SHA256: "ab", Body: []byte{0, 1, 0xff, '"'}, ReceivedAt: 42}
+	m := Message{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", SHA256: "ab", Body: []byte{0, 1, 0xff, '"'}, ReceivedAt: 42}
 	s, err := Encode(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := Decode(s)
 	m.V = 1
-	if err != nil || got.Key != m.Key || !bytes.Equal(got.Body, m.Body) || got.ReceivedAt != 42 || got.V != 1 {
+	if err != nil || got.ID != m.ID || !bytes.Equal(got.Body, m.Body) || got.ReceivedAt != 42 || got.V != 1 {
 		t.Fatalf("round trip %+v %v", got, err)
 	}
 }
@@ -27,7 +27,7 @@ func TestLargeBodyLeavesTheMessage(t *testing.T) {
 	t.Parallel()
 	random := make([]byte, MaxMessageBytes) // incompressible: too large even gzip'd
 	rand.Read(random)
-	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random})
+	s, err := Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: "ab", Body: random})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 func TestLargeCompressibleBodyRidesCompressed(t *testing.T) {
 	t.Parallel()
 	body := bytes.Repeat([]byte(`{"line":"item","qty":1,"price":4900},`), 20000) // 740 KB of JSON
-	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", Body: body})
+	s, err := Encode(Message{Source: "s", Tenant: "t", ID: "k", Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestLargeCompressibleBodyRidesCompressed(t *testing.T) {
 
 func TestSmallBodyStaysPlain(t *testing.T) {
 	t.Parallel()
-	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", Body: []byte(`{"id":"evt_1"}`)})
+	s, _ := Encode(Message{Source: "s", Tenant: "t", ID: "k", Body: []byte(`{"id":"evt_1"}`)})
 	if strings.Contains(s, "body_gz") {
 		t.Fatalf("a small body was compressed: %s", s)
 	}
@@ -86,7 +86,7 @@ func TestBodyPastTheOld256KiBLimitRides(t *testing.T) {
 	t.Parallel()
 	random := make([]byte, 600<<10) // incompressible: 800 KB once base64'd in JSON
 	rand.Read(random)
-	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random})
+	s, err := Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: "ab", Body: random})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRefSurvivesWhenTheBodyLeaves(t *testing.T) {
 	t.Parallel()
 	random := make([]byte, 2<<20)
 	rand.Read(random)
-	s, err := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Body: random, Ref: "payloads/abc"})
+	s, err := Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: "ab", Body: random, Ref: "payloads/abc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEmptyBodyIsCarried(t *testing.T) {
 		body []byte
 	}{{"empty", []byte{}}, {"nil", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Encode(Message{Source: "github", Tenant: "acme", Key: "d-1", SHA256: EmptyBodySHA256, Body: tc.body})
+			s, err := Encode(Message{Source: "github", Tenant: "acme", ID: "d-1", SHA256: EmptyBodySHA256, Body: tc.body})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,12 +139,12 @@ func TestEmptyBodyIsCarried(t *testing.T) {
 		})
 	}
 	// A marker set by the sender leaves the body out even when it is empty.
-	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", BodyOmitted: true})
+	s, _ := Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: "ab", BodyOmitted: true})
 	if m, err := Decode(s); err != nil || m.Body != nil || !m.BodyOmitted {
 		t.Errorf("explicitly omitted: %+v %v", m, err)
 	}
 	// A reference without a body: the body is in the payload store.
-	s, _ = Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: "ab", Ref: "payloads/abc"})
+	s, _ = Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: "ab", Ref: "payloads/abc"})
 	if m, err := Decode(s); err != nil || m.Body != nil || !m.BodyOmitted || !strings.Contains(s, `"body_omitted":true`) {
 		t.Errorf("reference without a body: %s -> %+v %v", s, m, err)
 	}
@@ -176,7 +176,7 @@ func TestMessagesOfThePreviousVersionDecode(t *testing.T) {
 	var old struct {
 		Body []byte `json:"body,omitempty"`
 	}
-	s, _ := Encode(Message{Source: "s", Tenant: "t", Key: "k", SHA256: EmptyBodySHA256, Body: []byte{}})
+	s, _ := Encode(Message{Source: "s", Tenant: "t", ID: "k", SHA256: EmptyBodySHA256, Body: []byte{}})
 	if err := json.Unmarshal([]byte(s), &old); err != nil || old.Body == nil || len(old.Body) != 0 {
 		t.Errorf("the previous decoder reads %q as %v (nil %v), %v; want an empty body it runs as such", s, old.Body, old.Body == nil, err)
 	}

@@ -89,18 +89,18 @@ func (f *sqsFixture) received(t *testing.T) map[string]string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, dup := got[msg.Key]; dup {
+			if _, dup := got[msg.ID]; dup {
 				// SQS is at least once: when the emulator cuts an answer
 				// short, the SDK sends the batch again and its entries
 				// arrive twice; the processor's lease absorbs that. Only a
 				// duplicate no retry explains is the sender's fault.
 				if r := f.meter.Retries(); r["SQS.SendMessageBatch"]+r["SQS.SendMessage"] == 0 {
-					t.Errorf("%s queued twice without a retried send", msg.Key)
+					t.Errorf("%s queued twice without a retried send", msg.ID)
 				} else {
-					t.Logf("%s queued twice after the SDK retried a send whose answer was lost", msg.Key)
+					t.Logf("%s queued twice after the SDK retried a send whose answer was lost", msg.ID)
 				}
 			}
-			got[msg.Key] = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			got[msg.ID] = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		}
 	}
 	return got
@@ -110,12 +110,12 @@ func TestSendCarriesTheTenantAsMessageGroup(t *testing.T) {
 	t.Parallel()
 	f := setupSQS(t)
 	odd := "tenant with spaces and ünïcode"
-	if err := f.snd.Send(t.Context(), queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_single"}); err != nil {
+	if err := f.snd.Send(t.Context(), queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_single"}); err != nil {
 		t.Fatal(err)
 	}
 	errs := f.snd.SendBatch(t.Context(), []queue.Message{
-		{Source: "stripe", Tenant: "globex", Key: "evt_batch_1"},
-		{Source: "stripe", Tenant: odd, Key: "evt_batch_2"},
+		{Source: "stripe", Tenant: "globex", ID: "evt_batch_1"},
+		{Source: "stripe", Tenant: odd, ID: "evt_batch_2"},
 	})
 	for i, err := range errs {
 		if err != nil {
@@ -136,7 +136,7 @@ func TestSendBatchSendsTenAPerCall(t *testing.T) {
 	f := setupSQS(t)
 	msgs := make([]queue.Message, 23)
 	for i := range msgs {
-		msgs[i] = queue.Message{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_%02d", i), Body: []byte(`{"n":1}`)}
+		msgs[i] = queue.Message{Source: "stripe", Tenant: "acme", ID: fmt.Sprintf("evt_%02d", i), Body: []byte(`{"n":1}`)}
 	}
 	for i, err := range f.snd.SendBatch(t.Context(), msgs) {
 		if err != nil {
@@ -161,7 +161,7 @@ func TestSendBatchSplitsByTotalSize(t *testing.T) {
 	}
 	msgs := make([]queue.Message, 5)
 	for i := range msgs {
-		msgs[i] = queue.Message{Source: "s", Tenant: "t", Key: fmt.Sprintf("big_%d", i), Body: random(i)}
+		msgs[i] = queue.Message{Source: "s", Tenant: "t", ID: fmt.Sprintf("big_%d", i), Body: random(i)}
 	}
 	for i, err := range f.snd.SendBatch(t.Context(), msgs) {
 		if err != nil {
@@ -187,7 +187,7 @@ func TestSendBatchReportsEachFailedEntry(t *testing.T) {
 			keys := []string{"evt_ok_1", "evt_fail_1", "evt_ok_2", "evt_fail_2", "evt_ok_3"}
 			msgs := make([]queue.Message, len(keys))
 			for i, k := range keys {
-				msgs[i] = queue.Message{Source: "stripe", Tenant: "acme", Key: k}
+				msgs[i] = queue.Message{Source: "stripe", Tenant: "acme", ID: k}
 			}
 			errs := f.snd.SendBatch(t.Context(), msgs)
 			want := queue.ErrNotSent
@@ -212,7 +212,7 @@ func TestSendBatchWholeCallFailureIsUnknown(t *testing.T) {
 	t.Parallel()
 	f := setupSQS(t)
 	snd := &queue.BatchSender{API: f.snd.API, URL: f.url + "-no-such-queue"}
-	errs := snd.SendBatch(t.Context(), []queue.Message{{Source: "s", Tenant: "t", Key: "k1"}, {Source: "s", Tenant: "t", Key: "k2"}})
+	errs := snd.SendBatch(t.Context(), []queue.Message{{Source: "s", Tenant: "t", ID: "k1"}, {Source: "s", Tenant: "t", ID: "k2"}})
 	for i, err := range errs {
 		if !errors.Is(err, queue.ErrUnavailable) {
 			t.Errorf("entry %d: %v, want ErrUnavailable", i, err)
@@ -228,7 +228,7 @@ func TestDepthCountsWaitingMessages(t *testing.T) {
 	}
 	msgs := make([]queue.Message, 7)
 	for i := range msgs {
-		msgs[i] = queue.Message{Source: "s", Tenant: "t", Key: fmt.Sprintf("k%d", i)}
+		msgs[i] = queue.Message{Source: "s", Tenant: "t", ID: fmt.Sprintf("k%d", i)}
 	}
 	f.snd.SendBatch(t.Context(), msgs)
 	if n, taken, err := f.snd.Depth(t.Context()); err != nil || n != 7 || taken != 0 {
@@ -255,9 +255,9 @@ func TestEmulatorHasNoFairQueues(t *testing.T) {
 	f := setupSQS(t)
 	var msgs []queue.Message
 	for i := range 60 {
-		msgs = append(msgs, queue.Message{Source: "s", Tenant: "noisy", Key: fmt.Sprintf("noisy_%02d", i)})
+		msgs = append(msgs, queue.Message{Source: "s", Tenant: "noisy", ID: fmt.Sprintf("noisy_%02d", i)})
 	}
-	msgs = append(msgs, queue.Message{Source: "s", Tenant: "quiet", Key: "quiet_0"})
+	msgs = append(msgs, queue.Message{Source: "s", Tenant: "quiet", ID: "quiet_0"})
 	for i, err := range f.snd.SendBatch(t.Context(), msgs) {
 		if err != nil {
 			t.Fatalf("entry %d: %v", i, err)

@@ -30,7 +30,7 @@ func TestCapturedBodyIsNotStoredUnderAPendingEvent(t *testing.T) {
 	if code, res := send("D-legit", legit); code != 200 || res != "accepted" {
 		t.Fatalf("legit delivery: %d %s", code, res)
 	}
-	id := ledger.ID{Source: "github", Tenant: "acme", Key: "D-legit"}
+	id := ledger.Key{Source: "github", Tenant: "acme", ID: "D-legit"}
 	if _, err := f.l.Payload(t.Context(), id); err == nil {
 		t.Fatal("on-trouble stored the payload of an event that had no trouble")
 	}
@@ -61,8 +61,8 @@ func TestDuplicateWritesAMissingStoredObject(t *testing.T) {
 	t.Parallel()
 	f, st := storeFixture(t)
 	body := bigBody("evt_lost_object", 2<<20)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_lost_object"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: f.stripe.BodyDigest(body), PayloadRef: st.Key(id, f.stripe.BodyDigest(body))}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_lost_object"}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: f.stripe.BodyDigest(body), PayloadRef: st.Key(id, f.stripe.BodyDigest(body))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.Claim(t.Context(), id, time.Minute); err != nil { // the processor has it

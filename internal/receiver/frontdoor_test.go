@@ -144,7 +144,7 @@ func TestFunctionURLRequests(t *testing.T) {
 			if resp.StatusCode != c.status {
 				t.Fatalf("%d %s, want %d", resp.StatusCode, resp.Body, c.status)
 			}
-			_, err = f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_furl"})
+			_, err = f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_furl"})
 			if stored := err == nil; stored != c.stored {
 				t.Errorf("record stored=%v (%v), want %v", stored, err, c.stored)
 			}

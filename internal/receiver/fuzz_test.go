@@ -31,21 +31,21 @@ func (f *fuzzLedger) Create(_ context.Context, ev ledger.NewEvent) (ledger.Recor
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates++
-	return ledger.Record{ID: ev.ID, Status: ledger.Received, BodySHA256: ev.BodySHA256, CreatedAt: time.Now()}, true, nil
+	return ledger.Record{Key: ev.Key, Status: ledger.Received, BodySHA256: ev.BodySHA256, CreatedAt: time.Now()}, true, nil
 }
 
-func (f *fuzzLedger) PutPayload(context.Context, ledger.ID, []byte, string) error {
+func (f *fuzzLedger) PutPayload(context.Context, ledger.Key, []byte, string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stores++
 	return nil
 }
 
-func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.ID, _ ledger.Identity) (string, error) {
+func (f *fuzzLedger) ClaimBody(_ context.Context, id ledger.Key, _ ledger.Identity) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.guards++
-	return id.Key, nil
+	return id.ID, nil
 }
 
 type fuzzQueue struct {

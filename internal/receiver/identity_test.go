@@ -55,7 +55,7 @@ func TestDuplicateWithAnotherTypeIsRequeuedAsTheRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "github", Tenant: "acme", Key: "d-typed"})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "github", Tenant: "acme", ID: "d-typed"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestBodyTheLedgerCannotStoreIs413BeforeAnyWrite(t *testing.T) {
 	if resp := f.handle(t, req); resp.StatusCode != 200 {
 		t.Fatalf("700 KiB compressible body: got %d %s, want 200", resp.StatusCode, resp.Body)
 	}
-	if body, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_text"}); err != nil || len(body) != len(text) {
+	if body, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_text"}); err != nil || len(body) != len(text) {
 		t.Errorf("payload: %d bytes, %v", len(body), err)
 	}
 }
@@ -111,7 +111,7 @@ type failingPayload struct {
 	fail bool
 }
 
-func (f *failingPayload) PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error {
+func (f *failingPayload) PutPayload(ctx context.Context, id ledger.Key, body []byte, digest string) error {
 	if f.fail {
 		return errors.New("injected: payload write failed")
 	}
@@ -147,14 +147,14 @@ func TestRetryAfterAFailedPayloadWriteStoresThePayload(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records %v %v", recs, err)
 	}
-	if body, err := f.l.Payload(t.Context(), recs[0].ID); err != nil || len(body) == 0 {
+	if body, err := f.l.Payload(t.Context(), recs[0].Key); err != nil || len(body) == 0 {
 		t.Fatalf("payload after the retry: %q %v; the event could never be processed", body, err)
 	}
 
 	// A different body is never stored, even under a received record
 	// without a payload (TestCapturedBodyIsNotStoredUnderAPendingEvent).
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_nopayload"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "digest-of-another-body"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_nopayload"}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "digest-of-another-body"}); err != nil {
 		t.Fatal(err)
 	}
 	resp = f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_nopayload"))

@@ -51,8 +51,8 @@ func TestInfoLinesCarryEachFieldOnce(t *testing.T) {
 		f.handle(t, f.stripeReq(t, "acme", "whsec_wrong", "evt_lines_forged"))
 		lines := logLines(t, out.String(), "webhook")
 		want := [][]string{
-			{"duration_ms", "event_key", "event_type", "level", "msg", "result", "source", "tenant", "time"},
-			{"duration_ms", "event_key", "level", "msg", "result", "source", "tenant", "time"},
+			{"duration_ms", "event_id", "event_type", "level", "msg", "result", "source", "tenant", "time"},
+			{"duration_ms", "event_id", "level", "msg", "result", "source", "tenant", "time"},
 			{"duration_ms", "http_status", "level", "msg", "result", "source", "tenant", "time"},
 		}
 		levels := []string{"DEBUG", "INFO", "WARN"}

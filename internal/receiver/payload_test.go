@@ -34,7 +34,7 @@ func TestPayloadPolicyDefaultsToOnTrouble(t *testing.T) {
 	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 {
 		t.Errorf("new event cost %v, want 1 PutItem (the record, no payload: config.DefaultPayload is %s)", snap, config.DefaultPayload)
 	}
-	if _, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_default"}); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_default"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("payload: %v, want none stored", err)
 	}
 }
@@ -52,7 +52,7 @@ func TestOnTroubleNewEventWritesNoPayload(t *testing.T) {
 	if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["SQS.SendMessage"] != 1 || len(snap) != 2 {
 		t.Errorf("on-trouble new event cost %v, want 1 PutItem (the record) and 1 SendMessage", snap)
 	}
-	if _, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_ot"}); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_ot"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("payload: %v, want none stored", err)
 	}
 	if n := f.queued(t); n != 1 {
@@ -70,14 +70,14 @@ func TestOnTroubleStoresThePayloadWhenTheEnqueueFails(t *testing.T) {
 	if resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_ot_q")); resp.StatusCode != 503 {
 		t.Fatalf("got %d, want 503", resp.StatusCode)
 	}
-	body, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_ot_q"})
+	body, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_ot_q"})
 	if err != nil || string(body) != string(stripeBody("evt_ot_q")) {
 		t.Fatalf("payload after a failed enqueue: %q %v", body, err)
 	}
 	// A duplicate of the still-received record stores it too, whatever the
 	// policy (the first receiver may have died before anything).
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_ot_orphan"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: sha(stripeBody("evt_ot_orphan"))}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_ot_orphan"}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: sha(stripeBody("evt_ot_orphan"))}); err != nil {
 		t.Fatal(err)
 	}
 	if resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_ot_orphan")); resp.Headers["X-Hookledger-Result"] != "duplicate" {
@@ -112,7 +112,7 @@ type meetingLedger struct {
 	r *rendezvous
 }
 
-func (m meetingLedger) PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error {
+func (m meetingLedger) PutPayload(ctx context.Context, id ledger.Key, body []byte, digest string) error {
 	if err := m.r.meet(ctx, m.r.payloadStarted, &m.r.once1, m.r.sendStarted); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func TestAlwaysWritesThePayloadWhileEnqueueing(t *testing.T) {
 	if resp := f.handle(t, f.stripeReq(t, "acme", stripeSecret, "evt_par")); resp.StatusCode != 200 {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 	}
-	if _, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_par"}); err != nil {
+	if _, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_par"}); err != nil {
 		t.Errorf("payload: %v", err)
 	}
 	if n := f.queued(t); n != 1 {
@@ -169,7 +169,7 @@ func TestAlwaysPayloadFailureWithTheMessageSentIsRepairedByTheRetry(t *testing.T
 	if resp := f.handle(t, req); resp.Headers["X-Hookledger-Result"] != "duplicate" {
 		t.Fatalf("retry: %v", resp.Headers)
 	}
-	if _, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_window"}); err != nil {
+	if _, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_window"}); err != nil {
 		t.Errorf("payload after the retry: %v", err)
 	}
 }
@@ -210,7 +210,7 @@ func TestStoreKeepsBodiesPastTheLedgersLimit(t *testing.T) {
 			if snap := f.meter.Snapshot(); snap["DynamoDB.PutItem"] != 1 || snap["S3.PutObject"] != 1 || snap["SQS.SendMessage"] != 1 {
 				t.Errorf("calls %v, want the record, the object and the message", snap)
 			}
-			id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+			id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
 			rec, err := f.l.Get(t.Context(), id)
 			if err != nil || rec.PayloadRef != st.Key(id, rec.BodySHA256) {
 				t.Fatalf("record ref %q %v, want %q", rec.PayloadRef, err, st.Key(id, rec.BodySHA256))
@@ -247,10 +247,10 @@ func TestStoreThreshold(t *testing.T) {
 			t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 		}
 	}
-	if rec, _ := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_small"}); rec.PayloadRef != "" {
+	if rec, _ := f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_small"}); rec.PayloadRef != "" {
 		t.Errorf("a body under the threshold went to the store: %q", rec.PayloadRef)
 	}
-	over := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_over"}
+	over := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_over"}
 	rec, _ := f.l.Get(t.Context(), over)
 	if rec.PayloadRef != st.Key(over, rec.BodySHA256) {
 		t.Errorf("a body over the threshold: ref %q, want the store", rec.PayloadRef)

@@ -35,8 +35,8 @@ import (
 // recorder is the slice of the ledger the receiver writes.
 type recorder interface {
 	Create(ctx context.Context, ev ledger.NewEvent) (ledger.Record, bool, error)
-	PutPayload(ctx context.Context, id ledger.ID, body []byte, digest string) error
-	ClaimBody(ctx context.Context, id ledger.ID, ev ledger.Identity) (string, error)
+	PutPayload(ctx context.Context, id ledger.Key, body []byte, digest string) error
+	ClaimBody(ctx context.Context, id ledger.Key, ev ledger.Identity) (string, error)
 }
 
 // sender enqueues an event for the processor.
@@ -46,7 +46,7 @@ type sender interface {
 
 // objects writes bodies to the S3 payload store.
 type objects interface {
-	Key(id ledger.ID, digest string) string
+	Key(id ledger.Key, digest string) string
 	Put(ctx context.Context, key string, body []byte) error
 }
 
@@ -175,8 +175,8 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		attrs = append(attrs, "http_status", a.status)
 	}
 	attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
-	if ev.Key != "" {
-		attrs = append(attrs, "event_key", ev.Key)
+	if ev.ID != "" {
+		attrs = append(attrs, "event_id", ev.ID)
 		if a.result != Duplicate && a.result != Requeued {
 			attrs = append(attrs, "event_type", ev.Type)
 		}
@@ -324,7 +324,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return answer{status: ev.Handshake.Status, result: Handshake, body: string(ev.Handshake.Body), ctype: ev.Handshake.ContentType}, ev
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
-	a := h.claim(ctx, Delivery{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, Body: body,
+	a := h.claim(ctx, Delivery{Source: src, Tenant: tenant, Key: ev.ID, Type: ev.Type, Body: body,
 		Digest: verifier.BodyDigest(body), ReplayGuard: h.Sources.ReplayGuard(src)}, log)
 	if !a.keyed {
 		return a, none // a key or type the logs should not carry either
@@ -378,10 +378,10 @@ func (h *Handler) Claim(ctx context.Context, d Delivery, log *slog.Logger) (Resu
 
 func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answer {
 	src, tenant, body, digest := d.Source, d.Tenant, d.Body, d.Digest
-	ev := webhook.Event{Key: d.Key, Type: d.Type}
+	ev := webhook.Event{ID: d.Key, Type: d.Type}
 	// The identity's door (ledger.NewID): every rule, once. Its characters
 	// are answered before the type's, its sizes after.
-	id, idErr := ledger.NewID(src, tenant, ev.Key)
+	id, idErr := ledger.NewKey(src, tenant, ev.ID)
 	if errors.Is(idErr, ledger.ErrText) {
 		log.WarnContext(ctx, "unusable idempotency key", "reason", idErr.Error())
 		return jsonAnswer(http.StatusBadRequest, BadRequest, `{"error":"idempotency key has characters the pipeline cannot carry"}`)
@@ -402,7 +402,7 @@ func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answe
 	var ref string
 	if err := ledger.CheckPayloadSize(id, body); err != nil {
 		if h.Store == nil {
-			log.WarnContext(ctx, "body cannot be stored", "event_key", ev.Key, "reason", err.Error())
+			log.WarnContext(ctx, "body cannot be stored", "event_id", ev.ID, "reason", err.Error())
 			return keyed(ansTooLarge)
 		}
 		ref = h.Store.Key(id, digest)
@@ -414,27 +414,27 @@ func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answe
 		// carry the same body (ledger.ClaimBody).
 		first, err := h.Ledger.ClaimBody(ctx, id, ledger.Identity{Type: ev.Type, BodySHA256: digest})
 		if err != nil {
-			log.ErrorContext(ctx, "replay guard unavailable", "event_key", ev.Key, "error", err.Error())
+			log.ErrorContext(ctx, "replay guard unavailable", "event_id", ev.ID, "error", err.Error())
 			return keyed(ansUnavailable)
 		}
-		if first != ev.Key {
+		if first != ev.ID {
 			log.WarnContext(ctx, "body already accepted under another event id: replay refused",
-				"event_key", ev.Key, "first_event_key", first, "event_type", ev.Type, "body_sha256", digest)
+				"event_id", ev.ID, "first_event_id", first, "event_type", ev.Type, "body_sha256", digest)
 			return keyed(jsonAnswer(http.StatusConflict, Replayed, `{"error":"this body was already delivered with this type under another event id"}`))
 		}
 	}
-	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{ID: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
+	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{Key: id, Type: ev.Type, BodySHA256: digest, PayloadRef: ref})
 	if err != nil {
-		log.ErrorContext(ctx, "ledger create failed", "event_key", ev.Key, "error", err.Error())
+		log.ErrorContext(ctx, "ledger create failed", "event_id", ev.ID, "error", err.Error())
 		return keyed(ansUnavailable)
 	}
 	inject.Crash(inject.ReceiverAfterRecord)
-	msg := queue.Message{Source: src, Tenant: tenant, Key: ev.Key, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli(), Ref: ref}
+	msg := queue.Message{Source: src, Tenant: tenant, ID: ev.ID, Type: ev.Type, SHA256: digest, Body: body, ReceivedAt: h.now().UnixMilli(), Ref: ref}
 	if !created {
 		return keyed(h.duplicate(ctx, rec, msg, log))
 	}
 	if err := h.accept(ctx, msg); err != nil {
-		log.ErrorContext(ctx, "store after create failed", "event_key", ev.Key, "error", err.Error())
+		log.ErrorContext(ctx, "store after create failed", "event_id", ev.ID, "error", err.Error())
 		return keyed(ansUnavailable)
 	}
 	inject.Crash(inject.ReceiverAfterEnqueue)
@@ -487,11 +487,11 @@ func (h *Handler) keepAndSend(ctx context.Context, msg queue.Message) error {
 func (h *Handler) keep(ctx context.Context, msg queue.Message) error {
 	if msg.Ref != "" {
 		if h.Store == nil {
-			return fmt.Errorf("%s: body kept in the payload store (%s), but no store is configured", msg.ID(), msg.Ref)
+			return fmt.Errorf("%s: body kept in the payload store (%s), but no store is configured", msg.Key(), msg.Ref)
 		}
 		return h.Store.Put(ctx, msg.Ref, msg.Body)
 	}
-	return h.Ledger.PutPayload(ctx, msg.ID(), msg.Body, msg.SHA256)
+	return h.Ledger.PutPayload(ctx, msg.Key(), msg.Body, msg.SHA256)
 }
 
 // duplicate answers a key that is already in the ledger.
@@ -507,11 +507,11 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		// first door's body, and its door re-drives it.
 		if msg.Type != rec.EventType {
 			log.WarnContext(ctx, "event id already recorded from the other door with another type; nothing stored",
-				"event_key", msg.Key, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
+				"event_id", msg.ID, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
 			return h.mismatch()
 		}
 		log.InfoContext(ctx, "event already recorded from the other door; duplicate",
-			"event_key", msg.Key, "status", string(rec.Status))
+			"event_id", msg.ID, "status", string(rec.Status))
 		return ansDuplicate
 	}
 	if rec.BodySHA256 != "" && rec.BodySHA256 != msg.SHA256 {
@@ -524,7 +524,7 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 		// would run the effects on it. A conforming sender's retry has the
 		// same digest: the provider's volatile fields are left out of it.
 		log.WarnContext(ctx, "idempotency key reused with a different body; nothing stored",
-			"event_key", msg.Key, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
+			"event_id", msg.ID, "status", string(rec.Status), "stored_sha256", rec.BodySHA256, "body_sha256", msg.SHA256)
 		return h.mismatch()
 	}
 	// The same body (or a record from before digests were kept). The
@@ -536,7 +536,7 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	// processor checked, run under the wrong route.
 	if msg.Type != rec.EventType {
 		log.WarnContext(ctx, "duplicate carries another event type than its record; the record's is kept",
-			"event_key", msg.Key, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
+			"event_id", msg.ID, "status", string(rec.Status), "event_type", msg.Type, "stored_type", rec.EventType)
 		h.Metrics.Count("TypeMismatch")
 	}
 	msg.Type, msg.SHA256 = rec.EventType, rec.BodySHA256
@@ -552,7 +552,7 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 			// the body. This delivery is the same body (the digest
 			// matched), so write it before answering 2xx.
 			if err := h.keep(ctx, msg); err != nil {
-				log.ErrorContext(ctx, "payload store for duplicate failed", "event_key", msg.Key, "status", string(rec.Status), "error", err.Error())
+				log.ErrorContext(ctx, "payload store for duplicate failed", "event_id", msg.ID, "status", string(rec.Status), "error", err.Error())
 				return ansUnavailable
 			}
 		}
@@ -568,13 +568,13 @@ func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Me
 	// not flood the queue.
 	if h.now().Sub(rec.CreatedAt) < grace {
 		if err := h.keep(ctx, msg); err != nil {
-			log.ErrorContext(ctx, "payload store for received duplicate failed", "event_key", msg.Key, "error", err.Error())
+			log.ErrorContext(ctx, "payload store for received duplicate failed", "event_id", msg.ID, "error", err.Error())
 			return ansUnavailable
 		}
 		return ansDuplicate
 	}
 	if err := h.keepAndSend(ctx, msg); err != nil {
-		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_key", msg.Key, "error", err.Error())
+		log.ErrorContext(ctx, "re-enqueue of received duplicate failed", "event_id", msg.ID, "error", err.Error())
 		return ansUnavailable
 	}
 	a := ansDuplicate

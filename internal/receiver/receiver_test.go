@@ -161,11 +161,11 @@ func TestNewEventStoresRecordPayloadAndOneMessage(t *testing.T) {
 	if snap["DynamoDB.PutItem"] != 2 || snap["SQS.SendMessage"] != 1 || len(snap) != 2 {
 		t.Errorf("new event cost %v, want 2 PutItem (record, payload) and 1 SendMessage", snap)
 	}
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_new"})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_new"})
 	if err != nil || rec.Status != ledger.Received || rec.EventType != "invoice.paid" {
 		t.Fatalf("record %+v %v", rec, err)
 	}
-	body, err := f.l.Payload(t.Context(), rec.ID)
+	body, err := f.l.Payload(t.Context(), rec.Key)
 	if err != nil || string(body) != string(stripeBody("evt_new")) {
 		t.Fatalf("payload %q %v", body, err)
 	}
@@ -182,7 +182,7 @@ func TestBase64BodyIsVerifiedOverDecodedBytes(t *testing.T) {
 	if resp := f.handle(t, req); resp.StatusCode != 200 {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 	}
-	body, err := f.l.Payload(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_b64"})
+	body, err := f.l.Payload(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_b64"})
 	if err != nil || string(body) != string(stripeBody("evt_b64")) {
 		t.Fatalf("stored %q %v, want the decoded body", body, err)
 	}
@@ -225,7 +225,7 @@ func TestDuplicateCostsOneDynamoDBRequestAndNoSQS(t *testing.T) {
 	f.handle(t, req)
 	// The event is being processed elsewhere, and later done: neither
 	// duplicate may touch the queue.
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dup"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dup"}
 	rec, err := f.l.Claim(t.Context(), id, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -250,9 +250,9 @@ func TestDuplicateCostsOneDynamoDBRequestAndNoSQS(t *testing.T) {
 func TestReceivedDuplicateIsRestoredAndRequeuedAfterGrace(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_orphan"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_orphan"}
 	// A receiver died right after the record write: no payload, no message.
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: sha(stripeBody("evt_orphan"))}); err != nil {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: sha(stripeBody("evt_orphan"))}); err != nil {
 		t.Fatal(err)
 	}
 	req := f.stripeReq(t, "acme", stripeSecret, "evt_orphan")
@@ -428,7 +428,7 @@ func TestGitHubDeliveryKey(t *testing.T) {
 	if resp := f.handle(t, req); resp.StatusCode != 200 {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 	}
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "github", Tenant: "acme", Key: "72d3162e-cc78-11e3-81ab-4c9367dc0958"})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "github", Tenant: "acme", ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958"})
 	if err != nil || rec.EventType != "push" {
 		t.Fatalf("%+v %v", rec, err)
 	}

@@ -85,7 +85,7 @@ func TestFromConfigGivesEachSourceItsRetention(t *testing.T) {
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s %v", tc.source, resp.StatusCode, resp.Body, err)
 		}
-		id := ledger.ID{Source: tc.source, Tenant: "acme", Key: "evt_ret_" + tc.source}
+		id := ledger.Key{Source: tc.source, Tenant: "acme", ID: "evt_ret_" + tc.source}
 		rec := storedExpiry(t, db, table, id.PK(), "r")
 		if lo, hi := before.Add(tc.want).Truncate(time.Second), after.Add(tc.want); rec.Before(lo) || rec.After(hi) {
 			t.Errorf("%s: record expires %v, want created + %v (%v..%v)", tc.source, rec, tc.want, lo, hi)

@@ -25,7 +25,7 @@ func TestThinEventAtTheHTTPDoor(t *testing.T) {
 			t.Fatalf("%s: %d %s", body, resp.StatusCode, resp.Body)
 		}
 	}
-	rec, err := f.l.Get(t.Context(), ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_test_65RC2ax7UF9pMBu1"})
+	rec, err := f.l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_test_65RC2ax7UF9pMBu1"})
 	if err != nil || rec.EventType != "v1.billing.meter.error_report_triggered" {
 		t.Fatalf("%+v %v", rec, err)
 	}
@@ -36,7 +36,7 @@ func TestThinEventAtTheHTTPDoor(t *testing.T) {
 	}
 	found := false
 	for _, m := range got {
-		found = found || m.Key == rec.Key && bytes.Equal(m.Body, thin)
+		found = found || m.ID == rec.ID && bytes.Equal(m.Body, thin)
 	}
 	if len(got) != 2 || !found {
 		t.Errorf("messages %+v", got)

@@ -13,10 +13,10 @@ import (
 
 // crash claims id as a worker that then dies, and lets its lease run out
 // and the record come due.
-func (f *fixture) crash(t *testing.T, id ledger.ID) {
+func (f *fixture) crash(t *testing.T, id ledger.Key) {
 	t.Helper()
 	if _, err := f.l.Claim(t.Context(), id, 30*time.Second); err != nil {
-		t.Fatalf("claim %s: %v", id.Key, err)
+		t.Fatalf("claim %s: %v", id.ID, err)
 	}
 	rec := f.get(t, id)
 	// The reclaimer looks when the record is due (after its backoff) and
@@ -98,7 +98,7 @@ func TestInterruptedPastItsGiveUpTimeIsDead(t *testing.T) {
 	if rec.Interrupted != crashes || rec.Failures != 0 {
 		t.Errorf("%d interrupted runs and %d failures on the record, want the %d crashes and none", rec.Interrupted, rec.Failures, crashes)
 	}
-	for _, want := range []string{"gave up", "interrupted runs", "0 failures", "not failures of the handler", "hookledger replay --source stripe --tenant acme --key evt_always_interrupted"} {
+	for _, want := range []string{"gave up", "interrupted runs", "0 failures", "not failures of the handler", "hookledger replay --source stripe --tenant acme --id evt_always_interrupted"} {
 		if !strings.Contains(rec.LastError, want) {
 			t.Errorf("cause %q does not say %q", rec.LastError, want)
 		}

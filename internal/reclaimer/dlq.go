@@ -53,12 +53,12 @@ type dlqAPI interface {
 
 // RecordReader reads a record, as JudgeDeadLetter needs.
 type RecordReader interface {
-	Get(ctx context.Context, id ledger.ID) (ledger.Record, error)
+	Get(ctx context.Context, id ledger.Key) (ledger.Record, error)
 }
 
 type deadLetterStore interface {
 	RecordReader
-	EnsurePayload(ctx context.Context, id ledger.ID, body []byte, ev ledger.Identity) (bool, error)
+	EnsurePayload(ctx context.Context, id ledger.Key, body []byte, ev ledger.Identity) (bool, error)
 	Postpone(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 }
 
@@ -102,7 +102,7 @@ func JudgeDeadLetter(ctx context.Context, l RecordReader, body string) (DeadLett
 		return DeadLetter{Left: LeftUnreadable, Detail: err.Error()}, nil
 	}
 	dl := DeadLetter{Message: msg}
-	rec, err := l.Get(ctx, msg.ID())
+	rec, err := l.Get(ctx, msg.Key())
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		dl.Left, dl.Detail = LeftGone, "the ledger no longer holds its event (past its retention); the processor would drop it unrun"
@@ -193,7 +193,7 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, no
 	dl, err := JudgeDeadLetter(ctx, d.Ledger, body)
 	msg, rec := dl.Message, dl.Record
 	if dl.Left != LeftUnreadable {
-		log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_key", msg.Key)
+		log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_id", msg.ID)
 	}
 	switch {
 	case err != nil:
@@ -217,7 +217,7 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, no
 		log.WarnContext(ctx, "dead-letter message of an event whose body belongs in the payload store; left in the DLQ for hookledger replay --dlq", "status", string(rec.Status))
 		return dlqLeft
 	}
-	kept, err := d.Ledger.EnsurePayload(ctx, msg.ID(), msg.Body, ledger.Identity{Type: msg.Type, BodySHA256: msg.SHA256})
+	kept, err := d.Ledger.EnsurePayload(ctx, msg.Key(), msg.Body, ledger.Identity{Type: msg.Type, BodySHA256: msg.SHA256})
 	if err != nil {
 		// ErrNotThisEvent: the record changed under the key since Get.
 		log.WarnContext(ctx, "dead-letter message: body not stored; looked at again next run", "error", err.Error())

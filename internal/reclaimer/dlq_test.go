@@ -28,10 +28,10 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
 
-	bare := func(key string) ledger.ID { // a record with no stored body
+	bare := func(key string) ledger.Key { // a record with no stored body
 		t.Helper()
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-		if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+		if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		return id
@@ -56,11 +56,11 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	if _, err := f.l.Complete(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	gone := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dlq_gone"}
+	gone := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dlq_gone"}
 	// A record whose body belongs in the payload store: the reclaimer and
 	// replay read it only there, so the message stays.
-	stored := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_dlq_s3"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: stored, Type: "invoice.paid", BodySHA256: "x", PayloadRef: "payloads/x"}); err != nil {
+	stored := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_dlq_s3"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: stored, Type: "invoice.paid", BodySHA256: "x", PayloadRef: "payloads/x"}); err != nil {
 		t.Fatal(err)
 	}
 	// An earlier event's message under a key reused since: another digest.
@@ -72,12 +72,12 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, id := range []ledger.ID{crashed, buried, done, gone, stored, reused} {
+	for _, id := range []ledger.Key{crashed, buried, done, gone, stored, reused} {
 		digest := "x"
 		if id == reused {
 			digest = "an-earlier-body"
 		}
-		b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: digest, Body: []byte(`{"id":"` + id.Key + `"}`)})
+		b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: digest, Body: []byte(`{"id":"` + id.ID + `"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,14 +98,14 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	if m := emf.String(); !strings.Contains(m, `"DeadLettersCleared":3`) || !strings.Contains(m, `"DeadLettersLeft":4`) || !strings.Contains(m, `"NeedsOperator":7`) {
 		t.Errorf("metrics %q, want DeadLettersCleared 3, DeadLettersLeft 4, NeedsOperator 7", m)
 	}
-	for _, id := range []ledger.ID{stored, reused} {
+	for _, id := range []ledger.Key{stored, reused} {
 		if _, err := f.l.Payload(ctx, id); err == nil {
-			t.Errorf("%s: a payload was stored from a message the record cannot use", id.Key)
+			t.Errorf("%s: a payload was stored from a message the record cannot use", id.ID)
 		}
 	}
-	for _, id := range []ledger.ID{crashed, buried} {
-		if body, err := f.l.Payload(ctx, id); err != nil || string(body) != `{"id":"`+id.Key+`"}` {
-			t.Errorf("%s: payload %q %v, want the DLQ message's body", id.Key, body, err)
+	for _, id := range []ledger.Key{crashed, buried} {
+		if body, err := f.l.Payload(ctx, id); err != nil || string(body) != `{"id":"`+id.ID+`"}` {
+			t.Errorf("%s: payload %q %v, want the DLQ message's body", id.ID, body, err)
 		}
 	}
 	if _, err := f.l.Payload(ctx, done); err != nil {
@@ -115,8 +115,8 @@ func TestDeadLettersKeepTheBodiesTheLedgerLacks(t *testing.T) {
 	if rep.Reset != 1 {
 		t.Errorf("report %+v: want the crashed worker's event reset and re-driven", rep)
 	}
-	if keys := f.drain(t); len(keys) != 1 || keys[0] != crashed.Key {
-		t.Errorf("queue %v, want %s", keys, crashed.Key)
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != crashed.ID {
+		t.Errorf("queue %v, want %s", keys, crashed.ID)
 	}
 	if rec := f.get(t, buried); rec.Status != ledger.Dead {
 		t.Errorf("the dead event is %s; an operator replays it (its body is now stored)", rec.Status)
@@ -144,7 +144,7 @@ func TestEveryRunReadsTheDeadLetters(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
-	b, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_x", Body: []byte("{}")})
+	b, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_x", Body: []byte("{}")})
 	if _, err := f.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: aws.String(b)}); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 // reclaimer can read: it waits for the event's message (awaitMessage), then
 // buries the record before it expires, saying where the body may be.
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
-	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "status", string(rec.Status))
+	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
 	switch {
 	case err != nil:
@@ -127,8 +127,8 @@ func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time
 // The event is then replayed like any dead one.
 func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
 	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d interrupted, %d reclaims, last status %s): the body was never stored in the ledger "+
-		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --key %s",
-		rec.CreatedAt.UTC().Format(time.RFC3339), rec.Attempts, rec.Interrupted, rec.Reclaims, rec.Status, rec.Source, rec.Tenant, rec.Key)
+		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --id %s",
+		rec.CreatedAt.UTC().Format(time.RFC3339), rec.Attempts, rec.Interrupted, rec.Reclaims, rec.Status, rec.Source, rec.Tenant, rec.ID)
 	if rec.LastError != "" {
 		cause += "; last error: " + rec.LastError
 	}
@@ -138,7 +138,7 @@ func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Repo
 	}
 	rep.Buried++
 	h.Metrics.Count("Dead", "NeedsOperator")
-	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
 		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
 }
 
@@ -147,10 +147,10 @@ func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Repo
 func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time, rep *Report) {
 	cause := fmt.Sprintf("gave up at %s, %s before the record expires: not done since %s %s, after %s (%s, %s) and %s. "+
 		"Interrupted runs are crashes, timeouts, lost leases and AWS errors, not failures of the handler: fix what interrupts it "+
-		"(the processor's errors and timeouts), then hookledger replay --source %s --tenant %s --key %s. Last status %s",
+		"(the processor's errors and timeouts), then hookledger replay --source %s --tenant %s --id %s. Last status %s",
 		until.UTC().Format(time.RFC3339), short(rec.ExpiresAt.Sub(until)), started(rec), rec.Since().UTC().Format(time.RFC3339),
 		plural(rec.Attempts, "run"), plural(rec.Interrupted, "interrupted run"), plural(rec.Failures, "failure"), plural(rec.Reclaims, "reclaim"),
-		rec.Source, rec.Tenant, rec.Key, rec.Status)
+		rec.Source, rec.Tenant, rec.ID, rec.Status)
 	if rec.LastError != "" {
 		cause += ", last error: " + rec.LastError
 	}
@@ -160,7 +160,7 @@ func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time
 	}
 	rep.Buried++
 	h.Metrics.Count("Dead", "NeedsOperator")
-	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
 		"status", string(rec.Status), "attempts", rec.Attempts, "interrupted", rec.Interrupted, "failures", rec.Failures, "reclaims", rec.Reclaims, "cause", cause)
 }
 

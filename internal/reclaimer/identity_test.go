@@ -42,22 +42,22 @@ func TestReclaimerNeverRedrivesAnEarlierEventsBody(t *testing.T) {
 	ctx := t.Context()
 	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
-	id := ledger.ID{Source: "zoom", Tenant: "acme", Key: "derived:0123"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "meeting.started", BodySHA256: "sha-earlier"}); err != nil {
+	id := ledger.Key{Source: "zoom", Tenant: "acme", ID: "derived:0123"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "meeting.started", BodySHA256: "sha-earlier"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.l.PutPayload(ctx, id, []byte(`{"v":"earlier"}`), "sha-earlier"); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(ledger.DefaultRetention + time.Hour) // expired; TTL has not removed the items
-	if _, created, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "meeting.started", BodySHA256: "sha-newer"}); err != nil || !created {
+	if _, created, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "meeting.started", BodySHA256: "sha-newer"}); err != nil || !created {
 		t.Fatalf("the key used again: created=%v err=%v", created, err)
 	}
 	f.clock.Advance(2 * time.Minute) // overdue: its message was lost
 
 	rep := f.run(t)
 	for _, m := range f.queued(t) {
-		t.Errorf("re-driven %s with body %s (sha256 %s): the earlier event's body under the newer record", m.Key, m.Body, m.SHA256)
+		t.Errorf("re-driven %s with body %s (sha256 %s): the earlier event's body under the newer record", m.ID, m.Body, m.SHA256)
 	}
 	if rep.Redriven() != 0 || rep.Postponed != 1 {
 		t.Errorf("report %+v, want the record waiting for its message", rep)
@@ -69,7 +69,7 @@ func TestReclaimerNeverRedrivesAnEarlierEventsBody(t *testing.T) {
 	// The newer event's message reached the DLQ with the only copy of its
 	// body: the scheduled run keeps it over the earlier event's item and
 	// re-drives it.
-	b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "meeting.started", SHA256: "sha-newer", Body: []byte(`{"v":"newer"}`)})
+	b, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "meeting.started", SHA256: "sha-newer", Body: []byte(`{"v":"newer"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +113,10 @@ func TestDeadLettersOfAnotherEventAreLeft(t *testing.T) {
 	ctx := t.Context()
 	_, dlq := awstest.Queues(t, awstest.Config(t), queue.QueueSpec{})
 	f.h.DeadLetters = &reclaimer.DeadLetters{API: f.sqs, URL: dlq, Ledger: f.l}
-	bare := func(key string) ledger.ID {
+	bare := func(key string) ledger.Key {
 		t.Helper()
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-		if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+		if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 			t.Fatal(err)
 		}
 		return id
@@ -131,9 +131,9 @@ func TestDeadLettersOfAnotherEventAreLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []queue.Message{
-		{Source: "stripe", Tenant: "acme", Key: noDigest.Key, Type: "invoice.paid", Body: []byte(`{"v":"no digest"}`)},
-		{Source: "stripe", Tenant: "acme", Key: otherType.Key, Type: "invoice.voided", SHA256: "x", Body: []byte(`{"v":"other type"}`)},
-		{Source: "stripe", Tenant: "acme", Key: done.Key, Type: "invoice.paid", SHA256: "an-earlier-body", Body: []byte(`{"v":"earlier"}`)},
+		{Source: "stripe", Tenant: "acme", ID: noDigest.ID, Type: "invoice.paid", Body: []byte(`{"v":"no digest"}`)},
+		{Source: "stripe", Tenant: "acme", ID: otherType.ID, Type: "invoice.voided", SHA256: "x", Body: []byte(`{"v":"other type"}`)},
+		{Source: "stripe", Tenant: "acme", ID: done.ID, Type: "invoice.paid", SHA256: "an-earlier-body", Body: []byte(`{"v":"earlier"}`)},
 	} {
 		b, err := queue.Encode(m)
 		if err != nil {
@@ -148,12 +148,12 @@ func TestDeadLettersOfAnotherEventAreLeft(t *testing.T) {
 	if d := rep.DeadLetters; d.Read != 3 || d.Kept != 0 || d.Cleared != 0 || d.Left != 3 {
 		t.Errorf("dead letters %+v; want all 3 read and left", d)
 	}
-	for _, id := range []ledger.ID{noDigest, otherType} {
+	for _, id := range []ledger.Key{noDigest, otherType} {
 		if b, err := f.l.Payload(ctx, id); !errors.Is(err, ledger.ErrNotFound) {
-			t.Errorf("%s: payload %q %v, want none stored from another event's message", id.Key, b, err)
+			t.Errorf("%s: payload %q %v, want none stored from another event's message", id.ID, b, err)
 		}
 		if rec := f.get(t, id); rec.Status != ledger.Received || rec.Reclaims != 0 || rec.Attempts != 0 {
-			t.Errorf("%s: record %+v changed", id.Key, rec)
+			t.Errorf("%s: record %+v changed", id.ID, rec)
 		}
 	}
 	if got := f.queued(t); len(got) != 0 {

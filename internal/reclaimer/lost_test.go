@@ -19,7 +19,7 @@ func (lossy) SendBatch(_ context.Context, msgs []queue.Message) []error {
 }
 
 // toDue moves the clock to id's due time.
-func (f *fixture) toDue(t *testing.T, id ledger.ID) {
+func (f *fixture) toDue(t *testing.T, id ledger.Key) {
 	t.Helper()
 	f.clock.Advance(max(0, f.get(t, id).DueAt.Sub(f.clock.Now())))
 }
@@ -52,7 +52,7 @@ func TestLostMessagesDoNotLengthenTheWait(t *testing.T) {
 	if rep := f.run(t); rep.Requeued != 1 {
 		t.Fatalf("first run after the queue returned: %+v", rep)
 	}
-	if keys := f.drain(t); len(keys) != 1 || keys[0] != id.Key {
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != id.ID {
 		t.Fatalf("queue %v", keys)
 	}
 }

@@ -99,7 +99,7 @@ const maxKnown = 50000
 // takes a record out of a terminal status, and it gives a new due time.
 // So an entry found again at the same due time needs no read.
 func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
-	known := map[ledger.ID]time.Time{}
+	known := map[ledger.Key]time.Time{}
 	for _, w := range walks {
 		for _, e := range w.terminal {
 			if e.At.After(marks[w.shard]) {
@@ -113,7 +113,7 @@ func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 }
 
 // takeKnown is what the last run in this process left known.
-func (h *Handler) takeKnown() map[ledger.ID]time.Time {
+func (h *Handler) takeKnown() map[ledger.Key]time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := h.known

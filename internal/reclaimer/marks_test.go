@@ -14,7 +14,7 @@ import (
 )
 
 // done creates an event and completes it, as the processor does.
-func (f *fixture) done(t *testing.T, key string) ledger.ID {
+func (f *fixture) done(t *testing.T, key string) ledger.Key {
 	t.Helper()
 	id := f.event(t, key)
 	lease, err := f.l.Claim(t.Context(), id, time.Minute)
@@ -34,15 +34,15 @@ func (f *fixture) done(t *testing.T, key string) ledger.ID {
 type racingClaim struct {
 	*ledger.Ledger
 	raw   *ledger.Ledger
-	id    ledger.ID
+	id    ledger.Key
 	lease time.Duration
 	fired bool
 }
 
 func (r *racingClaim) Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error) {
-	if rec.ID == r.id && !r.fired {
+	if rec.Key == r.id && !r.fired {
 		r.fired = true
-		if _, err := r.raw.Claim(ctx, rec.ID, r.lease); err != nil {
+		if _, err := r.raw.Claim(ctx, rec.Key, r.lease); err != nil {
 			return ledger.Record{}, err
 		}
 	}
@@ -68,8 +68,8 @@ func TestAConflictHoldsTheMarkUntilTheRecordIsSettled(t *testing.T) {
 	if rep.Conflicts != 1 || rep.Requeued != 1 {
 		t.Fatalf("run with a racing claim: %+v", rep)
 	}
-	if got := f.drain(t); len(got) != 1 || got[0] != other.Key {
-		t.Fatalf("queue %v, want only %s", got, other.Key)
+	if got := f.drain(t); len(got) != 1 || got[0] != other.ID {
+		t.Fatalf("queue %v, want only %s", got, other.ID)
 	}
 	if rec := f.get(t, id); rec.Status != ledger.Processing || rec.Reclaims != 0 {
 		t.Fatalf("the claimed record: %+v", rec)
@@ -81,8 +81,8 @@ func TestAConflictHoldsTheMarkUntilTheRecordIsSettled(t *testing.T) {
 	if rep.Reset != 1 {
 		t.Fatalf("after the worker died: %+v; the record was lost behind the mark", rep)
 	}
-	if got := f.drain(t); len(got) != 1 || got[0] != id.Key {
-		t.Fatalf("queue %v, want %s", got, id.Key)
+	if got := f.drain(t); len(got) != 1 || got[0] != id.ID {
+		t.Fatalf("queue %v, want %s", got, id.ID)
 	}
 }
 

@@ -24,10 +24,10 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	recv := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_no_payload"}
-	f.l.Create(ctx, ledger.NewEvent{ID: recv, BodySHA256: "x"})
-	crashed := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_crashed_worker"}
-	f.l.Create(ctx, ledger.NewEvent{ID: crashed, BodySHA256: "x"})
+	recv := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_no_payload"}
+	f.l.Create(ctx, ledger.NewEvent{Key: recv, BodySHA256: "x"})
+	crashed := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_crashed_worker"}
+	f.l.Create(ctx, ledger.NewEvent{Key: crashed, BodySHA256: "x"})
 	if _, err := f.l.Claim(ctx, crashed, 30*time.Second); err != nil { // the worker dies holding it
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	if keys := f.drain(t); len(keys) != 0 {
 		t.Fatalf("enqueued without a payload: %v", keys)
 	}
-	for _, id := range []ledger.ID{recv, crashed} {
+	for _, id := range []ledger.Key{recv, crashed} {
 		rec := f.get(t, id)
 		if rec.Status.Terminal() || rec.Reclaims != 0 {
-			t.Errorf("%s: status %s, %d reclaims; want it waiting, none counted", id.Key, rec.Status, rec.Reclaims)
+			t.Errorf("%s: status %s, %d reclaims; want it waiting, none counted", id.ID, rec.Status, rec.Reclaims)
 		}
 		if !rec.DueAt.After(f.clock.Now()) {
-			t.Errorf("%s: due at %v, not postponed past now %v", id.Key, rec.DueAt, f.clock.Now())
+			t.Errorf("%s: due at %v, not postponed past now %v", id.ID, rec.DueAt, f.clock.Now())
 		}
 	}
 	if rec := f.get(t, crashed); rec.Status != ledger.Processing {
@@ -63,8 +63,8 @@ func TestMissingPayloadWaitsForTheMessageWithoutCountingReclaims(t *testing.T) {
 	if rep.Requeued != 1 || rep.Postponed != 1 {
 		t.Errorf("report %+v, want the stored one requeued and the other still waiting", rep)
 	}
-	if keys := f.drain(t); len(keys) != 1 || keys[0] != recv.Key {
-		t.Errorf("queued %v, want %s", keys, recv.Key)
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != recv.ID {
+		t.Errorf("queued %v, want %s", keys, recv.ID)
 	}
 }
 
@@ -79,8 +79,8 @@ func TestMissingPayloadPastTheQueuesRetentionIsBuried(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.h.Ledger = l
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_never_stored"}
-	l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x"})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_never_stored"}
+	l.Create(t.Context(), ledger.NewEvent{Key: id, BodySHA256: "x"})
 	f.clock.Advance(reclaimer.MessageLifetime)
 	for range 6 {
 		f.run(t)
@@ -99,8 +99,8 @@ func TestReclaimerRedrivesBodiesInThePayloadStore(t *testing.T) {
 	cfg := awstest.Config(t)
 	st := &blob.Store{API: blob.NewClient(cfg), Bucket: awstest.Bucket(t, cfg), Prefix: "payloads/"}
 	f.h.Store = st
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_stored_in_s3"}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, BodySHA256: "x", PayloadRef: st.Key(id, "x")}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_stored_in_s3"}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, BodySHA256: "x", PayloadRef: st.Key(id, "x")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Put(t.Context(), st.Key(id, "x"), []byte(`{"id":"evt_stored_in_s3"}`)); err != nil {
@@ -132,8 +132,8 @@ func TestBodyOnlyInTheDLQEndsDeadBeforeTheRecordExpires(t *testing.T) {
 	t.Parallel()
 	f := setup(t) // the ledger's default retention: 7 days
 	ctx := t.Context()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_body_in_dlq"}
-	rec, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_body_in_dlq"}
+	rec, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestBodyOnlyInTheDLQEndsDeadBeforeTheRecordExpires(t *testing.T) {
 	if left := rec.ExpiresAt.Sub(f.clock.Now()); left < 12*time.Hour {
 		t.Errorf("dead only %v before it expires; want about a day for the operator", left)
 	}
-	for _, want := range []string{"not seen since", "hookledger replay --dlq", "--key evt_body_in_dlq"} {
+	for _, want := range []string{"not seen since", "hookledger replay --dlq", "--id evt_body_in_dlq"} {
 		if !strings.Contains(dead.LastError, want) {
 			t.Errorf("cause %q does not say %q", dead.LastError, want)
 		}
@@ -181,8 +181,8 @@ func TestEmptyPayloadIsRedrivenAsAnEmptyBody(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	id := ledger.ID{Source: "github", Tenant: "acme", Key: "d-empty"}
-	if _, _, err := f.l.Create(ctx, ledger.NewEvent{ID: id, Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
+	id := ledger.Key{Source: "github", Tenant: "acme", ID: "d-empty"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.EnsurePayload(ctx, id, []byte{}, ledger.Identity{Type: "ping", BodySHA256: queue.EmptyBodySHA256}); err != nil {

@@ -55,9 +55,9 @@ type store interface {
 	DueAfter(ctx context.Context, shard int, after, upTo time.Time, limit int, from ledger.DueCursor) ([]ledger.DueEntry, ledger.DueCursor, error)
 	ReadDueMarks(ctx context.Context) (ledger.DueMarks, error)
 	SaveDueMarks(ctx context.Context, marks ledger.DueMarks) error
-	Peek(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
-	GetMany(ctx context.Context, ids []ledger.ID) (map[ledger.ID]ledger.Record, error)
-	Payloads(ctx context.Context, recs []ledger.Record) (map[ledger.ID][]byte, error)
+	Peek(ctx context.Context, ids []ledger.Key) (map[ledger.Key]ledger.Record, error)
+	GetMany(ctx context.Context, ids []ledger.Key) (map[ledger.Key]ledger.Record, error)
+	Payloads(ctx context.Context, recs []ledger.Record) (map[ledger.Key][]byte, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Requeue(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
 	Reset(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error)
@@ -162,7 +162,7 @@ type Handler struct {
 	DeadLetters *DeadLetters
 
 	mu    sync.Mutex
-	known map[ledger.ID]time.Time // see remember
+	known map[ledger.Key]time.Time // see remember
 }
 
 // Input is what a run is invoked with: the schedule's event (whose fields

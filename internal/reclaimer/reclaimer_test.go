@@ -50,10 +50,10 @@ func setup(t *testing.T, opts ...func(*middleware.Stack) error) *fixture {
 	return &fixture{l: l, h: h, clock: c, sqs: sq, queue: qurl, meter: m}
 }
 
-func (f *fixture) event(t *testing.T, key string) ledger.ID {
+func (f *fixture) event(t *testing.T, key string) ledger.Key {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.l.PutPayload(t.Context(), id, []byte(`{"id":"`+key+`"}`), "x"); err != nil {
@@ -71,10 +71,10 @@ func (f *fixture) drain(t *testing.T) []string {
 		if err != nil {
 			t.Fatalf("reclaimer sent an unreadable message: %v", err)
 		}
-		if string(msg.Body) != `{"id":"`+msg.Key+`"}` {
-			t.Errorf("message for %s carries body %q", msg.Key, msg.Body)
+		if string(msg.Body) != `{"id":"`+msg.ID+`"}` {
+			t.Errorf("message for %s carries body %q", msg.ID, msg.Body)
 		}
-		keys = append(keys, msg.Key)
+		keys = append(keys, msg.ID)
 	}
 	return f.explainRepeats(t, keys)
 }
@@ -112,7 +112,7 @@ func (f *fixture) run(t *testing.T) reclaimer.Report {
 	return rep
 }
 
-func (f *fixture) get(t *testing.T, id ledger.ID) ledger.Record {
+func (f *fixture) get(t *testing.T, id ledger.Key) ledger.Record {
 	t.Helper()
 	r, err := f.l.Get(t.Context(), id)
 	if err != nil {
@@ -132,7 +132,7 @@ func TestOverdueReceivedIsRequeued(t *testing.T) {
 	if rep := f.run(t); rep.Requeued != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if keys := f.drain(t); len(keys) != 1 || keys[0] != id.Key {
+	if keys := f.drain(t); len(keys) != 1 || keys[0] != id.ID {
 		t.Fatalf("queue %v", keys)
 	}
 	rec := f.get(t, id)
@@ -274,7 +274,7 @@ func TestRedrivenUntilItsGiveUpTime(t *testing.T) {
 	if rec.Reclaims < 100 {
 		t.Errorf("re-driven %d times in 6 days; want about one an hour", rec.Reclaims)
 	}
-	for _, want := range []string{"gave up", "24h before the record expires", "reclaims", "hookledger replay --source stripe --tenant acme --key evt_never_arrives"} {
+	for _, want := range []string{"gave up", "24h before the record expires", "reclaims", "hookledger replay --source stripe --tenant acme --id evt_never_arrives"} {
 		if !strings.Contains(rec.LastError, want) {
 			t.Errorf("cause %q does not say %q", rec.LastError, want)
 		}

@@ -34,13 +34,13 @@ func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, 
 // the next run: a worker's claim leaves its due time, and the worker may
 // die.
 func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
-	rep.hold(rec.ID)
+	rep.hold(rec.Key)
 	if errors.Is(err, ledger.ErrConflict) {
 		rep.Conflicts++
 		return
 	}
 	rep.Errors++
-	h.logger().WarnContext(ctx, "reclaim failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key,
+	h.logger().WarnContext(ctx, "reclaim failed", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
 		"status", string(rec.Status), "error", err.Error())
 }
 
@@ -66,22 +66,22 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	var taken []ledger.Record
 	var reset []bool // taken[i] was processing with an expired lease
 	for _, rec := range recs {
-		body, ok := bodies[rec.ID]
+		body, ok := bodies[rec.Key]
 		if rec.PayloadRef != "" {
 			b, err := blob.Body(ctx, h.Ledger, h.Store, rec)
 			switch {
 			case errors.Is(err, blob.ErrMissing):
 			case err != nil:
 				rep.Errors++ // unknown: look again next run
-				rep.hold(rec.ID)
-				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "error", err.Error())
+				rep.hold(rec.Key)
+				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "error", err.Error())
 				continue
 			default:
 				body, ok = b, true
 			}
 		} else if !ok && readErr != nil {
 			rep.Errors++ // unknown: look again next run
-			rep.hold(rec.ID)
+			rep.hold(rec.Key)
 			continue
 		}
 		if !ok {
@@ -100,7 +100,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 		// The conditional write above made this reclaimer the only one to
 		// send this record now.
 		msgs = append(msgs, queue.Message{
-			Source: rec.Source, Tenant: rec.Tenant, Key: rec.Key, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
+			Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
 			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
 		})
 		taken = append(taken, took)
@@ -161,11 +161,11 @@ func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger
 				}
 			}
 			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts, and the event is dead at its give-up time unless a send succeeds first",
-				"source", rec.Source, "tenant", rec.Tenant, "event_key", rec.Key, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
+				"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
 		default:
 			rep.Errors++
 			h.logger().WarnContext(ctx, "re-drive send failed; due again after its backoff", "source", rec.Source, "tenant", rec.Tenant,
-				"event_key", rec.Key, "reclaims", rec.Reclaims, "error", err.Error())
+				"event_id", rec.ID, "reclaims", rec.Reclaims, "error", err.Error())
 		}
 	}
 	h.Metrics.Add(map[string]int{"Reclaimed": sent})

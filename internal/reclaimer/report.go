@@ -43,15 +43,15 @@ type Report struct {
 
 	// held are the records of a page that the run left where they were, so
 	// that their shard's mark must not pass them (see hold).
-	held map[ledger.ID]bool
+	held map[ledger.Key]bool
 }
 
 // hold keeps the shard's mark before id's entry, for the next run to read
 // again. The run could not settle the record: an error, or a conflict with
 // a writer that may have claimed it without moving its due time.
-func (r *Report) hold(id ledger.ID) {
+func (r *Report) hold(id ledger.Key) {
 	if r.held == nil {
-		r.held = map[ledger.ID]bool{}
+		r.held = map[ledger.Key]bool{}
 	}
 	r.held[id] = true
 }

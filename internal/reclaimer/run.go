@@ -30,9 +30,9 @@ type run struct {
 	stop    string      // why the run stops early ("" while it goes on)
 	errs    int         // shards stopped on errors
 	marks   ledger.DueMarks
-	known   map[ledger.ID]time.Time // what the run before found terminal (read only)
-	cutoff  time.Time               // upTo(): entries after it are noted for the next run
-	noted   atomic.Int64            // entries noted (sawTerminal)
+	known   map[ledger.Key]time.Time // what the run before found terminal (read only)
+	cutoff  time.Time                // upTo(): entries after it are noted for the next run
+	noted   atomic.Int64             // entries noted (sawTerminal)
 }
 
 func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
@@ -199,8 +199,8 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	if len(entries) == 0 {
 		return next, nil
 	}
-	ids := make([]ledger.ID, 0, len(entries))
-	at := make(map[ledger.ID]time.Time, len(entries))
+	ids := make([]ledger.Key, 0, len(entries))
+	at := make(map[ledger.Key]time.Time, len(entries))
 	for _, e := range entries {
 		at[e.ID] = e.At
 		if t, ok := r.known[e.ID]; ok && t.Equal(e.At) {
@@ -256,12 +256,12 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 // read reads a page's records: all with eventually consistent reads
 // (Peek), then consistently those it did not find terminal. A record
 // missing from both after an error waits for the next run.
-func (r *run) read(shard int, ids []ledger.ID) (peeked, recs map[ledger.ID]ledger.Record, err error) {
+func (r *run) read(shard int, ids []ledger.Key) (peeked, recs map[ledger.Key]ledger.Record, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
 	peeked, _ = r.h.Ledger.Peek(r.ctx, ids) // a record it lacks is read again below
-	var again []ledger.ID
+	var again []ledger.Key
 	for _, id := range ids {
 		if p, ok := peeked[id]; !ok || !p.Status.Terminal() {
 			again = append(again, id)

@@ -21,20 +21,20 @@ import (
 )
 
 // backlog creates n overdue records (with payloads) for tenants t0..t3.
-func (f *fixture) backlog(t *testing.T, prefix string, n int) []ledger.ID {
+func (f *fixture) backlog(t *testing.T, prefix string, n int) []ledger.Key {
 	t.Helper()
-	ids := make([]ledger.ID, n)
+	ids := make([]ledger.Key, n)
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				id := ledger.ID{Source: "stripe", Tenant: fmt.Sprintf("t%d", i%4), Key: fmt.Sprintf("%s_%04d", prefix, i)}
+				id := ledger.Key{Source: "stripe", Tenant: fmt.Sprintf("t%d", i%4), ID: fmt.Sprintf("%s_%04d", prefix, i)}
 				ids[i] = id
-				if _, _, err := f.l.Create(context.Background(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+				if _, _, err := f.l.Create(context.Background(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 					failed.Add(1)
 				}
-				if err := f.l.PutPayload(context.Background(), id, []byte(`{"id":"`+id.Key+`"}`), "x"); err != nil {
+				if err := f.l.PutPayload(context.Background(), id, []byte(`{"id":"`+id.ID+`"}`), "x"); err != nil {
 					failed.Add(1)
 				}
 			}
@@ -106,9 +106,9 @@ func (f *fixture) consume(t *testing.T, c *consumed, pause time.Duration, stop <
 				t.Errorf("unreadable message: %v", err)
 				continue
 			}
-			c.count[msg.Key]++
-			c.group[msg.Key] = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-			c.order = append(c.order, msg.Key)
+			c.count[msg.ID]++
+			c.group[msg.ID] = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			c.order = append(c.order, msg.ID)
 			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
 		}
 		c.mu.Unlock()
@@ -173,14 +173,14 @@ func TestConcurrentRunsOverABacklogNeverDoubleEnqueue(t *testing.T) {
 		conflicts += r.Conflicts
 	}
 	for _, id := range ids {
-		if n := got.count[id.Key]; n != 1 {
-			t.Errorf("%s enqueued %d times by 5 concurrent runs", id.Key, n)
+		if n := got.count[id.ID]; n != 1 {
+			t.Errorf("%s enqueued %d times by 5 concurrent runs", id.ID, n)
 		}
-		if g := got.group[id.Key]; g != id.Tenant {
-			t.Errorf("%s arrived with message group %q, want its tenant %q", id.Key, g, id.Tenant)
+		if g := got.group[id.ID]; g != id.Tenant {
+			t.Errorf("%s arrived with message group %q, want its tenant %q", id.ID, g, id.Tenant)
 		}
 		if rec := f.get(t, id); rec.Reclaims != 1 {
-			t.Errorf("%s reclaimed %d times", id.Key, rec.Reclaims)
+			t.Errorf("%s reclaimed %d times", id.ID, rec.Reclaims)
 		}
 	}
 	if len(got.count) != len(ids) || redriven != len(ids) {
@@ -201,7 +201,7 @@ func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 	}}
 	f := setup(t, inj.APIOption)
 	f.h.RetryAfter = 15 * time.Second
-	var ids []ledger.ID
+	var ids []ledger.Key
 	for i := range 12 {
 		prefix := "evt_fine"
 		if i%3 == 0 {
@@ -216,13 +216,13 @@ func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 	}
 	first := f.drainAll(t)
 	for _, id := range ids {
-		flaky := strings.HasPrefix(id.Key, "evt_flaky")
-		if n := first.count[id.Key]; flaky && n != 0 || !flaky && n != 1 {
-			t.Errorf("after the first run %s is on the queue %d times", id.Key, n)
+		flaky := strings.HasPrefix(id.ID, "evt_flaky")
+		if n := first.count[id.ID]; flaky && n != 0 || !flaky && n != 1 {
+			t.Errorf("after the first run %s is on the queue %d times", id.ID, n)
 		}
 		rec := f.get(t, id)
 		if flaky && (rec.Reclaims != 0 || !rec.DueAt.Equal(f.clock.Now().Add(15*time.Second).Truncate(time.Millisecond))) {
-			t.Errorf("%s after its failed send: reclaims %d, due %v; want the reclaim taken back and due in 15 s", id.Key, rec.Reclaims, rec.DueAt)
+			t.Errorf("%s after its failed send: reclaims %d, due %v; want the reclaim taken back and due in 15 s", id.ID, rec.Reclaims, rec.DueAt)
 		}
 	}
 	if rep := f.run(t); rep.Redriven() != 0 {
@@ -234,8 +234,8 @@ func TestFailedBatchEntriesAreRedrivenLater(t *testing.T) {
 	}
 	second := f.drainAll(t)
 	for _, id := range ids {
-		if n := first.count[id.Key] + second.count[id.Key]; n != 1 {
-			t.Errorf("%s enqueued %d times in all", id.Key, n)
+		if n := first.count[id.ID] + second.count[id.ID]; n != 1 {
+			t.Errorf("%s enqueued %d times in all", id.ID, n)
 		}
 	}
 }
@@ -376,8 +376,8 @@ func TestRunLockMakesOverlappingRunsTakeTurns(t *testing.T) {
 	}
 	got := f.drainAll(t)
 	for _, id := range ids {
-		if got.count[id.Key] != 1 {
-			t.Errorf("%s enqueued %d times", id.Key, got.count[id.Key])
+		if got.count[id.ID] != 1 {
+			t.Errorf("%s enqueued %d times", id.ID, got.count[id.ID])
 		}
 	}
 }
@@ -426,7 +426,7 @@ func TestPacingKeepsNewEventsFlowingDuringADrain(t *testing.T) {
 			c.mu.Unlock()
 			if n >= 40*(len(fresh)+1) && len(fresh) < 4 {
 				key := fmt.Sprintf("evt_new_%d", len(fresh))
-				if err := snd.Send(context.Background(), queue.Message{Source: "stripe", Tenant: "quiet", Key: key}); err != nil {
+				if err := snd.Send(context.Background(), queue.Message{Source: "stripe", Tenant: "quiet", ID: key}); err != nil {
 					t.Error(err)
 				}
 				fresh = append(fresh, key)
@@ -455,8 +455,8 @@ func TestPacingKeepsNewEventsFlowingDuringADrain(t *testing.T) {
 			c.mu.Lock()
 			for _, m := range out2.Messages {
 				msg, _ := queue.Decode(aws.ToString(m.Body))
-				c.count[msg.Key]++
-				c.order = append(c.order, msg.Key)
+				c.count[msg.ID]++
+				c.order = append(c.order, msg.ID)
 				f.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: &f.queue, ReceiptHandle: m.ReceiptHandle})
 			}
 			c.mu.Unlock()
@@ -476,8 +476,8 @@ func TestPacingKeepsNewEventsFlowingDuringADrain(t *testing.T) {
 		t.Errorf("the run never waited for the queue: %+v", rep)
 	}
 	for _, id := range ids {
-		if c.count[id.Key] != 1 {
-			t.Errorf("%s consumed %d times", id.Key, c.count[id.Key])
+		if c.count[id.ID] != 1 {
+			t.Errorf("%s consumed %d times", id.ID, c.count[id.ID])
 		}
 	}
 	// A new event waits behind at most the cap of re-driven messages (and
@@ -520,7 +520,7 @@ func TestQueueDownLeavesTheBacklogUntouched(t *testing.T) {
 	}
 	for _, id := range ids {
 		if rec := f.get(t, id); rec.Reclaims != 0 || rec.Version != 1 {
-			t.Fatalf("%s was touched while the queue was down: %+v", id.Key, rec)
+			t.Fatalf("%s was touched while the queue was down: %+v", id.ID, rec)
 		}
 	}
 }

@@ -81,7 +81,7 @@ type Redeliverer interface {
 
 // existence is the slice of the ledger reconcile reads.
 type existence interface {
-	Exists(ctx context.Context, id ledger.ID) (bool, error)
+	Exists(ctx context.Context, id ledger.Key) (bool, error)
 }
 
 var _ existence = (*ledger.Ledger)(nil)
@@ -174,7 +174,7 @@ func (c Counts) Recovered() int { return c.Fed + c.Duplicate }
 
 // Found is one missing event and what became of it.
 type Found struct {
-	Key    string    `json:"event_key"`
+	Key    string    `json:"event_id"`
 	Type   string    `json:"event_type"`
 	At     time.Time `json:"at"`
 	Result string    `json:"result"` // accepted, duplicate (duplicate_rejected_conflict: a 409 under HOOKLEDGER_MISMATCH=reject), redelivery_requested, dry_run, or failed: reason
@@ -366,7 +366,7 @@ func (r *Reconciler) one(ctx context.Context, job Job, ev Event) (key, result st
 		}
 		key = k
 	}
-	id := ledger.ID{Source: job.Source, Tenant: job.Tenant, Key: key}
+	id := ledger.Key{Source: job.Source, Tenant: job.Tenant, ID: key}
 	if err := id.Validate(); err != nil {
 		return key, "failed: " + err.Error(), nil
 	}
@@ -383,7 +383,7 @@ func (r *Reconciler) one(ctx context.Context, job Job, ev Event) (key, result st
 
 // missing brings in one event the ledger lacks, or only lists it.
 func (r *Reconciler) missing(ctx context.Context, job Job, ev Event, key string, d *Delivery) string {
-	log := r.log().With("source", job.Source, "tenant", job.Tenant, "event_key", key, "event_type", ev.Type)
+	log := r.log().With("source", job.Source, "tenant", job.Tenant, "event_id", key, "event_type", ev.Type)
 	if job.DryRun {
 		log.InfoContext(ctx, "reconcile: missing (dry run)")
 		return "dry_run"
@@ -454,7 +454,7 @@ func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
 	}
-	return ev.Key, nil
+	return ev.ID, nil
 }
 
 // feed signs d and hands it to the receiver, retrying answers that say
@@ -472,8 +472,8 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 	if err != nil {
 		return "failed: the rebuilt delivery does not verify: " + err.Error()
 	}
-	if ev.Key != key {
-		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", ev.Key, key)
+	if ev.ID != key {
+		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", ev.ID, key)
 	}
 	retries, wait := r.Retries, r.Backoff
 	if retries <= 0 {

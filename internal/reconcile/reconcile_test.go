@@ -25,10 +25,10 @@ type memLedger struct {
 	err  error
 }
 
-func (m *memLedger) Exists(_ context.Context, id ledger.ID) (bool, error) {
+func (m *memLedger) Exists(_ context.Context, id ledger.Key) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.keys[id.Key], m.err
+	return m.keys[id.ID], m.err
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -44,14 +44,14 @@ func TestBusSourceMapsAccountsToTenants(t *testing.T) {
 			t.Errorf("Tenant(%q) = %q %v, want %q", account, got, ok, want)
 		}
 	}
-	if ev, err := b.Keys().Unsigned([]byte(`{"id":"evt_1","type":"invoice.paid"}`), "eb-id", "detail-type"); err != nil || ev.Key != "evt_1" || ev.Type != "invoice.paid" {
+	if ev, err := b.Keys().Unsigned([]byte(`{"id":"evt_1","type":"invoice.paid"}`), "eb-id", "detail-type"); err != nil || ev.ID != "evt_1" || ev.Type != "invoice.paid" {
 		t.Errorf("a stripe bus source keys on the detail's id and type: %+v %v", ev, err)
 	}
 	o, err := reg.Bus("com.example.orders.eu", 0)
 	if err != nil || o.Name != "orders" || o.Retention < BusHorizon.Duration {
 		t.Fatalf("%+v %v", o, err)
 	}
-	if ev, err := o.Keys().Unsigned([]byte(`{"order":{"id":"o-1"}}`), "eb-id", "OrderPlaced"); err != nil || ev.Key != "o-1" || ev.Type != "OrderPlaced" {
+	if ev, err := o.Keys().Unsigned([]byte(`{"order":{"id":"o-1"}}`), "eb-id", "OrderPlaced"); err != nil || ev.ID != "o-1" || ev.Type != "OrderPlaced" {
 		t.Errorf("an eventbridge source with key_path keys on it and takes the detail-type: %+v %v", ev, err)
 	}
 	if _, err := o.Keys().Unsigned([]byte(`{"order":{}}`), "eb-id", "OrderPlaced"); err == nil {

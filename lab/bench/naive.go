@@ -39,7 +39,7 @@ type Naive struct {
 // ErrNaiveRefused is a refused conditional write (duplicate, lost lease).
 var ErrNaiveRefused = errors.New("naive: condition failed")
 
-func (l *Naive) key(id ledger.ID) map[string]types.AttributeValue {
+func (l *Naive) key(id ledger.Key) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "naive#" + id.PK()},
 		"sk": &types.AttributeValueMemberS{Value: "r"},
@@ -54,16 +54,16 @@ func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 // Create stores the record with the payload in one conditional put; created
 // is false for a duplicate (one request, the old item comes back).
-func (l *Naive) Create(ctx context.Context, id ledger.ID, typ, sha string, body []byte) (created bool, err error) {
+func (l *Naive) Create(ctx context.Context, id ledger.Key, typ, sha string, body []byte) (created bool, err error) {
 	now := time.Now()
 	creator := token()
 	item := l.key(id)
 	for k, v := range map[string]types.AttributeValue{
-		"source": str(id.Source), "tenant": str(id.Tenant), "event_key": str(id.Key), "event_type": str(typ),
+		"source": str(id.Source), "tenant": str(id.Tenant), "event_key": str(id.ID), "event_type": str(typ),
 		"status": str("received"), "attempts": num(0), "reclaims": num(0),
 		"created_at": num(now.UnixMilli()), "updated_at": num(now.UnixMilli()),
 		"expires_at": num(now.Add(ledger.DefaultRetention).Unix()), "body_sha256": str(sha),
-		"due_shard": num(int64(len(id.Key) % max(1, l.Shards))), "due_at": num(now.Add(ledger.DefaultReclaimAfter).UnixMilli()),
+		"due_shard": num(int64(len(id.ID) % max(1, l.Shards))), "due_at": num(now.Add(ledger.DefaultReclaimAfter).UnixMilli()),
 		"ver": num(1), "created_by": str(creator),
 	} {
 		item[k] = v
@@ -90,7 +90,7 @@ func (l *Naive) Create(ctx context.Context, id ledger.ID, typ, sha string, body 
 }
 
 // Claim leases the event; it returns the lease token.
-func (l *Naive) Claim(ctx context.Context, id ledger.ID, lease time.Duration) (string, error) {
+func (l *Naive) Claim(ctx context.Context, id ledger.Key, lease time.Duration) (string, error) {
 	now := time.Now()
 	tok := token()
 	_, err := l.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -111,7 +111,7 @@ func (l *Naive) Claim(ctx context.Context, id ledger.ID, lease time.Duration) (s
 }
 
 // Complete marks the event done while tok holds the lease.
-func (l *Naive) Complete(ctx context.Context, id ledger.ID, tok string) error {
+func (l *Naive) Complete(ctx context.Context, id ledger.Key, tok string) error {
 	now := time.Now()
 	_, err := l.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &l.Table, Key: l.key(id),

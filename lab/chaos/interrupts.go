@@ -42,7 +42,7 @@ const (
 
 // target is one event the interrupts phase kills on its first runs.
 type target struct {
-	id       ledger.ID
+	id       ledger.Key
 	failOnce bool // after the kills, its next effect request fails (500)
 	kills    int  // its own effect requests answered with a kill
 	charged  bool // its charge was made (once, by a run then killed)
@@ -185,7 +185,7 @@ func (p *phase) pickTargets() {
 			break
 		}
 		if ev.kind == invoice {
-			p.targets.byKey[ev.id.Key] = &target{id: ev.id, failOnce: len(p.targets.byKey)%2 == 1}
+			p.targets.byKey[ev.id.ID] = &target{id: ev.id, failOnce: len(p.targets.byKey)%2 == 1}
 		}
 	}
 }
@@ -196,7 +196,7 @@ func (p *phase) pickTargets() {
 // as interrupted runs, and its own failure, for those made to fail once,
 // as a failure), and it ended done. That each was charged and notified
 // exactly once the general verdict checks.
-func (p *phase) checkTargets(recs map[ledger.ID]ledger.Record) {
+func (p *phase) checkTargets(recs map[ledger.Key]ledger.Record) {
 	if p.targets == nil {
 		return
 	}
@@ -234,6 +234,6 @@ func (p *phase) checkTargets(recs map[ledger.ID]ledger.Record) {
 			then = ", then failed once"
 		}
 		p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s: %d runs killed (%d at its own effect request)%s: %s after %d runs (%d interrupted, %d failed), %d reclaims",
-			tg.id.Key, rec.Interrupted, tg.kills, then, rec.Status, rec.Attempts, rec.Interrupted, rec.Failures, rec.Reclaims))
+			tg.id.ID, rec.Interrupted, tg.kills, then, rec.Status, rec.Attempts, rec.Interrupted, rec.Failures, rec.Reclaims))
 	}
 }

@@ -76,7 +76,7 @@ const (
 
 // event is one valid webhook event the harness sends.
 type event struct {
-	id       ledger.ID
+	id       ledger.Key
 	kind     eventKind
 	req      request
 	accepted atomic.Bool
@@ -111,7 +111,7 @@ type phase struct {
 	stub   *paystub.Server
 	sign   signers
 	events []*event
-	byID   map[ledger.ID]*event
+	byID   map[ledger.Key]*event
 	fleet  *fleet
 	snd    *sender
 	logf   *os.File
@@ -144,7 +144,7 @@ func (p *phase) run(ctx context.Context) (*Result, error) {
 	defer func() { p.res.Elapsed = time.Since(start) }()
 	p.t = tune(p.kind)
 	p.rng = mrand.New(mrand.NewPCG(p.seed, 0x6368616f73))
-	p.byID = map[ledger.ID]*event{}
+	p.byID = map[ledger.Key]*event{}
 	p.badMiss, p.refused = map[string][]int{}, map[string]int{}
 	if err := p.setup(ctx); err != nil {
 		p.teardown()
@@ -315,7 +315,7 @@ func (p *phase) plan() (first, later []job) {
 		case push:
 			key := fmt.Sprintf("gh-%s-%s-%05d", p.kind, run, i)
 			body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%s"}`, randomHex(40))
-			ev.id = ledger.ID{Source: "github", Tenant: "acme", Key: key}
+			ev.id = ledger.Key{Source: "github", Tenant: "acme", ID: key}
 			ev.req = request{method: http.MethodPost, path: "/webhooks/github/acme", body: body, header: p.sign.githubHeader(key, body, p.sign.ghAcme)}
 		default:
 			key := fmt.Sprintf("evt_%s_%s_%05d", p.kind, run, i)
@@ -328,7 +328,7 @@ func (p *phase) plan() (first, later []job) {
 				amount = 0
 			}
 			body := invoiceBody(key, amount)
-			ev.id = ledger.ID{Source: "stripe", Tenant: tenant, Key: key}
+			ev.id = ledger.Key{Source: "stripe", Tenant: tenant, ID: key}
 			ev.req = request{method: http.MethodPost, path: "/webhooks/stripe/" + tenant, body: body, header: p.sign.stripeHeader(body, secret, 0)}
 		}
 		if ev.kind == poison {
@@ -430,7 +430,7 @@ func (p *phase) record(ev *event, a answer) {
 
 // settle waits until every record is done or dead and every accepted event
 // has one; it returns the records by identity.
-func (p *phase) settle(ctx context.Context, timeout time.Duration) (map[ledger.ID]ledger.Record, error) {
+func (p *phase) settle(ctx context.Context, timeout time.Duration) (map[ledger.Key]ledger.Record, error) {
 	deadline := time.Now().Add(timeout)
 	var last map[ledger.Status]int
 	for {
@@ -458,14 +458,14 @@ func (p *phase) settle(ctx context.Context, timeout time.Duration) (map[ledger.I
 	}
 }
 
-func (p *phase) records(ctx context.Context) (map[ledger.ID]ledger.Record, error) {
+func (p *phase) records(ctx context.Context) (map[ledger.Key]ledger.Record, error) {
 	list, err := p.l.List(ctx, "", 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[ledger.ID]ledger.Record, len(list))
+	out := make(map[ledger.Key]ledger.Record, len(list))
 	for _, r := range list {
-		out[r.ID] = r
+		out[r.Key] = r
 	}
 	return out, nil
 }
@@ -506,7 +506,7 @@ func (p *phase) late(ctx context.Context) {
 
 // replayDead runs `hookledger replay --status dead`, as an operator would,
 // and waits for the replayed events to finish again.
-func (p *phase) replayDead(ctx context.Context, recs map[ledger.ID]ledger.Record) (map[ledger.ID]ledger.Record, error) {
+func (p *phase) replayDead(ctx context.Context, recs map[ledger.Key]ledger.Record) (map[ledger.Key]ledger.Record, error) {
 	for id, r := range recs {
 		if r.Status == ledger.Dead && strings.TrimSpace(r.LastError) == "" {
 			p.res.problem("%s is dead with no last_error to explain it", id)
@@ -535,13 +535,13 @@ func lastLine(s string) string {
 
 // verdict compares what the harness sent and saw answered with the
 // payments API's charges, the ledger and what is left on the queues.
-func (p *phase) verdict(ctx context.Context, recs map[ledger.ID]ledger.Record) {
+func (p *phase) verdict(ctx context.Context, recs map[ledger.Key]ledger.Record) {
 	r := p.res
 	stats := p.stub.Stats()
 	r.Effects, r.Replays = stats.Charges+stats.Notifications, stats.Replays
 	keys := map[string]*event{}
 	for _, ev := range p.events {
-		keys[ev.id.Key] = ev
+		keys[ev.id.ID] = ev
 		if ev.accepted.Load() {
 			r.Accepted++
 		}
@@ -558,12 +558,12 @@ func (p *phase) verdict(ctx context.Context, recs map[ledger.ID]ledger.Record) {
 	}
 	var lost, wrongEnd []string
 	for _, ev := range p.events {
-		n := stats.PerEvent[ev.id.Key]
+		n := stats.PerEvent[ev.id.ID]
 		if n > 1 {
 			r.DupEffects += n - 1
 			r.problem("%s charged %d times", ev.id, n)
 		}
-		notes := stats.NotifiedEvents[ev.id.Key]
+		notes := stats.NotifiedEvents[ev.id.ID]
 		if notes > 1 {
 			r.DupEffects += notes - 1
 			r.problem("%s notified %d times (the notify step is at-most-once)", ev.id, notes)
@@ -680,8 +680,8 @@ func (p *phase) checkQueues(ctx context.Context) {
 					p.res.problem("malformed message on %s: %v", q.url, err)
 					continue
 				}
-				if p.byID[msg.ID()] == nil {
-					p.res.problem("message on %s for %s, which nobody sent validly", q.url, msg.ID())
+				if p.byID[msg.Key()] == nil {
+					p.res.problem("message on %s for %s, which nobody sent validly", q.url, msg.Key())
 				}
 			}
 		}

@@ -73,8 +73,8 @@ func (b *busEnv) put(t *testing.T, src, detailType string, detail []byte) string
 // tenant platform, which has no HTTP door. A custom bus is not Stripe's
 // partner event source, so acme, which signs deliveries, takes none of its
 // events (docs/eventbridge.md, "Which doors share a record").
-func (b *busEnv) busID(key string) ledger.ID {
-	return ledger.ID{Source: "stripe", Tenant: "platform", Key: key}
+func (b *busEnv) busID(key string) ledger.Key {
+	return ledger.Key{Source: "stripe", Tenant: "platform", ID: key}
 }
 
 // drained waits until the bus door's intake queue holds nothing, visible
@@ -210,7 +210,7 @@ func TestEventBridgeForwardedEventsReachTheBusOnce(t *testing.T) {
 	b := busSetup(t)
 	const n = 5
 	want := map[string]bool{}
-	var ids []ledger.ID
+	var ids []ledger.Key
 	for i := range n {
 		key := fmt.Sprintf("evt_fw_%s_%d", b.runID, i)
 		body, _ := json.Marshal(map[string]any{"id": key, "object": "event", "type": "customer.updated", "created": time.Now().Unix(),

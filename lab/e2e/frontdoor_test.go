@@ -197,7 +197,7 @@ func TestFrontDoors(t *testing.T) {
 	})
 
 	t.Run("events from both doors are processed once", func(t *testing.T) {
-		ids := []ledger.ID{e.id(keys[api.name]), e.id(keys[furl.name]), {Source: "square", Tenant: "acme", Key: sqKey}}
+		ids := []ledger.Key{e.id(keys[api.name]), e.id(keys[furl.name]), {Source: "square", Tenant: "acme", ID: sqKey}}
 		e.waitStatus(t, e.settle, ledger.Done, ids...)
 		charged, notified := e.charges(t)
 		for _, k := range []string{keys[api.name], keys[furl.name]} {
@@ -220,9 +220,9 @@ func TestFrontDoors(t *testing.T) {
 			t.Fatalf("github: %+v", got)
 		}
 		for _, c := range []struct {
-			id   ledger.ID
+			id   ledger.Key
 			want time.Duration
-		}{{e.id(keys[furl.name]), 96 * time.Hour}, {ledger.ID{Source: "github", Tenant: "acme", Key: ghKey}, 240 * time.Hour}} {
+		}{{e.id(keys[furl.name]), 96 * time.Hour}, {ledger.Key{Source: "github", Tenant: "acme", ID: ghKey}, 240 * time.Hour}} {
 			rec, err := e.ledger.Get(t.Context(), c.id)
 			if err != nil {
 				t.Fatal(err)

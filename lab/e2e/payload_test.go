@@ -83,7 +83,7 @@ func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 		t.Fatalf("go build ./cmd/hookledger: %v\n%s", err, out)
 	}
 	replayedAt := time.Now()
-	cmd := exec.CommandContext(t.Context(), bin, "replay", "--source", "stripe", "--tenant", "acme", "--key", poisonKey)
+	cmd := exec.CommandContext(t.Context(), bin, "replay", "--source", "stripe", "--tenant", "acme", "--id", poisonKey)
 	cmd.Env = append(os.Environ(), "HOOKLEDGER_TABLE="+e.table, "HOOKLEDGER_QUEUE_URL="+e.queueURL,
 		"HOOKLEDGER_PAYLOAD_BUCKET="+bucket, "HOOKLEDGER_SHARDS=16")
 	out, err := cmd.CombinedOutput()

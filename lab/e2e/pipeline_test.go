@@ -171,11 +171,11 @@ func (e *env) postAs(t *testing.T, v *webhook.Verifier, m webhook.Message, sourc
 }
 
 // waitStatus polls the ledger until every id is in want, or fails after d.
-func (e *env) waitStatus(t *testing.T, d time.Duration, want ledger.Status, ids ...ledger.ID) map[ledger.ID]ledger.Record {
+func (e *env) waitStatus(t *testing.T, d time.Duration, want ledger.Status, ids ...ledger.Key) map[ledger.Key]ledger.Record {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	got := map[ledger.ID]ledger.Record{}
-	last := map[ledger.ID]error{}
+	got := map[ledger.Key]ledger.Record{}
+	last := map[ledger.Key]error{}
 	for {
 		pending := 0
 		for _, id := range ids {
@@ -204,8 +204,8 @@ func (e *env) waitStatus(t *testing.T, d time.Duration, want ledger.Status, ids 
 	}
 }
 
-func (e *env) id(key string) ledger.ID {
-	return ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+func (e *env) id(key string) ledger.Key {
+	return ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
 }
 
 // TestPipeline drives the deployed stack end to end: receiver through the
@@ -301,7 +301,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("processor completes each event once", func(t *testing.T) {
 		recs := e.waitStatus(t, e.settle, ledger.Done, e.id(newKey), e.id(concKey),
-			ledger.ID{Source: "stripe", Tenant: "globex", Key: globexKey}, ledger.ID{Source: "github", Tenant: "acme", Key: ghDelivery})
+			ledger.Key{Source: "stripe", Tenant: "globex", ID: globexKey}, ledger.Key{Source: "github", Tenant: "acme", ID: ghDelivery})
 		for id, r := range recs {
 			if r.Attempts != 1 {
 				t.Errorf("%s: %d attempts, want 1", id, r.Attempts)
@@ -319,7 +319,7 @@ func TestPipeline(t *testing.T) {
 		// leaves behind: a received record and its payload, no message.
 		id := e.id(lostKey)
 		body := stripeEvent(lostKey, "invoice.paid")
-		if _, created, err := e.ledger.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid"}); err != nil || !created {
+		if _, created, err := e.ledger.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid"}); err != nil || !created {
 			t.Fatalf("create: created=%v err=%v", created, err)
 		}
 		if err := e.ledger.PutPayload(t.Context(), id, body, ""); err != nil {

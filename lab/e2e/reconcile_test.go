@@ -41,7 +41,7 @@ func TestReconcileDeployed(t *testing.T) {
 	defer srv.Close()
 	stub.Stripe.SetEndpoint(e.api+"/webhooks/stripe/acme", e.secret)
 
-	var ids []ledger.ID
+	var ids []ledger.Key
 	var keys []string
 	lost := 0
 	for i := range 8 {

@@ -243,8 +243,8 @@ func TestLedgerRecognisesItsOwnRetriedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_fault_1"}
-	rec, created, err := l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid"})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_fault_1"}
+	rec, created, err := l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid"})
 	if err != nil || !created || rec.Status != ledger.Received {
 		t.Fatalf("Create = %+v, %v, %v; want created", rec, created, err)
 	}
@@ -267,7 +267,7 @@ func TestLedgerRecognisesItsOwnRetriedWrite(t *testing.T) {
 		t.Fatalf("record = %+v, %v; want done after exactly one claim", got, err)
 	}
 	// Another caller's Create is still a duplicate.
-	if _, created, err := cl.Create(t.Context(), ledger.NewEvent{ID: id}); err != nil || created {
+	if _, created, err := cl.Create(t.Context(), ledger.NewEvent{Key: id}); err != nil || created {
 		t.Fatalf("second Create: created=%v err=%v; want a duplicate", created, err)
 	}
 }

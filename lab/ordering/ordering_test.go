@@ -188,19 +188,19 @@ func TestUpdatesApplyInOrder(t *testing.T) {
 	for _, r := range recs {
 		switch {
 		case r.Status != ledger.Done:
-			t.Errorf("%s ended %s", r.ID, r.Status)
+			t.Errorf("%s ended %s", r.Key, r.Status)
 		case r.Skipped != "":
 			skipped++
-			if appliedIDs[r.Key] {
-				t.Errorf("%s applied, yet recorded skipped: %s", r.ID, r.Skipped)
+			if appliedIDs[r.ID] {
+				t.Errorf("%s applied, yet recorded skipped: %s", r.Key, r.Skipped)
 			}
 			// After a failed first attempt the skip says the run may have
 			// applied it (the handler ran; it failed before applying).
 			if !strings.HasPrefix(r.Skipped, "skipped as stale: resource sub_") && !strings.HasPrefix(r.Skipped, "skipped as stale after a run that may have applied it (") {
-				t.Errorf("%s skipped for %q", r.ID, r.Skipped)
+				t.Errorf("%s skipped for %q", r.Key, r.Skipped)
 			}
-		case !appliedIDs[r.Key]:
-			t.Errorf("%s done and not skipped, yet never applied", r.ID)
+		case !appliedIDs[r.ID]:
+			t.Errorf("%s done and not skipped, yet never applied", r.Key)
 		}
 	}
 	if len(recs) != len(updates) || skipped+len(appliedIDs) != len(updates) {

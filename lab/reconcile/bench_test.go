@@ -54,7 +54,7 @@ func BenchmarkReconcileStripe(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%10 != 0 {
-			if _, _, err := l.Create(ctx, ledger.NewEvent{ID: ledger.ID{Source: "stripe", Tenant: "acme", Key: id}, Type: "invoice.paid"}); err != nil {
+			if _, _, err := l.Create(ctx, ledger.NewEvent{Key: ledger.Key{Source: "stripe", Tenant: "acme", ID: id}, Type: "invoice.paid"}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -111,7 +111,7 @@ func BenchmarkReconcileGitHub(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%10 != 0 {
-			if _, _, err := l.Create(ctx, ledger.NewEvent{ID: ledger.ID{Source: "github", Tenant: "acme", Key: guid}, Type: "push"}); err != nil {
+			if _, _, err := l.Create(ctx, ledger.NewEvent{Key: ledger.Key{Source: "github", Tenant: "acme", ID: guid}, Type: "push"}); err != nil {
 				b.Fatal(err)
 			}
 		}

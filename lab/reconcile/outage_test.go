@@ -133,7 +133,7 @@ func (o *outage) settle(t *testing.T, source string, keys []string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range keys {
 		for {
-			rec, err := o.ledger.Get(t.Context(), ledger.ID{Source: source, Tenant: "acme", Key: k})
+			rec, err := o.ledger.Get(t.Context(), ledger.Key{Source: source, Tenant: "acme", ID: k})
 			if err == nil && rec.Status == ledger.Done && o.runs.count(source, k) > 0 {
 				break
 			}
@@ -201,7 +201,7 @@ func TestReconcileHealsStripeOutage(t *testing.T) {
 		t.Fatalf("dry run: %+v", rep.Counts)
 	}
 	for _, id := range lost {
-		if ok, _ := o.ledger.Exists(ctx, ledger.ID{Source: "stripe", Tenant: "acme", Key: id}); ok {
+		if ok, _ := o.ledger.Exists(ctx, ledger.Key{Source: "stripe", Tenant: "acme", ID: id}); ok {
 			t.Fatalf("dry run wrote %s", id)
 		}
 	}

@@ -30,10 +30,10 @@ type memLedger struct {
 	err  error
 }
 
-func (m *memLedger) Exists(_ context.Context, id ledger.ID) (bool, error) {
+func (m *memLedger) Exists(_ context.Context, id ledger.Key) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.keys[id.Key], m.err
+	return m.keys[id.ID], m.err
 }
 
 // recorder is a receiver stand-in: it verifies like the real one and
@@ -66,7 +66,7 @@ func (r *recorder) Feed(_ context.Context, source, tenant string, hdr http.Heade
 	if err != nil {
 		return reconcile.Outcome{Status: 401, Result: "rejected_signature"}, nil
 	}
-	r.keys = append(r.keys, ev.Key)
+	r.keys = append(r.keys, ev.ID)
 	r.bodies = append(r.bodies, body)
 	return reconcile.Outcome{Status: 200, Result: "accepted"}, nil
 }

@@ -39,23 +39,23 @@ func setup(t *testing.T) fixture {
 	return fixture{l: l, clock: c, db: db, table: table}
 }
 
-func newID(t *testing.T) ledger.ID {
-	return ledger.ID{Source: "stripe", Tenant: "acme", Key: awstest.Name("evt")}
+func newID(t *testing.T) ledger.Key {
+	return ledger.Key{Source: "stripe", Tenant: "acme", ID: awstest.Name("evt")}
 }
 
 // createdAs is the identity of the events create writes.
 var createdAs = ledger.Identity{Type: "charge.succeeded", BodySHA256: "abc"}
 
-func create(t *testing.T, f fixture, id ledger.ID) ledger.Record {
+func create(t *testing.T, f fixture, id ledger.Key) ledger.Record {
 	t.Helper()
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
 	if err != nil || !created {
 		t.Fatalf("create %s: created=%v err=%v", id, created, err)
 	}
 	return rec
 }
 
-func claimed(t *testing.T, f fixture, id ledger.ID, d time.Duration) ledger.Lease {
+func claimed(t *testing.T, f fixture, id ledger.Key, d time.Duration) ledger.Lease {
 	t.Helper()
 	lease, err := f.l.Claim(t.Context(), id, d)
 	if err != nil {
@@ -67,7 +67,7 @@ func claimed(t *testing.T, f fixture, id ledger.ID, d time.Duration) ledger.Leas
 // running is an event created and claimed under key.
 func running(t *testing.T, f fixture, key string) ledger.Lease {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
 	create(t, f, id)
 	lease, err := f.l.ClaimEvent(t.Context(), id, time.Minute, createdAs)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestCompleteLeavesTheDueIndexAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := newID(t)
-	created, _, err := l.Create(t.Context(), ledger.NewEvent{ID: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
+	created, _, err := l.Create(t.Context(), ledger.NewEvent{Key: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestPeekIsGetManyAtHalfThePrice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []ledger.ID
+	var ids []ledger.Key
 	for range 4 {
 		id := newID(t)
 		create(t, f, id)
@@ -204,7 +204,7 @@ func TestPeekIsGetManyAtHalfThePrice(t *testing.T) {
 func TestRecordWithStepsStaysUnderOneKB(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
 	create(t, f, id)
 	lease := claimed(t, f, id, time.Minute)
 	if _, err := f.l.SaveSteps(t.Context(), lease,

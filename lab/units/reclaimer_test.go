@@ -49,10 +49,10 @@ func setupReclaim(t *testing.T, opts ...func(*middleware.Stack) error) *reclaim 
 }
 
 // event creates an event with its payload, as the receiver does.
-func (f *reclaim) event(t *testing.T, key string) ledger.ID {
+func (f *reclaim) event(t *testing.T, key string) ledger.Key {
 	t.Helper()
-	id := ledger.ID{Source: "stripe", Tenant: "acme", Key: key}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.l.PutPayload(t.Context(), id, []byte(`{"id":"`+key+`"}`), "x"); err != nil {
@@ -62,7 +62,7 @@ func (f *reclaim) event(t *testing.T, key string) ledger.ID {
 }
 
 // done creates an event and completes it, as the processor does.
-func (f *reclaim) done(t *testing.T, key string) ledger.ID {
+func (f *reclaim) done(t *testing.T, key string) ledger.Key {
 	t.Helper()
 	id := f.event(t, key)
 	lease, err := f.l.Claim(t.Context(), id, time.Minute)
@@ -97,14 +97,14 @@ func (f *reclaim) drain(t *testing.T) []string {
 		if err != nil {
 			t.Fatalf("reclaimer sent an unreadable message: %v", err)
 		}
-		if string(msg.Body) != `{"id":"`+msg.Key+`"}` {
-			t.Errorf("message for %s carries body %q", msg.Key, msg.Body)
+		if string(msg.Body) != `{"id":"`+msg.ID+`"}` {
+			t.Errorf("message for %s carries body %q", msg.ID, msg.Body)
 		}
-		if retried && seen[msg.Key] {
+		if retried && seen[msg.ID] {
 			continue
 		}
-		seen[msg.Key] = true
-		keys = append(keys, msg.Key)
+		seen[msg.ID] = true
+		keys = append(keys, msg.ID)
 	}
 	return keys
 }
@@ -184,8 +184,8 @@ func TestEntriesReadAgainCostNoSecondReadInAWarmProcess(t *testing.T) {
 	if second.Scanned != n+1 || second.Known != n || second.Requeued != 1 {
 		t.Fatalf("the next run in the first process: %+v; want the %d done entries known and the new event re-driven", second, n)
 	}
-	if got := f.drain(t); len(got) != 1 || got[0] != lost.Key {
-		t.Fatalf("queue %v, want %s", got, lost.Key)
+	if got := f.drain(t); len(got) != 1 || got[0] != lost.ID {
+		t.Fatalf("queue %v, want %s", got, lost.ID)
 	}
 	// The shard queries (half a unit each, 4 shards), the new record's peek
 	// (half), its consistent read and its payload's (a unit each): nothing

@@ -605,7 +605,7 @@ func (b *benchRun) accounting(ctx context.Context) error {
 
 // msgBody is the queue message the receiver sends for body.
 func msgBody(body []byte) string {
-	s, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", Key: "evt_0123456789abcdefghij", Type: "invoice.paid",
+	s, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: "evt_0123456789abcdefghij", Type: "invoice.paid",
 		SHA256: strings.Repeat("0", 64), Body: body, ReceivedAt: time.Now().UnixMilli()})
 	return s
 }
@@ -729,8 +729,8 @@ func (b *benchRun) compare(ctx context.Context) error {
 	contenders := []contender{
 		{"hookledger ledger", func(ctx context.Context, cfg aws.Config, d benchDelivery) error {
 			l := hook(cfg)
-			id := ledger.ID{Source: "stripe", Tenant: "acme", Key: d.ID}
-			_, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"})
+			id := ledger.Key{Source: "stripe", Tenant: "acme", ID: d.ID}
+			_, created, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"})
 			if err != nil || !created {
 				return err
 			}
@@ -746,7 +746,7 @@ func (b *benchRun) compare(ctx context.Context) error {
 		}},
 		{"naive (payload in the record)", func(ctx context.Context, cfg aws.Config, d benchDelivery) error {
 			l := &bench.Naive{DB: dynamodb.NewFromConfig(cfg), Table: table, Shards: 16}
-			id := ledger.ID{Source: "stripe", Tenant: "acme", Key: d.ID}
+			id := ledger.Key{Source: "stripe", Tenant: "acme", ID: d.ID}
 			created, err := l.Create(ctx, id, "invoice.paid", "x", []byte(d.Body))
 			if err != nil || !created {
 				return err

@@ -160,7 +160,7 @@ func newBillHandlers(conf config.Config, cfg aws.Config, routes *hookledger.Rout
 
 // indexEntryBytes is a due-index entry's billed size: the index keys, the
 // table keys, and 100 bytes of overhead (DynamoDB's item-size rules).
-func indexEntryBytes(id ledger.ID) float64 {
+func indexEntryBytes(id ledger.Key) float64 {
 	return float64(len("pk")+len(id.PK())+len("sk")+1+len("due_shard")+3+len("due_at")+8) + 100
 }
 
@@ -332,7 +332,7 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 	uRecv := acc.Take()
 	logRecv, metRecv := h.logs.take()
 	id := bodyID(body)
-	batch, err := receiveKey(ctx, sq, queueURL, id.Key)
+	batch, err := receiveKey(ctx, sq, queueURL, id.ID)
 	if err != nil {
 		return billSize{}, err
 	}
@@ -377,12 +377,12 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 }
 
 // bodyID is the ledger id of a bench Stripe body.
-func bodyID(body []byte) ledger.ID {
+func bodyID(body []byte) ledger.Key {
 	var ev struct {
 		ID string `json:"id"`
 	}
 	json.Unmarshal(body, &ev)
-	return ledger.ID{Source: "stripe", Tenant: "acme", Key: ev.ID}
+	return ledger.Key{Source: "stripe", Tenant: "acme", ID: ev.ID}
 }
 
 // receiveKey takes the message of the event key off the queue (and drops
@@ -394,7 +394,7 @@ func receiveKey(ctx context.Context, sq *sqs.Client, queueURL, key string) (even
 		if err != nil {
 			return batch, err
 		}
-		if m, err := queue.Decode(batch.Records[0].Body); err == nil && m.Key == key {
+		if m, err := queue.Decode(batch.Records[0].Body); err == nil && m.ID == key {
 			return batch, nil
 		}
 	}
@@ -435,7 +435,7 @@ func (b *benchRun) timeSize(ctx context.Context, h *billHandlers, sq *sqs.Client
 		if resp.Headers["X-Hookledger-Result"] != string(receiver.Accepted) {
 			continue
 		}
-		batch, err := receiveKey(ctx, sq, queueURL, bodyID(body).Key)
+		batch, err := receiveKey(ctx, sq, queueURL, bodyID(body).ID)
 		if err != nil {
 			continue
 		}
@@ -478,10 +478,10 @@ func (b *benchRun) queueBatch(ctx context.Context, h *billHandlers, sq *sqs.Clie
 		for _, msg := range out.Messages {
 			sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: msg.ReceiptHandle})
 			m, err := queue.Decode(aws.ToString(msg.Body))
-			if err != nil || seen[m.Key] || !sent[m.Key] {
+			if err != nil || seen[m.ID] || !sent[m.ID] {
 				continue
 			}
-			seen[m.Key] = true
+			seen[m.ID] = true
 			batch.Records = append(batch.Records, events.SQSMessage{MessageId: aws.ToString(msg.MessageId), Body: aws.ToString(msg.Body), ReceiptHandle: aws.ToString(msg.ReceiptHandle)})
 		}
 	}
@@ -510,13 +510,13 @@ func (b *benchRun) measureSteps(ctx context.Context, env *benchEnv, counted, tim
 		return err
 	}
 	message := func(n int) (events.SQSEvent, error) {
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_steps_" + cli.RandomHex(8)}
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_steps_" + cli.RandomHex(8)}
 		typ := fmt.Sprintf("steps.%d", n)
-		if _, _, err := plain.Create(ctx, ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+		if _, _, err := plain.Create(ctx, ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
 			return events.SQSEvent{}, err
 		}
-		body, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: typ, SHA256: "x", Body: []byte(`{}`)})
-		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + id.Key, Body: body}}}, err
+		body, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: typ, SHA256: "x", Body: []byte(`{}`)})
+		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + id.ID, Body: body}}}, err
 	}
 	pc, err := processor.FromConfig(env.conf, counted, engine.MustRoutes(routes), discardLog())
 	if err != nil {

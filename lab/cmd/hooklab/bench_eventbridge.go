@@ -79,11 +79,11 @@ func (b *benchRun) eventbridge(ctx context.Context) error {
 	measure := func(typ string) (row, error) {
 		r := row{calls: map[string]int{}}
 		for i := range eventbridgeEvents {
-			id := ledger.ID{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_fw_%s_%d", typ, i)}
-			if _, _, err := plain.Create(ctx, ledger.NewEvent{ID: id, Type: typ, BodySHA256: "x"}); err != nil {
+			id := ledger.Key{Source: "stripe", Tenant: "acme", ID: fmt.Sprintf("evt_fw_%s_%d", typ, i)}
+			if _, _, err := plain.Create(ctx, ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
 				return r, err
 			}
-			msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: typ, SHA256: "x", Body: body})
+			msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: typ, SHA256: "x", Body: body})
 			if err != nil {
 				return r, err
 			}

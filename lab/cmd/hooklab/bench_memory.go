@@ -278,10 +278,10 @@ func memBatch(ctx context.Context, h *handlers, sq *sqs.Client, queueURL string,
 		for _, msg := range out.Messages {
 			sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: msg.ReceiptHandle})
 			m, err := queue.Decode(aws.ToString(msg.Body))
-			if err != nil || !sent[m.Key] {
+			if err != nil || !sent[m.ID] {
 				continue
 			}
-			delete(sent, m.Key)
+			delete(sent, m.ID)
 			batch.Records = append(batch.Records, events.SQSMessage{MessageId: aws.ToString(msg.MessageId), Body: aws.ToString(msg.Body), ReceiptHandle: aws.ToString(msg.ReceiptHandle)})
 		}
 	}

@@ -51,12 +51,12 @@ func (b *benchRun) order(ctx context.Context) error {
 		Header: []string{"event", "UpdateItem", "GetItem", "WCU", "RCU", "extra $ per 1M events"}}
 	var base units.Usage
 	for i, c := range cases {
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_order_%d_0123456789abcdef", i)}
-		if _, _, err := plain.Create(ctx, ledger.NewEvent{ID: id, Type: c.typ, BodySHA256: "x"}); err != nil {
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: fmt.Sprintf("evt_order_%d_0123456789abcdef", i)}
+		if _, _, err := plain.Create(ctx, ledger.NewEvent{Key: id, Type: c.typ, BodySHA256: "x"}); err != nil {
 			return err
 		}
-		body := fmt.Sprintf(`{"id":%q,"object":"event","type":"customer.subscription.updated","created":%d,"data":{"object":{"id":"sub_1MowQVLkdIwHu7ixeRlqHVzs","object":"subscription","status":"active"}}}`, id.Key, c.created)
-		msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: c.typ, SHA256: "x", Body: []byte(body)})
+		body := fmt.Sprintf(`{"id":%q,"object":"event","type":"customer.subscription.updated","created":%d,"data":{"object":{"id":"sub_1MowQVLkdIwHu7ixeRlqHVzs","object":"subscription","status":"active"}}}`, id.ID, c.created)
+		msg, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: c.typ, SHA256: "x", Body: []byte(body)})
 		if err != nil {
 			return err
 		}

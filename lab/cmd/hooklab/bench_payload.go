@@ -260,15 +260,15 @@ func (b *benchRun) latency(ctx context.Context) error {
 			return err
 		}
 		body := testbody.JSON("evt_lat_s_"+cli.RandomHex(10), size)
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: "evt_lat_s_" + cli.RandomHex(10)}
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_lat_s_" + cli.RandomHex(10)}
 		if err := timed(seq, func() error {
-			if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+			if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 				return err
 			}
 			if err := l.PutPayload(ctx, id, body, "x"); err != nil {
 				return err
 			}
-			return snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: "invoice.paid", SHA256: "x", Body: body})
+			return snd.Send(ctx, queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: "invoice.paid", SHA256: "x", Body: body})
 		}); err != nil {
 			return err
 		}

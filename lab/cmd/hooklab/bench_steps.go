@@ -78,11 +78,11 @@ func (b *benchRun) steps(ctx context.Context) error {
 	t := &bench.MD{Title: "Steps: processor writes per event (measured against the emulator; claim and complete included)",
 		Header: []string{"handler", "UpdateItem", "other calls", "WCU table", "WCU index", "record B (largest)"}}
 	for i, h := range handlers {
-		id := ledger.ID{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_steps_%d_%s", i, h.typ)}
-		if _, _, err := plain.Create(ctx, ledger.NewEvent{ID: id, Type: h.typ, BodySHA256: "x"}); err != nil {
+		id := ledger.Key{Source: "stripe", Tenant: "acme", ID: fmt.Sprintf("evt_steps_%d_%s", i, h.typ)}
+		if _, _, err := plain.Create(ctx, ledger.NewEvent{Key: id, Type: h.typ, BodySHA256: "x"}); err != nil {
 			return err
 		}
-		body, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, Key: id.Key, Type: h.typ, SHA256: "x", Body: []byte(`{}`)})
+		body, err := queue.Encode(queue.Message{Source: id.Source, Tenant: id.Tenant, ID: id.ID, Type: h.typ, SHA256: "x", Body: []byte(`{}`)})
 		if err != nil {
 			return err
 		}

@@ -452,7 +452,7 @@ func (d *demo) fillReport(ctx context.Context) error {
 		if rec.Source != "stripe" {
 			continue
 		}
-		switch r.stats.PerEvent[rec.Key] {
+		switch r.stats.PerEvent[rec.ID] {
 		case 0:
 			r.never++
 		case 1:
@@ -460,7 +460,7 @@ func (d *demo) fillReport(ctx context.Context) error {
 		default:
 			r.twice++
 		}
-		switch r.stats.NotifiedEvents[rec.Key] {
+		switch r.stats.NotifiedEvents[rec.ID] {
 		case 0:
 			r.unnotified++
 		case 1:
@@ -471,7 +471,7 @@ func (d *demo) fillReport(ctx context.Context) error {
 		// A charge request after the ledger recorded the charge step done
 		// would mean the step record was ignored.
 		if st, ok := rec.Steps["charge"]; ok && st.Status == ledger.StepDone {
-			for _, at := range d.stub.ChargeRequestTimes(engine.DownstreamKey(rec.Source, rec.Tenant, rec.Key, "charge")) {
+			for _, at := range d.stub.ChargeRequestTimes(engine.DownstreamKey(rec.Source, rec.Tenant, rec.ID, "charge")) {
 				// The ledger stores times in milliseconds, and the write that
 				// records the step follows its request within the same one.
 				if at.UnixMilli() > st.At.UnixMilli() {

@@ -319,7 +319,7 @@ func (o *outage) settle(ctx context.Context, invoiceIDs, pushIDs []string, wantC
 				keys   []string
 			}{{"stripe", invoiceIDs}, {"github", pushIDs}} {
 				for _, k := range ids.keys {
-					rec, err := o.ledger.Get(ctx, ledger.ID{Source: ids.source, Tenant: "acme", Key: k})
+					rec, err := o.ledger.Get(ctx, ledger.Key{Source: ids.source, Tenant: "acme", ID: k})
 					if err != nil || rec.Status != ledger.Done {
 						done = false
 					}

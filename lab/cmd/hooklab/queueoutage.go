@@ -96,7 +96,7 @@ type queueOutage struct {
 // outageGroup is the events received at one time during the outage.
 type outageGroup struct {
 	at       time.Duration // after the outage began
-	ids      []ledger.ID
+	ids      []ledger.Key
 	reclaims [2]int        // fewest and most re-drives lost in the outage
 	longest  time.Duration // from the queue's return to the last one done
 }
@@ -186,7 +186,7 @@ func (q queueOutage) lose(ctx context.Context, rig *outageRig, res *outageResult
 			}
 			for range q.events / 4 {
 				made++
-				id := ledger.ID{Source: "stripe", Tenant: "acme", Key: fmt.Sprintf("evt_queue_outage_%04d", made)}
+				id := ledger.Key{Source: "stripe", Tenant: "acme", ID: fmt.Sprintf("evt_queue_outage_%04d", made)}
 				if err := receive(ctx, rig.l, id); err != nil {
 					return err
 				}
@@ -235,11 +235,11 @@ func (rig *outageRig) done(ctx context.Context, groups []*outageGroup, healed ti
 
 // receive writes id's record and body as a receiver does whose enqueue
 // was answered and then lost.
-func receive(ctx context.Context, l *ledger.Ledger, id ledger.ID) error {
-	if _, _, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+func receive(ctx context.Context, l *ledger.Ledger, id ledger.Key) error {
+	if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		return err
 	}
-	return l.PutPayload(ctx, id, []byte(`{"id":"`+id.Key+`"}`), "x")
+	return l.PutPayload(ctx, id, []byte(`{"id":"`+id.ID+`"}`), "x")
 }
 
 // drainQueue takes every message off the queue, handing each batch to

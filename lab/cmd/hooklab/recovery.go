@@ -98,13 +98,13 @@ func seedBacklog(ctx context.Context, db ledger.API, table, prefix string, n, te
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				id := ledger.ID{Source: "stripe", Tenant: fmt.Sprintf("tenant-%02d", i%tenants), Key: fmt.Sprintf("%s_%06d", prefix, i)}
-				if _, created, err := l.Create(ctx, ledger.NewEvent{ID: id, Type: "invoice.paid", BodySHA256: strings.Repeat("0", 64)}); err != nil || !created {
+				id := ledger.Key{Source: "stripe", Tenant: fmt.Sprintf("tenant-%02d", i%tenants), ID: fmt.Sprintf("%s_%06d", prefix, i)}
+				if _, created, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: strings.Repeat("0", 64)}); err != nil || !created {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, fmt.Errorf("create %s: created=%v %v", id, created, err))
 					continue
 				}
-				if err := l.PutPayload(ctx, id, testbody.JSON(id.Key, testbody.Sizes[0]), strings.Repeat("0", 64)); err != nil {
+				if err := l.PutPayload(ctx, id, testbody.JSON(id.ID, testbody.Sizes[0]), strings.Repeat("0", 64)); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 				}
@@ -164,7 +164,7 @@ func (c *drainConsumer) run(ctx context.Context, workers int) func() {
 				c.mu.Lock()
 				for i, m := range out.Messages {
 					if msg, err := queue.Decode(aws.ToString(m.Body)); err == nil {
-						c.count[msg.Key]++
+						c.count[msg.ID]++
 					}
 					if failed[aws.ToString(m.MessageId)] {
 						c.failed++
@@ -436,7 +436,7 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 	}
 	keys := make([]map[string]types.AttributeValue, n)
 	for i := range keys {
-		id := ledger.ID{Source: "stripe", Tenant: fmt.Sprintf("tenant-%02d", i%4), Key: fmt.Sprintf("evt_ceiling_%06d", i)}
+		id := ledger.Key{Source: "stripe", Tenant: fmt.Sprintf("tenant-%02d", i%4), ID: fmt.Sprintf("evt_ceiling_%06d", i)}
 		keys[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}}
 	}
 	const conc = reclaimer.DefaultWorkers
@@ -477,7 +477,7 @@ func (b *benchRun) recoveryCeiling(ctx context.Context, env *benchEnv, measured 
 	}
 	defer sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: &scratch})
 	defer sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(scratch + "-dlq")})
-	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "tenant-00", Key: "evt_ceiling", Body: testbody.JSON("evt_ceiling", testbody.Sizes[0])})
+	body, _ := queue.Encode(queue.Message{Source: "stripe", Tenant: "tenant-00", ID: "evt_ceiling", Body: testbody.JSON("evt_ceiling", testbody.Sizes[0])})
 	entries := make([]sqstypes.SendMessageBatchRequestEntry, 10)
 	for i := range entries {
 		entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String("tenant-00")}
