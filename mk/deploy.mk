@@ -4,6 +4,9 @@
 #   make sam-build       sam build with small binaries (-trimpath, stripped, lambda.norpc)
 #   make e2e             deploy template.yaml into MiniStack, drive it, assert, tear down
 #   make e2e-examples    the same for the idempotency examples (idempotency/example)
+#   make local           deploy this repository, effect/ as it is, into MiniStack with IAM enforced
+#                        (samconfig.toml's [local] section), send signed test events, list the ledger;
+#                        the stack stays up until make local-down
 #
 # DEPLOY_ARCH picks the Lambda architecture sam-build compiles for (arm64 on AWS). e2e always
 # builds x86_64: MiniStack runs provided.al2023 bootstraps as processes on this host.
@@ -15,7 +18,7 @@ DEPLOY_ARCH ?= arm64
 # template (TrimGoPath), the rest from here; CGO off so the binary has no libc dependency.
 DEPLOY_GOFLAGS ?= -tags=lambda.norpc '-ldflags=-s -w'
 
-.PHONY: lint-template sam-build e2e e2e-examples deploy-tools
+.PHONY: lint-template sam-build e2e e2e-examples deploy-tools local local-down
 
 deploy-tools:
 	bash $(DEPLOY_ROOT)/scripts/tools.sh
@@ -33,3 +36,9 @@ e2e: deploy-tools
 
 e2e-examples: deploy-tools
 	bash $(DEPLOY_ROOT)/lab/scripts/e2e-examples.sh
+
+local:
+	cd $(DEPLOY_ROOT) && go run ./cmd/hookledger local
+
+local-down:
+	cd $(DEPLOY_ROOT) && go run ./cmd/hookledger local --down

@@ -17,9 +17,12 @@
 #   scripts/tools.sh deploy      .venv and .venv/sam: what a deploy into the emulator runs
 #                                (make demo, make e2e), without the linters
 #   scripts/tools.sh -v          everything, then print the installed versions
+#
+# HOOKLEDGER_TOOLS_ROOT puts .venv and .tools in another folder than this repository: a
+# project's, when hookledger local runs this script from the module cache (read-only).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="${HOOKLEDGER_TOOLS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 venv="$root/.venv"
 samvenv="$venv/sam"
 

@@ -28,6 +28,10 @@ func commands() map[string]cli.Command {
 		"replay":    {Summary: "replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", Run: runReplay},
 		"order":     {Summary: "show or reset the position an InOrder route keeps for one resource", Run: runOrder},
 		"reconcile": {Summary: "ask a provider's API what it sent and feed events the ledger lacks through the receiver (after an outage)", Run: runReconcile},
+		"version":   {Summary: "print hookledger's version", Run: runVersion},
+		"template":  {Summary: "write a project's template.yaml: the engine's at the version go.mod requires, with the project's resources.yaml", Run: runTemplate},
+		"upgrade":   {Summary: "move a project to another hookledger version: go get, go mod tidy, template.yaml, the changelog between", Run: runUpgrade},
+		"local":     {Summary: "deploy the project into a local emulator with IAM enforced, send signed test events, show the ledger", Run: runLocal},
 	}
 }
 

@@ -33,13 +33,15 @@ esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+# The deploy steps hookledger local takes too (stack_build, stack_emulator, stack_deploy, ...).
+# shellcheck source=../../scripts/local.sh
+source "$root/scripts/local.sh"
 port="${HOOKLEDGER_E2E_PORT:-4577}"
 stack="${HOOKLEDGER_E2E_STACK:-hookledger-e2e}"
 keep="${HOOKLEDGER_E2E_KEEP:-0}"
 endpoint="http://localhost:$port"
 build_dir="$root/.aws-sam/$stack"
 state_dir="$root/.ministack"
-sam="$root/.venv/sam/bin/sam"
 py="$root/.venv/bin/python"
 secret="whsec_e2e_$(date +%s)"
 
@@ -56,17 +58,11 @@ for fn in receiver processor reclaimer bus; do
 done
 
 # Everything below talks to the emulator only.
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
-export AWS_ENDPOINT_URL="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
-export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0
+stack_env "$endpoint"
 
 # ---------------------------------------------------------------- build
 log "sam build (x86_64) into ${build_dir#"$root"/}"
-mkdir -p "$build_dir"
-CGO_ENABLED=0 GOFLAGS="-tags=lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS} '-ldflags=-s -w'" \
-  "$sam" build --template-file "$root/template.yaml" --build-dir "$build_dir" \
-  --parameter-overrides Architecture=x86_64 >"$build_dir/build.log" 2>&1 \
-  || { cat "$build_dir/build.log" >&2; exit 1; }
+stack_build "$root" "$build_dir" "${HOOKLEDGER_E2E_TAGS:-}"
 # The lab proves the pipeline with its own copy of the sample effect, whatever effect/ holds: the
 # processor built from lab/functions/processor (same flags) replaces the template's before the deploy.
 CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -tags "lambda.norpc${HOOKLEDGER_E2E_TAGS:+,$HOOKLEDGER_E2E_TAGS}" \
@@ -76,105 +72,35 @@ for fn in Receiver Processor Reclaimer Bus; do
 done
 
 # ---------------------------------------------------------------- emulator
-started_pid=""
-healthy() { curl -fsS -m 2 "$endpoint/_ministack/health" >/dev/null 2>&1; }
-# The deployed stack is only proven under enforced IAM: without it a missing permission passes.
-enforcing() { curl -fsS -m 2 "$endpoint/_ministack/health" 2>/dev/null | grep -q '"auth": *"enabled"'; }
+stack_emulator_pid="" # the MiniStack this script started, if it did
 
 cleanup() {
   local rc=$?
   set +e
   [[ -n "${payments_pid:-}" ]] && kill "$payments_pid" 2>/dev/null
   if [[ "$keep" == 1 ]]; then
-    log "HOOKLEDGER_E2E_KEEP=1: leaving stack $stack${started_pid:+ and MiniStack (pid $started_pid)} on $endpoint"
+    log "HOOKLEDGER_E2E_KEEP=1: leaving stack $stack${stack_emulator_pid:+ and MiniStack (pid $stack_emulator_pid)} on $endpoint"
     exit "$rc"
   fi
-  if [[ -n "$started_pid" ]] && ! kill -0 "$started_pid" 2>/dev/null; then
-    log "MiniStack (pid $started_pid) is gone: something outside this script stopped it during the run" \
+  if [[ -n "$stack_emulator_pid" ]] && ! kill -0 "$stack_emulator_pid" 2>/dev/null; then
+    log "MiniStack (pid $stack_emulator_pid) is gone: something outside this script stopped it during the run" \
       "(see ${state_dir#"$root"/}/e2e-$port.log); its state went with it, nothing left to delete"
-    deployed="" started_pid=""
+    deployed="" stack_emulator_pid=""
     rc=1
   fi
   if [[ -n "${deployed:-}" ]]; then
-    log "deleting stack $stack"
-    "$sam" delete --stack-name "$stack" --no-prompts --region us-east-1 >"$build_dir/delete.log" 2>&1 \
-      || { cat "$build_dir/delete.log" >&2; rc=1; }
-    # The ledger table and the payload bucket are DeletionPolicy: Retain; they outlive their stack by design.
-    if [[ -n "${payload_bucket:-}" ]]; then
-      "$py" - "$payload_bucket" <<'EOF' || rc=1
-import sys, boto3
-from botocore.exceptions import ClientError
-s3 = boto3.client("s3")
-try:
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
-        for o in page.get("Contents", []):
-            s3.delete_object(Bucket=sys.argv[1], Key=o["Key"])
-    s3.delete_bucket(Bucket=sys.argv[1])
-except ClientError as e:
-    if e.response["Error"]["Code"] != "NoSuchBucket":
-        raise
-EOF
-    fi
-    if [[ -n "${table:-}" ]]; then
-      "$py" - "$table" <<'EOF' || rc=1
-import sys, boto3
-from botocore.exceptions import ClientError
-ddb = boto3.client("dynamodb")
-try:
-    ddb.delete_table(TableName=sys.argv[1])
-except ClientError as e:
-    if e.response["Error"]["Code"] != "ResourceNotFoundException":
-        raise
-EOF
-    fi
-    "$py" - "$stack" <<'EOF' || rc=1
-import sys, boto3
-from botocore.exceptions import ClientError
-cfn = boto3.client("cloudformation")
-try:
-    status = cfn.describe_stacks(StackName=sys.argv[1])["Stacks"][0]["StackStatus"]
-except ClientError:
-    status = "gone"
-print(f"e2e: stack after delete: {status}", file=sys.stderr)
-sys.exit(0 if status in ("gone", "DELETE_COMPLETE") else 1)
-EOF
+    stack_delete "$root" "$stack" "$build_dir" || rc=1
   fi
-  if [[ -n "$started_pid" ]]; then
-    log "stopping MiniStack (pid $started_pid)"
-    kill "$started_pid" 2>/dev/null
-    for _ in $(seq 1 50); do kill -0 "$started_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$started_pid" 2>/dev/null
+  if [[ -n "$stack_emulator_pid" ]]; then
+    log "stopping MiniStack (pid $stack_emulator_pid)"
+    stack_stop "$stack_emulator_pid"
   fi
   exit "$rc"
 }
 trap cleanup EXIT
 
-if healthy; then
-  if ! enforcing; then
-    log "the emulator on $endpoint does not enforce IAM (started without AUTH=true);" \
-      "stop it or pick another HOOKLEDGER_E2E_PORT: the deployed stack is tested only under enforced IAM"
-    exit 1
-  fi
-  log "reusing the emulator already answering on $endpoint (IAM enforced)"
-else
-  mkdir -p "$state_dir"
-  log "starting MiniStack on 127.0.0.1:$port (log: ${state_dir#"$root"/}/e2e-$port.log)"
-  # AWS_ENDPOINT_URL in MiniStack's own environment is what its Lambda processes call back to.
-  # AUTH=true: every request is checked against IAM; the deployed functions run with their
-  # roles' credentials. test/test (below) is the emulator's root, used to deploy and observe.
-  AUTH=true GATEWAY_PORT="$port" BIND_HOST=127.0.0.1 MINISTACK_HOST=localhost PERSIST_STATE=0 \
-    IOT_MTLS_ENABLED=0 SFTP_ENABLED=0 LOG_LEVEL=INFO \
-    STATE_DIR="$state_dir/state-$port" \
-    "$root/.venv/bin/ministack" >"$state_dir/e2e-$port.log" 2>&1 &
-  started_pid=$!
-  for _ in $(seq 1 150); do
-    healthy && break
-    kill -0 "$started_pid" 2>/dev/null || { tail -20 "$state_dir/e2e-$port.log" >&2; started_pid=""; exit 1; }
-    sleep 0.2
-  done
-  healthy || { log "MiniStack did not answer on $endpoint"; exit 1; }
-  enforcing || { log "MiniStack on $endpoint answers but does not report IAM enforcement"; exit 1; }
-fi
+mkdir -p "$state_dir"
+stack_emulator "$root" "$port" "$state_dir/e2e-$port.log"
 
 # ---------------------------------------------------------------- payments stub
 # The shipped effect charges through a payments API and notifies through a notification API;
@@ -293,32 +219,19 @@ for k, v in {"secret_globex": globex_secret, "secret_github": github_secret, "se
     print(f"{k}={shlex.quote(v)}")
 EOF
 )"
-printf 'version = 0.1\n' >"$build_dir/samconfig.toml" # keep samconfig.toml's AWS settings out
-
 log "sam deploy $stack"
 deployed=1
-"$sam" deploy --config-file "$build_dir/samconfig.toml" \
-  --template-file "$build_dir/template.yaml" --stack-name "$stack" --region us-east-1 \
-  --resolve-s3 --capabilities CAPABILITY_IAM --no-confirm-changeset --no-fail-on-empty-changeset \
-  --no-progressbar --parameter-overrides "file://$build_dir/params.yaml" >"$build_dir/deploy.log" 2>&1 \
-  || { tail -40 "$build_dir/deploy.log" >&2; exit 1; }
+stack_deploy "$root" "$stack" "$build_dir" "$build_dir/params.yaml"
+# The emulator fix-up, and IAM enforcement shown for whatever runs next (the e2e test probes
+# every role in depth; the demo does not).
+stack_fixup "$root" "$stack"
 
-# Outputs, and the one emulator fix-up (see lab/docs/emulator.md).
+# Outputs.
 eval "$("$py" - "$stack" <<'EOF'
 import shlex, sys, boto3
 stack = sys.argv[1]
 out = {o["OutputKey"]: o["OutputValue"]
        for o in boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]}
-# MiniStack keeps an event source mapping's ScalingConfig as CloudFormation handed it: a Ref to a
-# Number parameter arrives as the string "10", and its SQS poller then fails comparing it with
-# an int. AWS coerces it. Re-set it through the Lambda API with the integer (botocore already
-# reads it back as an int, so the stored string cannot be told apart from here: always re-set).
-lam = boto3.client("lambda")
-for m in lam.list_event_source_mappings(FunctionName=out["ProcessorFunctionName"])["EventSourceMappings"]:
-    mc = (m.get("ScalingConfig") or {}).get("MaximumConcurrency")
-    if mc is not None:
-        lam.update_event_source_mapping(UUID=m["UUID"], ScalingConfig={"MaximumConcurrency": int(mc)})
-        print(f"e2e: emulator fix-up: event source ScalingConfig.MaximumConcurrency re-set to {int(mc)}", file=sys.stderr)
 res = {r["LogicalResourceId"]: r["PhysicalResourceId"]
        for r in boto3.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]}
 iam = boto3.client("iam")
@@ -340,25 +253,6 @@ for k, v in {"api": out.get("ApiEndpoint", ""), "table": out["LedgerTableName"],
 EOF
 )"
 log "deployed: webhooks at $webhook_url${function_url:+ and $function_url}, ledger $table"
-
-# Enforcement must be on for whatever runs next (the e2e test probes every role in depth; the
-# demo does not): a call the receiver's role is not granted must be denied.
-"$py" - "${roles%%,*}" "$table" <<'EOF'
-import sys, boto3
-from botocore.exceptions import ClientError
-role = sys.argv[1].split("=", 1)[1]
-c = boto3.client("sts").assume_role(RoleArn=role, RoleSessionName="e2e-enforcement")["Credentials"]
-ddb = boto3.client("dynamodb", aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
-                   aws_session_token=c["SessionToken"])
-try:
-    ddb.scan(TableName=sys.argv[2], Limit=1)
-except ClientError as e:
-    if e.response["Error"]["Code"] in ("AccessDeniedException", "AccessDenied"):
-        print("e2e: IAM enforced: the receiver's role was denied dynamodb:Scan", file=sys.stderr)
-        sys.exit(0)
-    raise
-sys.exit("e2e: the receiver's role was allowed dynamodb:Scan: IAM is not enforced, or the role grants too much")
-EOF
 
 # ---------------------------------------------------------------- drive and assert
 export HOOKLEDGER_E2E_API="$api" HOOKLEDGER_E2E_TABLE="$table" HOOKLEDGER_E2E_DLQ_URL="$dlq" \
