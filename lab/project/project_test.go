@@ -148,7 +148,7 @@ func checkDeployed(t *testing.T, proj, marker string) {
 	found, seen := false, []string{}
 	for _, r := range recs {
 		found = found || r.Source == "stripe" && r.Tenant == "acme" && greeted.MatchString(r.Steps["greet"].Result)
-		seen = append(seen, r.ID.String()+": "+r.Steps["greet"].Result)
+		seen = append(seen, r.Key.String()+": "+r.Steps["greet"].Result)
 	}
 	if !found {
 		t.Errorf("no done stripe/acme record whose greet step says %q; done: %q", greeted, seen)
