@@ -8,15 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// The names and texts the ledger stores, each rule in one place: what a
-// source, tenant or step name, an event id and an event type may be. The
+// The rules for names and texts the ledger stores, each in one place. The
 // router, the sources config, the receiver and the step engine ask here,
-// so a name one of them accepts is never refused by another.
+// so a name one accepts is never refused by another.
 
-// MaxType bounds an event type. Real types are a few dozen bytes
-// (invoice.paid, pull_request, orders/create); the type rides in the record,
-// the message and every log line, and a signed body can carry any string
-// there, so a long one is refused before anything is written.
+// MaxType bounds an event type. Real types are a few dozen bytes, but a
+// signed body can carry any string, and the type rides in the record, the
+// message and every log line.
 const MaxType = 256
 
 // namePattern is a source, tenant or step name: letters, digits, '.', '_' and '-',

@@ -11,12 +11,9 @@ import (
 	"github.com/hookledger/hookledger/dynamo"
 )
 
-// PutPayloadIfAbsent stores body as id's payload unless a payload is stored
-// already, with one conditional put, and reports whether it stored it: a
-// payload that is there is never written over. digest is the body digest
-// of the record it is the payload of, as for PutPayload. (EnsurePayload
-// does the same for a role that may update items but not put them, and
-// checks the record.)
+// PutPayloadIfAbsent stores body as id's payload, with digest as for
+// PutPayload, unless a payload is there already: one conditional put that
+// never writes over one. It reports whether it stored it.
 func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id Key, body []byte, digest string) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err
@@ -38,41 +35,29 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id Key, body []byte, di
 }
 
 // EnsurePayload stores body as the payload of id's record unless the
-// record's body is stored already, and reports whether it stored it. ev is
-// what the caller's message says the event is (its type and body digest):
-// a body is kept only as the payload of the record it belongs to. It is
-// made with one conditional UpdateItem (which creates the item when it is
-// missing), so the processor, whose role may update items but not put
-// them, can keep the body of an event in trouble: one redelivered, failed
-// or buried while its payload was never stored (HOOKLEDGER_PAYLOAD=on-
-// trouble, or a receiver whose payload write failed beside a successful
-// enqueue), and the reclaimer can keep a body that only a dead-letter
-// message holds. An empty body is stored as an empty payload.
+// record's body is there already, and reports whether it stored it. ev is
+// what the caller's message says the event is. It writes with one
+// conditional UpdateItem, which creates a missing item: the processor's
+// role may update items but not put them. So the processor keeps the body
+// of an event in trouble whose payload was never stored
+// (HOOKLEDGER_PAYLOAD=on-trouble, or a failed payload write beside a good
+// enqueue), and the reclaimer keeps a body only a dead letter holds. An
+// empty body is stored as an empty payload.
 //
-// It first reads the record (one consistent GetItem of its status, expiry,
-// type and digest, one read unit) and writes only for a record that can
-// still need its body:
-//   - done (never re-driven nor replayed) or gone (missing, or past its
-//     retention: a payload written then would outlive its record): nothing
-//     is stored, and it reports false;
-//   - another event than ev (Record.Mismatch: a stale message of an earlier
-//     event under a key used again, a message without a digest under a
-//     record with one): nothing is stored, and the error is a StateError
-//     with ErrNotThisEvent;
-//   - otherwise (dead included: the replay that follows needs the body) it
-//     stores body unless the record's body is there already: a payload item
-//     marked with the record's digest that lasts as long as the record. An
-//     item left by an earlier event under the key (another digest, or none,
-//     or an earlier expiry; see PayloadOf) is written over.
+// It first reads the record (one consistent GetItem, one read unit):
+//   - done, or gone (missing, or expired: a payload would outlive it):
+//     nothing is stored, and it reports false;
+//   - another event than ev (Record.Mismatch): nothing is stored, and the
+//     error is a StateError with ErrNotThisEvent;
+//   - otherwise (dead included: its replay needs the body) it stores body
+//     unless an item marked with the record's digest, lasting as long as
+//     the record, is there. An earlier event's item is written over.
 //
-// The processor calls it before claiming a redelivered message, when the
-// record may well be done already. The read is consistent so that a record
-// just written is never taken for a gone one; a record that turns done
-// between the read and the write only gets a payload it will not need,
-// which expires with it. The payload expires with its record (its
-// expires_at), whatever retention this ledger was given. A failed read is
-// returned as ErrUnavailable, and nothing is written. The write is billed
-// like a put of the payload, and a payload already there costs one failed
+// The read is consistent, so a record just written is never taken for
+// gone. A record that turns done between read and write only gets a
+// payload it will not need. The payload expires with its record. A failed
+// read returns ErrUnavailable and writes nothing. The write is billed as a
+// put of the payload; a payload already there costs one failed
 // conditional write of its size.
 func (l *Ledger) EnsurePayload(ctx context.Context, id Key, body []byte, ev Identity) (bool, error) {
 	if err := id.Validate(); err != nil {
