@@ -2,6 +2,8 @@ package hookledger
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/hookledger/hookledger/internal/engine"
 )
@@ -41,4 +43,25 @@ func Check(fn CheckFunc) StepOption {
 			s.Check = engine.Check(fn)
 		}
 	}}
+}
+
+// StepResult returns the result of a step recorded done, by this run or an
+// earlier one, and whether it is done.
+func (e *Event) StepResult(name string) (string, bool) {
+	return e.run.Result(name)
+}
+
+// ExtendLease keeps the event's lease for at least d more from now, for
+// long handlers; the lease never ends earlier than before. A d that is not
+// positive is a permanent error. An error wrapping ErrLeaseLost means
+// another worker took the event over: stop, run no further step, and let
+// its effects run alone.
+func (e *Event) ExtendLease(ctx context.Context, d time.Duration) error {
+	if e.run == nil {
+		return engine.ErrNoEngine
+	}
+	if d <= 0 {
+		return Permanent(fmt.Errorf("hookledger: ExtendLease(%v): the extension must be positive", d))
+	}
+	return e.run.ExtendLease(ctx, d)
 }
