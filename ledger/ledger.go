@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,93 +12,11 @@ import (
 	"github.com/hookledger/hookledger/dynamo"
 )
 
-// API is the slice of the DynamoDB client the ledger calls.
-type API interface {
-	dynamo.ItemAPI
-	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-var _ API = (*dynamodb.Client)(nil)
-
-// Defaults for Options' zero values.
-const (
-	DefaultShards       = 16
-	DefaultRetention    = 7 * 24 * time.Hour
-	DefaultReclaimAfter = 2 * time.Minute
-	// maxPayloadBytes bounds a decompressed payload: Lambda takes 6 MB,
-	// and a stored payload is at most 400 KB compressed.
-	maxPayloadBytes = 8 << 20
-	// compressAbove is the payload size from which gzip is tried.
-	compressAbove = 512
-)
-
-// Options configure a Ledger.
-type Options struct {
-	// Table is the DynamoDB table name. Required.
-	Table string
-	// Shards is the number of due-index partitions (default 16). Changing
-	// it on a live table moves only new records; the reclaimer must query
-	// the largest value ever used.
-	Shards int
-	// Retention is how long records and payloads live (default 7 days).
-	// Keep it above the longest provider retry window: Stripe retries for 3 days.
-	Retention time.Duration
-	// SourceRetention overrides Retention per source. The record, its
-	// payload and the replay guard's digest expire together.
-	SourceRetention map[string]time.Duration
-	// ReclaimAfter is how long a new record waits in received before the
-	// reclaimer looks (default 2 minutes). Claims leave due_at alone, so
-	// claim and complete never rewrite the due index.
-	ReclaimAfter time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-}
-
 // Ledger is the DynamoDB ledger. Safe for concurrent use.
 type Ledger struct {
 	db  API
 	opt Options
 }
-
-// New returns a ledger over db.
-func New(db API, opt Options) (*Ledger, error) {
-	if db == nil {
-		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalid)
-	}
-	if opt.Table == "" {
-		return nil, fmt.Errorf("%w: table name is empty", ErrInvalid)
-	}
-	if opt.Shards == 0 {
-		opt.Shards = DefaultShards
-	}
-	if opt.Shards < 1 || opt.Shards > 1000 {
-		return nil, fmt.Errorf("%w: shards %d out of range 1..1000", ErrInvalid, opt.Shards)
-	}
-	if opt.Retention == 0 {
-		opt.Retention = DefaultRetention
-	}
-	if opt.ReclaimAfter == 0 {
-		opt.ReclaimAfter = DefaultReclaimAfter
-	}
-	if opt.Retention < 0 || opt.ReclaimAfter < 0 {
-		return nil, fmt.Errorf("%w: negative retention or reclaim delay", ErrInvalid)
-	}
-	if err := checkRetentions(opt.SourceRetention); err != nil {
-		return nil, err
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
-	return &Ledger{db: db, opt: opt}, nil
-}
-
-// Shards is the number of due-index shards this ledger writes.
-func (l *Ledger) Shards() int { return l.opt.Shards }
-
-// Table is the table name.
-func (l *Ledger) Table() string { return l.opt.Table }
 
 func (l *Ledger) now() time.Time { return l.opt.Now().UTC() }
 
@@ -488,32 +405,4 @@ func (l *Ledger) update(ctx context.Context, op string, id Key, p *exprParts, co
 		return *old, nil, false, nil
 	}
 	return Record{}, old, true, nil
-}
-
-// parts starts an update: the SET assignments, the REMOVE paths, the
-// status placeholder #st and the values vals.
-func parts(set, remove []string, vals map[string]types.AttributeValue) *exprParts {
-	if vals == nil {
-		vals = map[string]types.AttributeValue{}
-	}
-	return &exprParts{set: set, remove: remove, names: map[string]string{"#st": attrStatus}, vals: vals}
-}
-
-// uses reports whether expr mentions the placeholder p as a whole token.
-func uses(expr, p string) bool {
-	for i := 0; ; {
-		j := strings.Index(expr[i:], p)
-		if j < 0 {
-			return false
-		}
-		end := i + j + len(p)
-		if end == len(expr) || !isWord(expr[end]) {
-			return true
-		}
-		i = end
-	}
-}
-
-func isWord(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

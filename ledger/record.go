@@ -3,10 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Status is a record's place in the state machine (see the package doc).
@@ -31,96 +28,6 @@ func (s Status) Valid() bool {
 		return true
 	}
 	return false
-}
-
-// MaxPartLen bounds each of source, tenant and key.
-const MaxPartLen = 512
-
-// MaxPKBytes is DynamoDB's limit on a partition key value. Escaping can
-// triple a part ("#" is stored as "%23"), so Validate checks the encoded
-// key too.
-const MaxPKBytes = 2048
-
-// Key is an event's identity: who sent it (source), for whom (tenant), and
-// the sender's event id or a derived one.
-type Key struct {
-	Source string `json:"source"`
-	Tenant string `json:"tenant"`
-	ID     string `json:"event_id"`
-}
-
-// NewKey is the door of a new event's identity: it checks, once, every rule
-// the ledger, the queue and the logs need of the three parts. Its errors
-// wrap ErrInvalid, and also ErrText for characters the pipeline cannot
-// carry (CheckText, checked before the sizes).
-func NewKey(source, tenant, key string) (Key, error) {
-	id := Key{Source: source, Tenant: tenant, ID: key}
-	for _, p := range id.parts() {
-		if err := CheckText(p.v); err != nil {
-			return Key{}, fmt.Errorf("%w: %s: %w", ErrInvalid, p.name, err)
-		}
-	}
-	if err := id.Validate(); err != nil {
-		return Key{}, err
-	}
-	return id, nil
-}
-
-// Validate guards a Key built by hand (a literal, a command's arguments).
-// It reports an empty or over-long part, invalid UTF-8 (the SDK would send
-// U+FFFD, so two ids would share a record), and an encoded key over
-// MaxPKBytes. NewKey checks all of it, and more.
-func (id Key) Validate() error { return id.check(id.PK()) }
-
-// check is Validate for a caller that has encoded pk already.
-func (id Key) check(pk string) error {
-	for _, p := range id.parts() {
-		if p.v == "" {
-			return fmt.Errorf("%w: %s is empty", ErrInvalid, p.name)
-		}
-		if len(p.v) > MaxPartLen {
-			return fmt.Errorf("%w: %s is %d bytes, over %d", ErrInvalid, p.name, len(p.v), MaxPartLen)
-		}
-		if !utf8.ValidString(p.v) {
-			return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, p.name)
-		}
-	}
-	if len(pk) > MaxPKBytes {
-		return fmt.Errorf("%w: encoded key is %d bytes, over DynamoDB's %d-byte partition key limit", ErrInvalid, len(pk), MaxPKBytes)
-	}
-	return nil
-}
-
-func (id Key) parts() [3]struct{ name, v string } {
-	return [3]struct{ name, v string }{{"source", id.Source}, {"tenant", id.Tenant}, {"key", id.ID}}
-}
-
-// String is the identity as logged: source/tenant/key.
-func (id Key) String() string { return id.Source + "/" + id.Tenant + "/" + id.ID }
-
-// PK is the stored partition key: "ev#", then source, tenant and key, each
-// escaped ("%" as "%25", "#" as "%23") and joined by "#", so no two
-// identities share one. Downstream idempotency keys derive from it, so it
-// never changes.
-func (id Key) PK() string {
-	return "ev#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(id.ID)
-}
-
-// ParsePK inverts Key.PK.
-func ParsePK(pk string) (Key, error) {
-	rest, ok := strings.CutPrefix(pk, "ev#")
-	parts := strings.Split(rest, "#")
-	if !ok || len(parts) != 3 {
-		return Key{}, fmt.Errorf("%w: %q is not a ledger key", ErrInvalid, pk)
-	}
-	return Key{Source: unescaper.Replace(parts[0]), Tenant: unescaper.Replace(parts[1]), ID: unescaper.Replace(parts[2])}, nil
-}
-
-// shardOf spreads records over the due index's partitions.
-func shardOf(pk string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(pk))
-	return int(h.Sum32() % uint32(shards))
 }
 
 // Record is an event's ledger record (never its payload). The package doc
