@@ -9,6 +9,13 @@ import (
 	"time"
 )
 
+// StartedPoint and RanPoint name a step's crash points.
+func StartedPoint(step string) string { return "step." + step + ".started" }
+
+// RanPoint is hit right after a step's function returned, before anything
+// about it is recorded.
+func RanPoint(step string) string { return "step." + step + ".ran" }
+
 // Forwarded is an event on its way to the forward bus (Event.Forward): its
 // identity, the forward step's downstream key, and the detail.
 type Forwarded struct {

@@ -156,13 +156,6 @@ func (r *Run) point(p string) {
 	}
 }
 
-// StartedPoint and RanPoint name a step's crash points.
-func StartedPoint(step string) string { return "step." + step + ".started" }
-
-// RanPoint is hit right after a step's function returned, before anything
-// about it is recorded.
-func RanPoint(step string) string { return "step." + step + ".ran" }
-
 // Step runs one step (see the package doc for the rules).
 func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error) {
 	if r == nil {

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/engine"
-	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -38,21 +36,7 @@ type leases interface {
 	Skip(ctx context.Context, lease ledger.Lease, reason string) (ledger.Record, error)
 }
 
-// objects reads bodies from the S3 payload store.
-type objects interface {
-	Get(ctx context.Context, key string) ([]byte, error)
-}
-
-// publisher puts forwarded events on the forward bus (Event.Forward).
-type publisher interface {
-	Publish(ctx context.Context, f engine.Forwarded) (string, error)
-}
-
-var (
-	_ leases    = (*ledger.Ledger)(nil)
-	_ objects   = (*blob.Store)(nil)
-	_ publisher = (*forward.Publisher)(nil)
-)
+var _ leases = (*ledger.Ledger)(nil)
 
 // Defaults for Handler's zero fields.
 const (

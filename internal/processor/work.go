@@ -10,11 +10,28 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/fallback"
+	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+)
+
+// objects reads bodies from the S3 payload store.
+type objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// publisher puts forwarded events on the forward bus (Event.Forward).
+type publisher interface {
+	Publish(ctx context.Context, f engine.Forwarded) (string, error)
+}
+
+var (
+	_ objects   = (*blob.Store)(nil)
+	_ publisher = (*forward.Publisher)(nil)
 )
 
 // work is one claimed event: the steps' store, writing under the lease,
