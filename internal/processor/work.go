@@ -136,8 +136,7 @@ func (h *Handler) forwarder() func(ctx context.Context, f engine.Forwarded) (str
 	return h.Forward.Publish
 }
 
-// receiveCount is SQS's ApproximateReceiveCount of the message, which the
-// event source mapping passes in the record's attributes (1 when absent).
+// receiveCount is the message's ApproximateReceiveCount (1 when absent).
 func receiveCount(msg events.SQSMessage) int {
 	n, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
 	if err != nil || n < 1 {
