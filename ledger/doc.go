@@ -94,12 +94,10 @@
 // dead record out. Done records keep their entry: removing it would cost a
 // write unit on every event's happy path (see Complete).
 //
-// The reclaimer reads each entry about once. It walks each shard from its
-// mark (DueMarks, kept beside the run lock) up to now (DueAfter), reads the
-// records with eventually consistent reads (Peek), passes the terminal
-// ones, and reads the rest again consistently (GetMany, Payloads) before
-// acting. A record is always judged as the table holds it, never as the
-// lagging index saw it.
+// The reclaimer walks each shard from its mark (DueMarks) to now
+// (DueAfter), passes what Peek shows terminal, and reads the rest again
+// consistently (GetMany) before acting: a record is judged as the table
+// holds it, never as the lagging index saw it.
 //
 // # Limits and other items
 //
@@ -115,15 +113,10 @@
 //
 // A route that keeps its events in order has one order item per source,
 // tenant and resource ("ord#..." keys, sort key "o", no due-index
-// attributes, expiring a retention after its last take). It holds the
-// newest position taken, that event's id and its run's lease token.
-// TakeOrder judges a leased event against it before its handler runs, with
-// one read and at most one conditional write: an older position is stale
-// (ErrStale); a holder whose run is not over makes the resource busy
-// (ErrBusy); otherwise the write takes it. The holder never writes to
-// release it. Skip marks a stale event done with the reason, in
-// Complete's write; ReplayApplyStale lets an older event take its resource
-// anyway.
+// attributes, expiring a retention after its last take): the newest
+// position taken, its event and its run's lease token. TakeOrder judges a
+// leased event against it (ErrStale, ErrBusy, or taken); the holder never
+// writes to release it. Skip marks a stale event done with the reason.
 //
 // # Guarantees
 //
