@@ -21,25 +21,22 @@
 //	})
 //
 // The ledger records each step's completion, so a retry after a crash
-// resumes after the last completed step instead of running the event from
-// the top. A step is at-least-once by default: if the process dies after
-// the effect but before its completion is recorded, the retry runs it
-// again with the same downstream key, which an API that honours idempotency
-// keys absorbs. A step marked AtMostOnce is recorded as started before it
-// runs; a retry that finds it started but not done asks its Check, and
-// without a definite answer the event goes dead ("indeterminate step
-// NAME"), alarmed, for an operator to resolve with `hookledger replay`.
+// resumes after the last completed step. A step is at-least-once by
+// default: a crash after the effect but before its record runs it again
+// with the same downstream key, which an API that honours idempotency keys
+// absorbs. An AtMostOnce step is recorded started before it runs; a retry
+// that finds it started but not done asks its Check, and without a
+// definite answer the event goes dead ("indeterminate step NAME"),
+// alarmed, for an operator to resolve with `hookledger replay`.
 //
-// Senders deliver out of order. A route whose handler writes the payload's
-// state can keep its events in order per resource: InOrder(stripe.Object)
-// (or ShopifyResource, PaddleEntity, your own OrderFunc) makes the ledger
-// compare each event's position with the newest one applied to its
-// resource before the handler runs, and hold the resource while it runs;
-// SkipStale skips an event older than one already applied, or the handler
-// asks ev.Order().Stale and decides.
+// Senders deliver out of order. A route that writes the payload's state can
+// keep its events in order per resource with InOrder(stripe.Object) (or
+// ShopifyResource, PaddleEntity, your own OrderFunc): the ledger compares
+// each event's position with the newest applied to its resource, and
+// holds the resource while the handler runs. SkipStale skips older events,
+// or the handler asks ev.Order().Stale.
 //
-// Returning an error retries the event later (the record is "failed" until
-// then); Permanent(err) sends it to "dead" at once. Package hookledgertest
-// runs a handler in memory with the same step rules, simulates crashes after
-// any step, and counts how often each step ran.
+// Returning an error retries the event later; Permanent(err) makes it dead
+// at once. Package hookledgertest runs a handler in memory with the same
+// step rules, simulates crashes after any step, and counts step runs.
 package hookledger

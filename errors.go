@@ -5,10 +5,9 @@ import "github.com/hookledger/hookledger/internal/engine"
 // Errors a handler, a step or a check can return or test for.
 var (
 	// ErrNotDone says an effect certainly did not happen. A CheckFunc
-	// returns it (wrapped) when the downstream has no trace of the effect;
-	// an at-most-once step's function may return it when it knows its
-	// effect did not happen (say, the request was refused before it was
-	// sent), so a retry runs the step again without asking.
+	// returns it (wrapped) when the downstream has no trace of it. An
+	// at-most-once step's function may return it (say, the request was
+	// refused before it was sent), so a retry runs it without asking.
 	ErrNotDone = engine.ErrNotDone
 	// ErrIndeterminate says nobody can tell whether an effect happened. A
 	// CheckFunc returns it when the downstream cannot answer for good; the

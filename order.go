@@ -13,40 +13,33 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// OrderFunc says what an event is about and where it stands among the
-// events of that resource (a Position). It returns the zero Position when
-// the event has no such place (one about no single resource, a deletion
-// without a time): the event is then applied unordered, with a warning and
-// the metric Unordered. An error means the body carries a position that
-// cannot be read (a created of "abc"): the event goes dead with the error
-// as its cause, never applied unordered.
-//
-// Read positions from the signed body, never from an unsigned header, and
-// give the same answer on every run of an event.
+// OrderFunc says which resource an event is about and where it stands
+// among that resource's events. The zero Position means it has no such
+// place: the event is applied unordered, with a warning and the metric
+// Unordered. An error means a position that cannot be read: the event goes
+// dead with the error as its cause. Read positions from the signed body,
+// never an unsigned header, and answer the same on every run.
 type OrderFunc func(ev *Event) (Position, error)
 
 // Position is an event's place among the events of one resource: a time
-// (At) or, when At is zero, a sequence number (Seq). Positions are compared
-// only between events of one source, tenant and resource; later or higher
-// is newer. A route's OrderFunc gives one kind for all its events.
+// (At) or, when At is zero, a sequence number (Seq). Positions compare
+// only within one source, tenant and resource; later or higher is newer.
+// A route's OrderFunc gives one kind for all its events.
 type Position struct {
 	// Resource names the thing whose state the event carries (a
 	// subscription's id): 1 to 512 bytes of UTF-8.
 	Resource string
-	// At is when the sender wrote that state (Stripe's created, Paddle's
-	// occurred_at), from 1678 to 2262. An event whose At lies more than 5
-	// minutes after it arrived goes dead: taking its resource would make
-	// every real event of it stale until then.
+	// At is when the sender wrote that state (Stripe's created), from 1678
+	// to 2262. An At more than 5 minutes after arrival makes the event
+	// dead: it would make every real event of its resource stale.
 	At time.Time
-	// Seq grows with the resource's state: a version counter, a sequence
-	// number. No clock can judge it, so nothing refuses a wrong one; an
-	// operator clears a resource's position with hookledger order reset.
+	// Seq grows with the resource's state (a version counter). No clock
+	// judges it; hookledger order reset clears a wrong one.
 	Seq int64
 }
 
-// maxAhead is how far after its arrival an event's time position may lie:
-// senders' clocks run a little ahead, and signed webhook timestamps are
-// trusted to the same 5 minutes.
+// maxAhead is how far after its arrival an event's time may lie: senders'
+// clocks run a little ahead, and signed timestamps get the same 5 minutes.
 const maxAhead = 5 * time.Minute
 
 // Time positions are Unix nanoseconds in the ledger, which int64 holds
@@ -62,24 +55,20 @@ type RouteOption struct{ apply func(*route) }
 // InOrder keeps this route's events in order per resource: no event older
 // than one already applied to its resource is applied after it. Before the
 // handler runs, the ledger compares the event's position (from f) with the
-// newest one taken for its resource, and takes the resource for the run:
+// newest taken for its resource:
 //
-//   - a newer event (or the resource's first) runs, and holds the resource
-//     until its run is over: another event of the resource that arrives
-//     meanwhile waits, and is retried later if the run goes on;
-//   - an older one is stale: ev.Order().Stale is true, and the handler decides
-//     what to do with it, unless the route also has SkipStale;
-//   - one with the position already taken by another event (Stripe counts
-//     whole seconds, so two updates within one second share a position)
-//     runs after that event, and ev.Order().Tie says the provider does not
-//     tell which is newer: re-read the resource from the provider's API if
-//     it matters.
+//   - a newer event (or the first) runs and holds the resource until its
+//     run is over; another event of the resource waits meanwhile;
+//   - an older one is stale: ev.Order().Stale is true and the handler
+//     decides, unless the route has SkipStale;
+//   - one at a position another event took (Stripe counts whole seconds)
+//     runs after it, with ev.Order().Tie: re-read the resource from the
+//     provider if it matters.
 //
-// An event whose position cannot be read, or lies more than maxAhead
-// after its arrival, goes dead at once without taking the resource.
-//
-// It costs one more ledger write per event (and one or two reads); a stale
-// event costs none. docs/ordering.md has the details.
+// An event whose position cannot be read, or lies over 5 minutes after its
+// arrival, goes dead without taking the resource. It costs one more ledger
+// write per event (and a read or two); a stale one costs none. See
+// docs/ordering.md.
 func InOrder(f OrderFunc) RouteOption {
 	return RouteOption{func(r *route) {
 		if f == nil {
@@ -92,10 +81,10 @@ func InOrder(f OrderFunc) RouteOption {
 	}}
 }
 
-// SkipStale makes an InOrder route skip stale events instead of running
-// its handler: such an event is marked done, with the reason recorded in
-// the ledger, a log line and the metric Stale (StaleAfterRun when an
-// earlier run of it may have applied it). Its steps do not run.
+// SkipStale makes an InOrder route skip stale events: such an event is
+// marked done without running, with the reason in the ledger, a log line
+// and the metric Stale (StaleAfterRun when an earlier run may have applied
+// it).
 func SkipStale() RouteOption { return RouteOption{func(r *route) { r.skip = true }} }
 
 // route is a handler with route options: what Router.Lookup returns for a
@@ -154,23 +143,20 @@ func (r *route) key(ev *Event) (engine.OrderKey, error) {
 // events of its resource when its handler ran.
 type Order struct {
 	// Resource and Position are the event's, from the route's OrderFunc;
-	// Resource is "" when the event was not ordered (the route is not
-	// InOrder, or the OrderFunc found no position).
+	// Resource is "" when the event was not ordered.
 	Resource string
 	Position int64
-	// Newest is the newest position an event of the resource had taken
-	// before this one (meaningful when Known), and NewestEvent that
-	// event's id.
+	// Newest is the newest position taken before this event (when Known),
+	// and NewestEvent that event's id.
 	Newest      int64
 	NewestEvent string
 	Known       bool
-	// Stale: a newer event of the resource was applied, or is being
-	// applied. A handler that acts anyway acts outside the order: the
-	// ledger did not hold the resource for it, and a newer event may run
-	// at the same time.
+	// Stale: a newer event of the resource was or is being applied. A
+	// handler that acts anyway acts outside the order: the resource is not
+	// held for it, and a newer event may run at the same time.
 	Stale bool
-	// Tie: an event with this very position was applied before this one;
-	// the provider's position does not say which of the two is newer.
+	// Tie: an event at this very position was applied before this one; the
+	// provider does not say which is newer.
 	Tie bool
 }
 
@@ -182,17 +168,15 @@ func (e *Event) Order() Order {
 		Known: p.Known, Stale: p.Stale && !p.Forced, Tie: p.Tie}
 }
 
-// ShopifyResource is the OrderFunc of Shopify resource webhooks (orders,
-// products, customers, ...): the resource's global id
-// (admin_graphql_api_id) and its updated_at, in whole seconds. Deletion
-// payloads carry neither and are applied unordered.
+// ShopifyResource is the OrderFunc of Shopify resource webhooks: the
+// resource's admin_graphql_api_id and its updated_at, in whole seconds.
+// Deletions carry neither and are applied unordered.
 func ShopifyResource(ev *Event) (Position, error) {
 	return fromProvider(webhook.ShopifyPosition(ev.Body))
 }
 
-// PaddleEntity is the OrderFunc of Paddle Billing events: the entity the
-// event is about (data.id) and when the event occurred (occurred_at), the
-// field Paddle's docs name for ordering.
+// PaddleEntity is the OrderFunc of Paddle Billing events: the entity
+// (data.id) and occurred_at, the field Paddle's docs name for ordering.
 func PaddleEntity(ev *Event) (Position, error) {
 	return fromProvider(webhook.PaddlePosition(ev.Body))
 }

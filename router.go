@@ -22,15 +22,13 @@ type HandlerFunc func(ctx context.Context, ev *Event) error
 func (f HandlerFunc) HandleEvent(ctx context.Context, ev *Event) error { return f(ctx, ev) }
 
 // Any matches every source or every event type in a route. Use it only
-// where you mean it: a route for a named source cannot be reached by a
-// sender configured under another name, while Any takes whatever any
-// configured sender delivers.
+// where you mean it: Any takes whatever any configured sender delivers.
 const Any = "*"
 
 // Router routes events to handlers by source and event type. The most
-// specific route wins: source and type, then source with Any type, then Any
-// source with the type, then Any and Any. Safe for concurrent lookups once
-// registration is done (at cold start).
+// specific route wins: source and type, source and Any, Any and type, then
+// Any and Any. Lookups are safe for concurrent use once registration is
+// done.
 type Router struct {
 	routes map[[2]string]Handler
 }
@@ -38,19 +36,14 @@ type Router struct {
 // NewRouter returns an empty router.
 func NewRouter() *Router { return &Router{routes: map[[2]string]Handler{}} }
 
-// Handle routes events of source and eventType to h. It panics on a route
-// that can never match (an empty source or type, a source that is not a
-// source name, a type with a '*' glob or characters no delivered type
-// has), a nil handler or a duplicate route: programming errors that must
-// stop the processor at cold start, not drop events later.
+// Handle routes events of source and eventType to h. A source is Any or a
+// configured source's name (1 to 64 letters, digits, '.', '_' or '-',
+// starting with a letter or digit). A type is Any or one exact event type
+// of at most 256 bytes: there are no patterns. Options apply to this route
+// only: InOrder, SkipStale.
 //
-// A source is Any or a configured source's name: 1 to 64 letters, digits,
-// '.', '_' or '-', starting with a letter or digit. A type is Any or one
-// exact event type (at most 256 bytes); there are no patterns: register
-// each type, or use Any and switch on ev.Type in the handler.
-//
-// Options apply to this route only: InOrder keeps its events in order per
-// resource, SkipStale skips those that are stale.
+// It panics on a route that can never match, a nil handler or a duplicate
+// route: such mistakes stop the processor at cold start, not drop events.
 func (r *Router) Handle(source, eventType string, h Handler, opts ...RouteOption) {
 	if source == "" || eventType == "" {
 		panic(fmt.Sprintf("hookledger: route %q/%q: source and event type must not be empty (use hookledger.Any to match all)", source, eventType))
@@ -116,8 +109,7 @@ func (r *Router) Lookup(source, eventType string) Handler {
 	return nil
 }
 
-// names lists the registered routes as "source/type", sorted, for logs at
-// cold start.
+// names lists the routes as "source/type", sorted, for the cold start log.
 func (r *Router) names() []string {
 	out := make([]string, 0, len(r.routes))
 	for k := range r.routes {

@@ -21,18 +21,16 @@ import (
 //	}
 //
 // Deployed, the values come from one JSON object, the template's
-// EffectSettings parameter (set per environment in samconfig.toml); a value
-// written as a secret reference ("ssm:/hookledger/prod/mailer-key" or
-// "secretsmanager:hookledger/prod/mailer-key") is read from there at cold
-// start, so keys never sit in the function's configuration. Locally
-// (hookledger dev), a setting is the environment variable of the same name,
-// or a member of HOOKLEDGER_EFFECT_SETTINGS. Tests build Settings from a map
-// with SettingsMap.
+// EffectSettings parameter (per environment in samconfig.toml). A value
+// written as a secret reference ("ssm:/hookledger/prod/mailer-key",
+// "secretsmanager:...") is read at cold start, so keys never sit in the
+// function's configuration. Locally (hookledger dev), a setting is the
+// environment variable of its name, or a member of
+// HOOKLEDGER_EFFECT_SETTINGS. Tests use SettingsMap.
 //
-// A setting that is missing or invalid is never skipped: the reads record
-// it, and Err names every such setting with the file and line that read it
-// and where to set it. The processor does not start until Err is nil, so
-// events wait in the queue, untouched, while the deployment is fixed.
+// A missing or invalid setting is never skipped: Err names each one, the
+// line that read it and where to set it. The processor does not start
+// until Err is nil, so events wait in the queue while the fix is deployed.
 type Settings struct {
 	lookup func(name string) (string, error)
 	where  string
@@ -42,10 +40,8 @@ type Settings struct {
 	errs []error
 }
 
-// newSettings returns settings that look each name up with lookup, which
-// returns "" for a setting that is not set and an error for one that is set
-// but cannot be read (a secret reference that does not resolve); where says,
-// in an error, where a setting is to be set.
+// newSettings returns settings read through lookup: "" for one not set,
+// an error for one that cannot be read. where says where to set one.
 func newSettings(lookup func(name string) (string, error), where string) *Settings {
 	return &Settings{lookup: lookup, where: where, read: map[string]bool{}}
 }
@@ -88,8 +84,7 @@ func (s *Settings) URL(name string) string {
 }
 
 // urlProblem says what keeps v from being an absolute http or https URL,
-// or "" when nothing does. It never quotes v: a setting may be a secret
-// read from a store, and the error goes to the log.
+// or "". It never quotes v: a setting may be a secret, and errors are logged.
 func urlProblem(v string) string {
 	u, err := url.Parse(v)
 	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
@@ -138,8 +133,8 @@ func (s *Settings) Err() error {
 	return errors.Join(s.errs...)
 }
 
-// get returns the setting's value; ok is false when it is not set (or is
-// blank) and when it could not be read, which get records itself.
+// get returns the setting's value; ok is false when it is unset, blank or
+// unreadable (which get records).
 func (s *Settings) get(name string) (string, bool) {
 	s.mu.Lock()
 	s.read[name] = true
@@ -158,8 +153,7 @@ func (s *Settings) get(name string) (string, bool) {
 	return v, true
 }
 
-// fail records a problem with name, located at the effect code that read
-// it (the caller of String, URL, ...).
+// fail records a problem with name, at the effect code that read it.
 func (s *Settings) fail(name, problem string) { s.failAt(name, problem, 3) }
 
 func (s *Settings) failAt(name, problem string, skip int) {

@@ -1,8 +1,8 @@
 // Package hookledgertest runs a hookledger handler against events in
 // memory, with the pipeline's own step rules, so an effect can be tested
-// without AWS. It simulates a crash after any step and counts how often
-// each step's function ran. It keeps each event's recorded steps between
-// runs, so the run after a crash behaves as the pipeline's retry does.
+// without AWS. It simulates a crash after any step, counts how often each
+// step's function ran, and keeps each event's steps between runs, so the
+// run after a crash behaves as the pipeline's retry does.
 //
 //	tr := hookledgertest.New(handler)
 //	ev := hookledger.Event{Source: "stripe", Tenant: "acme", ID: "evt_1", Type: "invoice.paid", Body: body}
@@ -17,15 +17,12 @@
 //	}
 //
 // The step engine is the processor's: what passes here passes in the
-// pipeline, except for what the in-memory ledger cannot show (DynamoDB, SQS,
-// timing). The pipeline's own proof runs against the emulator.
+// pipeline, except what memory cannot show (DynamoDB, SQS, timing).
 //
-// A route that keeps its events in order (hookledger.InOrder) keeps them in
-// order here too. The tester remembers the newest position taken per
-// source, tenant and resource. An older event run after a newer one is
-// stale (Result.Order.Stale; status Stale when the route skips stale
-// events). Runs of two events of one resource at once take turns, as in
-// the pipeline.
+// InOrder routes keep their events in order here too: the tester keeps the
+// newest position per source, tenant and resource. An older event run
+// after a newer one is stale (Result.Order.Stale; status Stale when the
+// route skips stale events). Runs of one resource at once take turns.
 package hookledgertest
 
 import (
@@ -52,26 +49,21 @@ const (
 	Dead      Status = "dead"       // a permanent error, MaxAttempts failures, or an indeterminate step
 	Crashed   Status = "crashed"    // the simulated crash happened; nothing after it was recorded
 	LeaseLost Status = "lease_lost" // the simulated takeover happened; this run wrote nothing more
-	// Stale: the route (InOrder with SkipStale) skipped the event without
-	// running its handler: a newer event of its resource ran before. Like
-	// done, it is final.
+	// Stale: an InOrder route with SkipStale skipped the event, older than
+	// one already run; final, like done.
 	Stale Status = "stale"
 )
 
-// DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS),
-// the processor's own: the retryable failure that is the handler's
-// DefaultMaxAttempts-th makes the event dead, here as in the pipeline.
+// DefaultMaxAttempts is the pipeline's default (HOOKLEDGER_MAX_ATTEMPTS):
+// the handler's DefaultMaxAttempts-th failure makes the event dead.
 const DefaultMaxAttempts = engine.DefaultMaxAttempts
 
 // Tester runs one handler. Safe for concurrent use across events.
 type Tester struct {
 	h hookledger.Handler
-	// MaxAttempts is how many times the handler may fail an event: its
-	// MaxAttempts-th retryable failure makes the event dead, as
-	// HOOKLEDGER_MAX_ATTEMPTS does (0: DefaultMaxAttempts). Runs that
-	// crashed or lost their lease are not failures and do not count, as in
-	// the pipeline, where such interruptions are bounded by time instead
-	// (days).
+	// MaxAttempts bounds the handler's failures of an event, as
+	// HOOKLEDGER_MAX_ATTEMPTS does (0: DefaultMaxAttempts). Crashed runs
+	// and lost leases do not count: the pipeline bounds them by time.
 	MaxAttempts int
 
 	mu        sync.Mutex
@@ -81,9 +73,8 @@ type Tester struct {
 	forwarded []Forwarded
 }
 
-// resource is the in-memory order of one (source, tenant, resource): the
-// newest position taken, by which event, and a lock the run that took it
-// holds until it returns.
+// resource is the order of one (source, tenant, resource): the newest
+// position, its event, and a lock its run holds until it returns.
 type resource struct {
 	taken  bool
 	pos    int64
@@ -97,12 +88,12 @@ type Forwarded struct {
 	// EventSource and DetailType are the EventBridge event's source
 	// ("hookledger.SOURCE") and detail-type (the event's type).
 	EventSource, DetailType string
-	// Detail is the EventBridge detail consumers receive: the ledger's
-	// identity of the event ("hookledger": source, tenant, event_id, type,
-	// key, attempt, received_at) and the event itself ("event").
+	// Detail is the EventBridge detail: the event's identity
+	// ("hookledger": source, tenant, event_id, type, key, attempt,
+	// received_at) and the event itself ("event").
 	Detail []byte
-	// Key is the forward step's downstream idempotency key, which the
-	// detail carries for consumers to deduplicate on.
+	// Key is the forward step's downstream idempotency key, which
+	// consumers deduplicate on.
 	Key string
 }
 
@@ -115,9 +106,8 @@ type state struct {
 	cause       string
 }
 
-// New returns a tester for h. It panics on a nil handler, which is most
-// often a route that is not registered: Router.Lookup returns nil for an
-// event no route matches.
+// New returns a tester for h. It panics on a nil handler, most often an
+// unregistered route (Router.Lookup returned nil).
 func New(h hookledger.Handler) *Tester {
 	if h == nil {
 		panic("hookledgertest: New(nil): no handler to test; if it came from Router.Lookup(source, type), no route matches that source and type (check the names registered with Handle)")
@@ -130,20 +120,17 @@ type Result struct {
 	Status Status
 	Err    error  // what the handler returned (nil when done)
 	Cause  string // the cause recorded with failed or dead
-	// Attempt is this run's Event.Attempt: 1 for the first run of the
-	// event, one more for every run before it, whether that run failed or
-	// was interrupted (Crashed, LeaseLost).
+	// Attempt is this run's Event.Attempt: 1, plus one for every earlier
+	// run, failed or interrupted.
 	Attempt int
 	// Failures and Interrupted count the event's runs so far, this one
-	// included. Failures are the runs the handler failed, which MaxAttempts
-	// bounds; Interrupted those that crashed or lost their lease, which it
-	// does not.
+	// included: those the handler failed (bounded by MaxAttempts), and
+	// those that crashed or lost their lease (not bounded by it).
 	Failures    int
 	Interrupted int
 	Ran         map[string]int    // step functions run by this run
 	Steps       map[string]string // step name -> "started" or "done: RESULT", as recorded after the run
-	// Order is the event's place among the events of its resource, as its
-	// InOrder route judged it (the zero Order for other routes).
+	// Order is the event's place as its InOrder route judged it.
 	Order hookledger.Order
 }
 
@@ -162,8 +149,8 @@ type runConfig struct {
 }
 
 // CrashAfter makes the run die right after the named step's function
-// returned, before anything about it is recorded: the worst moment for an
-// effect without downstream idempotency.
+// returned, before anything is recorded: the worst moment for an effect
+// without downstream idempotency.
 func CrashAfter(step string) Option {
 	return Option{func(c *runConfig) { c.crashAt = engine.RanPoint(step) }}
 }
@@ -181,10 +168,9 @@ func LoseLease() Option { return Option{func(c *runConfig) { c.loseLease = true 
 type crash struct{}
 
 // Run runs the handler on ev as the pipeline's next attempt of that event
-// (identified by source, tenant and key). A done or dead event is not run
-// again: the result reports its status, as a redelivery would find it. A
-// retryable error is a failure, counted toward MaxAttempts; a simulated
-// crash or lost lease is an interrupted run, which is not.
+// (by source, tenant and ID). A done or dead event is not run again: the
+// result reports its status, as a redelivery finds it. A retryable error
+// counts toward MaxAttempts; a simulated crash or lost lease does not.
 func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (res Result) {
 	var cfg runConfig
 	for _, o := range opts {
@@ -219,9 +205,9 @@ func (t *Tester) Run(ctx context.Context, ev hookledger.Event, opts ...Option) (
 	return res
 }
 
-// begin starts the event's next attempt: its state, the attempt's number
-// and the steps recorded before it. A done, dead or stale event is over:
-// its result is what a redelivery would find.
+// begin starts the event's next attempt: its state, number and recorded
+// steps. A done, dead or stale event is over: over is what a redelivery
+// would find.
 func (t *Tester) begin(ev hookledger.Event) (st *state, attempt int, recorded map[string]engine.State, over *Result) {
 	k := [3]string{ev.Source, ev.Tenant, ev.ID}
 	t.mu.Lock()
@@ -238,8 +224,8 @@ func (t *Tester) begin(ev hookledger.Event) (st *state, attempt int, recorded ma
 	return st, st.attempts, copySteps(st.steps), nil
 }
 
-// newRun is the step engine for one attempt, over the in-memory store and
-// guard, with the crash point and lost lease cfg asks for.
+// newRun is the step engine for one attempt, in memory, with the crash
+// point and lost lease cfg asks for.
 func (t *Tester) newRun(ev hookledger.Event, cfg runConfig, st *state, attempt int, recorded map[string]engine.State, guard *memGuard) *engine.Run {
 	store := &memStore{t: t, st: st, lose: cfg.loseLease}
 	return engine.New(engine.Config{
@@ -335,9 +321,9 @@ func (t *Tester) forward(_ context.Context, f engine.Forwarded) (string, error) 
 	return fmt.Sprintf("forwarded-%d", len(t.forwarded)), nil
 }
 
-// Forwarded returns every event the handler forwarded, in order, over every
-// run: a crash after the put and before the step's record shows as the
-// same key twice, which the bus's consumers drop.
+// Forwarded returns every event the handler forwarded, in order, over all
+// runs. A crash between the put and the step's record shows the same key
+// twice, which consumers drop.
 func (t *Tester) Forwarded() []Forwarded {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -353,9 +339,8 @@ func (t *Tester) Runs(step string) int {
 }
 
 // Replay is the operator's replay of a dead or failed event (hookledger
-// replay): the event goes back to its first attempt, its failures and
-// interrupted runs forgotten, with the step changes applied. MarkDone resolves a step whose effect was checked by hand;
-// Rerun clears it so it runs again.
+// replay): back to its first attempt, its counts forgotten, with the step
+// changes applied (MarkDone, Rerun).
 func (t *Tester) Replay(ev hookledger.Event, changes ...StepChange) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -385,10 +370,9 @@ func Rerun(step string) StepChange {
 	return StepChange{engine.Change{Name: step, Status: engine.Clear}}
 }
 
-// memGuard is the in-memory order of one run (engine.Guard), with the
-// ledger's rules. A position older than the newest another event took is
-// stale; an equal one is a tie, taken in turn. The event that took the
-// resource may take it again. The run holds it until it returns.
+// memGuard is one run's order (engine.Guard), with the ledger's rules:
+// older than another event's newest is stale, equal is a tie taken in
+// turn, and the run holds the resource until it returns.
 type memGuard struct {
 	t    *Tester
 	ev   hookledger.Event
@@ -505,28 +489,24 @@ func render(in map[string]engine.State) map[string]string {
 	return out
 }
 
-// Scenario is one crash of EveryCrash: where the run died, the event it ran
-// under, how it ended once the pipeline's retries were done, and how often
-// each step's function ran over all of that.
+// Scenario is one crash of EveryCrash: where the run died, the event it
+// ran, how it ended after the pipeline's retries, and how often each
+// step's function ran.
 type Scenario struct {
-	// Point is the crash point: step.NAME.ran (right after the step's
-	// function returned, before its completion was recorded) or
-	// step.NAME.started (an at-most-once step recorded started, before its
-	// function ran); "" for the run without a crash.
+	// Point is the crash point: step.NAME.ran (after the function
+	// returned, before its completion was recorded) or step.NAME.started
+	// (an at-most-once step recorded started); "" for no crash.
 	Point string
-	// Event is the event as the scenario ran it, its key made unique to the
-	// scenario (Key + "~" + Point). So each scenario has its own state and
-	// its own downstream keys (Event.IdempotencyKey) to look up in fakes.
+	// Event is the event as run, its ID made unique to the scenario (ID +
+	// "~" + Point), so each has its own state and downstream keys.
 	Event hookledger.Event
-	// Status is how the event ended: Done normally; Dead when a step could
-	// not be proven (an at-most-once step without a check) or the handler
-	// gave up.
+	// Status is how the event ended: Done, or Dead when a step could not
+	// be proven or the handler gave up.
 	Status Status
 	// Cause is the recorded cause when the event did not end done.
 	Cause string
-	// Ran counts the runs of each step's function over the crashed run and
-	// its retries: 1 when the crash cost nothing, 2 when the step ran again
-	// after it (at-least-once without a check that found it).
+	// Ran counts each step function's runs over the crash and its retries:
+	// 1 when the crash cost nothing, 2 when the step ran again.
 	Ran map[string]int
 	// Runs is how many times the handler ran, the crashed run included.
 	Runs int
@@ -540,12 +520,11 @@ func (s Scenario) String() string {
 	return fmt.Sprintf("%s: %s after %d runs, step functions ran %v, cause %q", p, s.Status, s.Runs, s.Ran, s.Cause)
 }
 
-// EveryCrash runs ev through the handler once without a crash, to find the
-// steps it takes, and then once per crash point of every step: for each, a
-// run that dies at the point, followed by the pipeline's retries until the
-// event is done or dead. It returns the scenarios in that order, the one
-// without a crash first. Every scenario runs under its own key (see
-// Scenario.Event), so your fakes can tell what each one did:
+// EveryCrash runs ev once without a crash, to find its steps, then once per
+// crash point of every step: a run that dies there, then the pipeline's
+// retries until the event is done or dead. The scenario without a crash
+// comes first. Each runs under its own ID (Scenario.Event), so fakes can
+// tell them apart:
 //
 //	for _, sc := range tr.EveryCrash(ctx, ev) {
 //		if sc.Status != hookledgertest.Done || payments.Charges(sc.Event.IdempotencyKey("charge")) != 1 {
@@ -603,8 +582,7 @@ func (t *Tester) scenario(ctx context.Context, ev hookledger.Event, point string
 }
 
 // IsPermanent reports whether err was marked with hookledger.Permanent, as
-// the pipeline judges it: a run that returns it makes the event dead. A
-// step's Check is the exception. A check that failed, even permanently,
-// does not know whether the effect happened: the event is retried, and
-// once its attempts are spent, goes dead as indeterminate.
+// the pipeline judges it: a run that returns it makes the event dead. The
+// exception is a failed Check, which proves nothing: the event is retried,
+// and goes dead as indeterminate once its attempts are spent.
 func IsPermanent(err error) bool { return engine.IsPermanent(err) }

@@ -7,20 +7,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// Exists reports whether the ledger holds a record for id, with the
-// cheapest read that answers it: one eventually consistent GetItem that
-// projects the key only (half a read unit for a record, which stays under
-// 1 KB). It is meant for comparing a provider's list of sent events with
-// the ledger (hookledger reconcile), where a stale "no" costs nothing: the
-// event is fed through the receiver, whose conditional put finds the record
-// and answers duplicate. A stale "yes" cannot happen, since records are
-// never deleted before their expiry.
+// Exists reports whether the ledger holds a record for id, with one
+// eventually consistent GetItem of the key (half a read unit). It serves
+// hookledger reconcile: a stale "no" only feeds the event to the receiver,
+// which answers duplicate; a stale "yes" cannot happen.
 //
-// A record past its expiry still counts as found, unlike Get: an event
-// whose record merely expired was processed once, and feeding it again
-// would let Create replace the record and run its effects twice. Callers
-// must keep their window inside the retention (see Options.Retention), so
-// that DynamoDB's TTL cannot have removed the record either.
+// Unlike Get, an expired record counts as found: feeding its event again
+// would let Create replace it and run its effects twice. Callers keep
+// their window inside the retention, so TTL cannot have removed it either.
 func (l *Ledger) Exists(ctx context.Context, id Key) (bool, error) {
 	if err := id.Validate(); err != nil {
 		return false, err

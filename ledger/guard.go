@@ -16,34 +16,27 @@ import (
 // skGuard is the sort key of a replay-guard item.
 const skGuard = "g"
 
-// guardPK is the partition key of the replay-guard item for one body of one
-// event type of one source and tenant. The "rg#" prefix keeps it apart from
-// event records ("ev#"); it has no due-index attributes, so the reclaimer
-// never sees it, and List reads only records. The type comes before the
-// digest, each escaped, so no two (type, digest) pairs share an item.
+// guardPK is the replay-guard item's partition key for one body of one
+// type of one source and tenant: "rg#", then the parts escaped, so no two
+// (type, digest) pairs share an item.
 func guardPK(id Key, ev Identity) string {
 	return "rg#" + escape(id.Source) + "#" + escape(id.Tenant) + "#" + escape(ev.Type) + "#" + escape(ev.BodySHA256)
 }
 
-// ClaimBody is the replay guard: it records that id's source and tenant
-// delivered an event of type ev.Type with body digest ev.BodySHA256 under
-// id.Key, for the retention window, with one conditional put. It returns
-// the key that event was first seen with: id.Key for the first delivery
-// and for its retries (a retry carries the same key), another key when the
-// body is being replayed under a new event id. The guard is meant for
-// providers whose signature covers neither the event id nor a timestamp,
-// where a captured delivery could otherwise be sent again as a new event.
+// ClaimBody is the replay guard. With one conditional put it records, for
+// the retention window, that id's source and tenant delivered a body of
+// type ev.Type and digest ev.BodySHA256 under id.ID. It returns the id the
+// body was first seen with: id.ID for the first delivery and its retries,
+// another when the body is replayed under a new event id. It serves
+// providers whose signature covers neither the event id nor a timestamp.
 //
 // It is scoped by event type: two real events of different types may carry
-// byte-identical bodies (a Shopify order's orders/create and an
-// orders/updated sent right after it, when nothing in the payload changed
-// in between), and neither is a replay of the other. The price is that a captured body sent
-// again under a new id and another type passes the guard; the type is then
-// one the sender never gave it, so route by source and never trust such a
-// delivery's type for anything a forged one could abuse.
+// identical bodies (Shopify's orders/create and an orders/updated right
+// after it). The price: a captured body sent again under a new id and
+// another type passes. Never trust such a delivery's type for anything a
+// forged one could abuse.
 //
-// id is the delivery's, as NewID returned it: ClaimBody does not check it
-// again (Create, which follows it, guards the record's key).
+// id is as NewKey returned it; ClaimBody does not check it again.
 func (l *Ledger) ClaimBody(ctx context.Context, id Key, ev Identity) (string, error) {
 	if ev.BodySHA256 == "" || len(ev.BodySHA256) > 128 {
 		return "", fmt.Errorf("%w: body digest must be 1..128 bytes", ErrInvalid)

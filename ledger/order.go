@@ -31,10 +31,8 @@ const MaxResource = 512
 // in between): past it, the resource counts as busy.
 const takeTries = 3
 
-// Order is the order item of one resource: the newest position an event
-// of it took, and which run of which event took it. Each (source, tenant,
-// resource) has one, under its own partition key ("ord#..."), with no
-// due-index attributes; it expires a retention after its last take.
+// Order is the order item of one (source, tenant, resource): the newest
+// position an event took, and which run of which event took it.
 type Order struct {
 	Source, Tenant, Resource string
 	Position                 int64
@@ -151,37 +149,27 @@ func (l *Ledger) readOrder(ctx context.Context, source, tenant, resource string)
 }
 
 // TakeOrder takes resource for the run that holds lease, at position:
-// from then on, until that run is over, no other event of the resource
-// passes. It is the guard of a route that keeps its events in order, and
-// runs before the route's handler, with at most one write:
+// until that run is over, no other event of the resource passes. It guards
+// a route that keeps its events in order, before the handler runs, with at
+// most one write:
 //
 //  1. It reads the resource's item (one consistent read).
-//  2. Stale: the item holds a newer position than this one, taken by
-//     another event. Nothing is written (ErrStale); the event is older
-//     than a state that was (or is being) applied. Unless force is set
-//     (an operator replayed the event to apply it anyway): then the event
-//     takes the resource and its position becomes the resource's, as if
-//     it were the newest.
-//  3. Busy: another event took it and that event's run may still be
-//     applying it. Whether a run is over is read from its event's record
-//     (one more consistent read), the one source of its lease: the lease
-//     has ended (the run finished, failed, crashed or was given up), or
-//     another run of that event has claimed it since. A run that left a
-//     step started keeps its lease's end on the record (Fail, Bury), and
-//     so keeps the resource until then. Nothing is written (ErrBusy).
-//  4. Otherwise one conditional UpdateItem takes it: position, event and
-//     run, conditioned on the item being exactly as read (the run's token,
-//     or no item). Between the read and the write another event may have
-//     taken it; the refusal's old item (ALL_OLD) is judged again, a few
-//     times at most.
+//  2. Stale: another event took a newer position. Nothing is written
+//     (ErrStale). With force (an operator's replay to apply it anyway) the
+//     event takes the resource, and its position becomes the resource's.
+//  3. Busy: another event took it and its run may still be applying it,
+//     as that event's record tells (one more read): the lease has not
+//     ended and no other run claimed it since. A run that left a step
+//     started keeps its lease's end, and so the resource. Nothing is
+//     written (ErrBusy).
+//  4. Otherwise one conditional UpdateItem takes it, conditioned on the
+//     item as read. If another event took it in between, the refusal's
+//     old item is judged again, a few times at most.
 //
-// Equal positions are not ordered by the provider: an event with the
-// position already taken by another event is applied after that event's
-// run is over (Taken.Tie says so). The event that took the resource may
-// take it again (its retry after a crash or a failure), at any position.
-//
-// The position stays taken when its event goes dead: its state is the one
-// to apply once it is replayed, and older events stay stale meanwhile.
+// The provider does not order equal positions: an event at a position
+// another took runs after that run is over (Taken.Tie). The event that took
+// the resource may take it again (a retry), at any position. A dead
+// event's position stays taken: its state applies once it is replayed.
 func (l *Ledger) TakeOrder(ctx context.Context, lease Lease, resource string, position int64, force bool) (Taken, error) {
 	id := lease.ID
 	if err := id.Validate(); err != nil {
@@ -237,10 +225,9 @@ func (l *Ledger) TakeOrder(ctx context.Context, lease Lease, resource string, po
 	}
 }
 
-// runOver reports whether the run with lease token tok of event id can no
-// longer be applying anything, judged from id's record: the record is gone,
-// its lease has ended (a finished run removes it; a run that left a step
-// started keeps its end), or another run owns it now.
+// runOver reports whether event id's run with lease token tok can no
+// longer apply anything: its record is gone, its lease has ended, or
+// another run owns it now.
 func (l *Ledger) runOver(ctx context.Context, id Key, tok string) (*Record, bool, error) {
 	rec, err := l.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -253,10 +240,9 @@ func (l *Ledger) runOver(ctx context.Context, id Key, tok string) (*Record, bool
 	return &rec, over, nil
 }
 
-// writeOrder makes the one conditional write of TakeOrder, conditioned on
-// the item being seen (nil: no item). It reports whether the write took the
-// resource and, when it did not, the item that stood in its way (nil: the
-// item is gone now).
+// writeOrder makes TakeOrder's conditional write, conditioned on the item
+// being seen (nil: none). It reports whether it took the resource and, if
+// not, the item in its way (nil: gone now).
 func (l *Ledger) writeOrder(ctx context.Context, lease Lease, resource string, position int64, seen *Order) (bool, *Order, error) {
 	id := lease.ID
 	now := l.now()
@@ -304,14 +290,11 @@ func (l *Ledger) writeOrder(ctx context.Context, lease Lease, resource string, p
 	return false, old, nil // nil: the item we saw is gone (TTL): judge again from none
 }
 
-// ResetOrder forgets the position taken for (source, tenant, resource):
-// the resource's next event takes it as its first. It is the operator's
-// way out when a wrong position (a sequence number a broken producer sent,
-// a time taken far ahead) makes every real event of the resource stale.
-// It refuses, with ErrBusy, while the holder's run may still be applying
-// its event, and returns the order item as it was (ErrNotFound: none).
-// The write expires the item, which TakeOrder then treats as absent; it is
-// conditioned on the item being as read.
+// ResetOrder forgets the position taken for (source, tenant, resource),
+// so its next event is its first: the operator's way out when a wrong
+// position makes every real event stale. It refuses with ErrBusy while the
+// holder's run may be applying its event, and returns the item as it was
+// (ErrNotFound: none). Its conditional write expires the item.
 func (l *Ledger) ResetOrder(ctx context.Context, source, tenant, resource string) (Order, error) {
 	o, err := l.GetOrder(ctx, source, tenant, resource)
 	if err != nil {
@@ -341,10 +324,9 @@ func (l *Ledger) ResetOrder(ctx context.Context, source, tenant, resource string
 	return o, nil
 }
 
-// Skip marks a leased record done without its handler having run, saying
-// why in the record (Record.Skipped): the event is stale, older than a
-// state of its resource that a newer event applied. It is Complete's one
-// write with the reason added (keep the two in step).
+// Skip marks a leased stale event done without its handler running, with
+// the reason (Record.Skipped). It is Complete's write plus the reason (keep
+// the two in step).
 func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, error) {
 	if reason == "" {
 		return Record{}, fmt.Errorf("%w: a skipped event needs its reason", ErrInvalid)
@@ -354,11 +336,15 @@ func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, 
 			map[string]types.AttributeValue{":done": dynamo.S(string(Done)), ":why": dynamo.S(trim(reason))}), nil, "")
 }
 
-// ReplayApplyStale is Replay for an event that is to be applied even if
-// it is stale: the replay's record says so (Record.AppliesStale), and a
-// route that keeps its events in order lets the event take its resource
-// whatever position was taken since (TakeOrder's force). A later plain
-// Replay forgets it.
+// ReplayApplyStale is Replay for an event to apply even if stale
+// (Record.AppliesStale): its InOrder route lets it take its resource
+// whatever position was taken since. A later plain Replay forgets it.
 func (l *Ledger) ReplayApplyStale(ctx context.Context, id Key, changes ...StepChange) (Record, error) {
 	return l.replay(ctx, id, true, changes)
+}
+
+// AppliesStale reports whether the record's current replay asked to apply
+// the event even if stale; a later plain replay forgets it.
+func (r Record) AppliesStale() bool {
+	return !r.ApplyStale.IsZero() && r.ApplyStale.Equal(r.ReplayedAt)
 }

@@ -13,10 +13,9 @@ import (
 	"github.com/hookledger/hookledger/dynamo"
 )
 
-// Due returns up to limit identities in shard whose due_at is at or before
-// now, oldest first. The index is eventually consistent, projects keys only
-// and keeps done records (see the package doc): read each record (Get,
-// GetMany) before acting on it.
+// Due returns up to limit identities in shard due at or before now, oldest
+// first. The index lags, projects keys only and keeps done records: read
+// each record (Get, GetMany) before acting on it.
 func (l *Ledger) Due(ctx context.Context, shard int, now time.Time, limit int) ([]Key, error) {
 	ids, _, err := l.DueFrom(ctx, shard, now, limit, DueCursor{})
 	return ids, err
@@ -32,11 +31,9 @@ type DueCursor struct {
 // Done reports whether the walk reached the end of the shard's due records.
 func (c DueCursor) Done() bool { return c.done }
 
-// DueFrom is Due as a walk: it returns the next page of up to limit due
-// identities after from, and the cursor for the page after it (Done when
-// there is none). Walking on, rather than asking again from the oldest,
-// never reads an entry twice, however far the eventually consistent index
-// lags behind the writes that moved the records already handled.
+// DueFrom is Due as a walk: the next page of up to limit due identities
+// after from, and the cursor for the page after it (Done: none). Walking
+// on never reads an entry twice, however far the index lags behind.
 func (l *Ledger) DueFrom(ctx context.Context, shard int, now time.Time, limit int, from DueCursor) ([]Key, DueCursor, error) {
 	entries, next, err := l.DueAfter(ctx, shard, time.Time{}, now, limit, from)
 	ids := make([]Key, len(entries))
@@ -53,9 +50,8 @@ type DueEntry struct {
 	At time.Time
 }
 
-// DueAfter is DueFrom for the entries whose due_at is after after (the zero
-// time: all) and at or before upTo, with their due times: the walk from a
-// shard's mark (DueMarks) up to now.
+// DueAfter is DueFrom for entries due after after (zero: all) and at or
+// before upTo, with their due times: the walk from a shard's mark to now.
 func (l *Ledger) DueAfter(ctx context.Context, shard int, after, upTo time.Time, limit int, from DueCursor) ([]DueEntry, DueCursor, error) {
 	if shard < 0 || shard >= l.opt.Shards {
 		return nil, from, fmt.Errorf("%w: shard %d out of range 0..%d", ErrInvalid, shard, l.opt.Shards-1)
@@ -104,19 +100,18 @@ func (l *Ledger) DueAfter(ctx context.Context, shard int, after, upTo time.Time,
 // batchGetMax is the most keys one BatchGetItem takes.
 const batchGetMax = 100
 
-// GetMany reads the records of ids with consistent reads, up to 100 per
-// BatchGetItem request (each record is billed as its own read). A record
-// that does not exist or has expired is absent from the result. On error the
-// result holds what was read; the ids it lacks are unknown, not absent.
+// GetMany reads the records of ids consistently, up to 100 per
+// BatchGetItem. A missing or expired record is absent from the result. On
+// error the result holds what was read; the ids it lacks are unknown.
 func (l *Ledger) GetMany(ctx context.Context, ids []Key) (map[Key]Record, error) {
 	return l.getMany(ctx, "get records", ids, true)
 }
 
 // Peek is GetMany with eventually consistent reads, at half the price: a
-// record may show as it was a moment ago, or be missing when it was just
-// created. What it shows terminal is terminal or was replayed since, which
-// also moved its due time: the reclaimer passes those entries on Peek's word,
-// and reads every other record again with GetMany before acting on it.
+// record may show as it was a moment ago, or be missing if just created.
+// What it shows terminal is terminal, or was replayed, which moved its due
+// time too. So the reclaimer passes those on Peek's word, and reads every
+// other record again with GetMany before acting.
 func (l *Ledger) Peek(ctx context.Context, ids []Key) (map[Key]Record, error) {
 	return l.getMany(ctx, "peek records", ids, false)
 }
@@ -132,11 +127,9 @@ func (l *Ledger) getMany(ctx context.Context, op string, ids []Key, consistent b
 	return out, err
 }
 
-// Payloads reads the bodies of recs (as PayloadOf does, up to 100 per
-// BatchGetItem request). Without error, a record absent from the result has
-// no stored body (none, or only one an earlier event under its key left);
-// on error the result holds what was read and the records it lacks are
-// unknown.
+// Payloads reads the bodies of recs as PayloadOf does, up to 100 per
+// BatchGetItem. Without error, a record absent from the result has no
+// stored body; on error, the records it lacks are unknown.
 func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[Key][]byte, error) {
 	out := make(map[Key][]byte, len(recs))
 	ids := make([]Key, len(recs))
@@ -162,9 +155,8 @@ func (l *Ledger) Payloads(ctx context.Context, recs []Record) (map[Key][]byte, e
 	return out, err
 }
 
-// batchGet reads the items (ids, sk) with BatchGetItem requests, consistent
-// or not, retrying unprocessed keys a few times with backoff, and hands each
-// item found to found with its identity.
+// batchGet reads the items (ids, sk) with BatchGetItem, retrying
+// unprocessed keys a few times with backoff, and hands each to found.
 func (l *Ledger) batchGet(ctx context.Context, op string, ids []Key, sk string, consistent bool, found func(Key, map[string]types.AttributeValue)) error {
 	seen := make(map[Key]bool, len(ids))
 	byPK := make(map[string]Key, len(ids))
@@ -214,10 +206,18 @@ func (l *Ledger) batchGet(ctx context.Context, op string, ids []Key, sk string, 
 	return nil
 }
 
-// notBefore is t, or now when t has passed: a due time is never written
-// before its write, which is what lets the reclaimer's marks (DueMarks)
-// trail the runs by a fixed lag and still find every record that comes due
-// again.
+// Since is when the record's time for retries started: its creation, or
+// the operator's last replay.
+func (r Record) Since() time.Time {
+	if r.ReplayedAt.After(r.CreatedAt) {
+		return r.ReplayedAt
+	}
+	return r.CreatedAt
+}
+
+// notBefore is t, or now when t has passed. A due time never precedes its
+// write, so the reclaimer's marks (DueMarks) can trail by a fixed lag and
+// still find every record that comes due again.
 func (l *Ledger) notBefore(t time.Time) time.Time {
 	if now := l.now(); t.Before(now) {
 		return now
@@ -225,10 +225,9 @@ func (l *Ledger) notBefore(t time.Time) time.Time {
 	return t
 }
 
-// versioned runs a reclaimer transition: one conditional write that holds
-// only if the record is still at the version the caller read (plus extra).
-// The write carries a request token (written_by), so a write retried after
-// its answer was lost recognises itself.
+// versioned runs a reclaimer transition: one write conditioned on the
+// version the caller read (plus extra). Its request token (written_by) lets
+// a write retried after a lost answer recognise itself.
 func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprParts, extra string) (Record, error) {
 	if err := rec.Key.Validate(); err != nil {
 		return Record{}, err
@@ -274,12 +273,10 @@ func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record,
 		"#st = :processing AND lease_until <= :now")
 }
 
-// Unsent takes back the reclaim a Requeue or Reset counted when the message
-// it announced never reached the queue (SQS failed that entry): reclaims-1
-// and due_at moved to next, so the record is re-driven again at next without
-// the failed send using up one of its reclaims. rec is the record as
-// Requeue or Reset returned it; if anything wrote the record since, Unsent
-// is a conflict and changes nothing.
+// Unsent takes back the reclaim a Requeue or Reset counted when SQS failed
+// its message: reclaims-1 and due_at moved to next, so a failed send does
+// not use up a reclaim. rec is the record as Requeue or Reset returned it;
+// any write since makes Unsent a conflict that changes nothing.
 func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record, error) {
 	return l.versioned(ctx, "unsent", rec,
 		parts([]string{"due_at = :next", "reclaims = reclaims - :one"}, nil,
@@ -287,9 +284,8 @@ func (l *Ledger) Unsent(ctx context.Context, rec Record, next time.Time) (Record
 		"reclaims > :zero")
 }
 
-// The reclaimer's run lock is one item beside the records (never in the due
-// index, never listed: its sort key is not a record's). It also keeps the
-// reclaimer's marks in the due index (DueMarks).
+// The reclaimer's run lock is one item beside the records, never in the
+// due index nor listed. It also keeps the reclaimer's marks (DueMarks).
 const (
 	runLockPK   = "reclaimer#run"
 	runLockSK   = "lock"
@@ -299,14 +295,12 @@ const (
 	marksMinAge = 24 * time.Hour // the item outlives the last run by at least this
 )
 
-// DueMarks is how far the reclaimer has looked through each shard of the due
-// index: every entry of shard s due at or before DueMarks[s] has been read,
-// and its record was then terminal or had been given a later due time (so
-// its next look has an entry of its own after the mark). A missing shard has
-// no mark: its walk starts at the oldest entry. A mark that is too early only
-// costs reads of entries already passed; one that is too late would hide a
-// record from the reclaimer, so a run moves a mark only past entries it
-// settled (package reclaimer).
+// DueMarks is how far the reclaimer has looked through each shard: every
+// entry of shard s due at or before DueMarks[s] was read, and its record
+// was terminal or due later (with an entry of its own past the mark). A
+// shard without a mark is walked from its oldest entry. A mark too early
+// costs reads; one too late hides records, so a run moves a mark only past
+// entries it settled.
 type DueMarks map[int]time.Time
 
 func (m DueMarks) attr() types.AttributeValue {
@@ -334,10 +328,9 @@ func decodeMarks(item map[string]types.AttributeValue) DueMarks {
 	return out
 }
 
-// markExpiry is when the run lock item may go: never before marksMinAge
-// after the lock's end, nor before the ledger's retention has passed (the
-// marks must outlive a pause in the reclaimer's runs; without them the next
-// run reads every entry again once).
+// markExpiry is when the run lock item may go: not before marksMinAge after
+// the lock's end, nor before the retention. The marks must outlive a pause
+// in the reclaimer's runs, or the next run reads every entry again.
 func (l *Ledger) markExpiry(until time.Time) types.AttributeValue {
 	exp := until.Add(marksMinAge)
 	if r := l.now().Add(l.opt.Retention); r.After(exp) {
@@ -347,13 +340,10 @@ func (l *Ledger) markExpiry(until time.Time) types.AttributeValue {
 }
 
 // LockRun takes the reclaimer's run lock for owner until until, with one
-// conditional write: it succeeds when nobody holds the lock, when its
-// holder's time has passed (by the ledger's clock), or when owner holds it
-// already (a run handing over to its continuation). Otherwise it returns
-// ErrLeased. The lock only saves work — every reclaim is a conditional
-// write of its own — so that overlapping schedule ticks, continuations and
-// manual runs do not walk the same shards side by side. It returns the
-// marks the item holds (the same write reads them).
+// conditional write. It succeeds when the lock is free, expired, or held by
+// owner (a run handing over to its continuation); otherwise ErrLeased. The
+// lock only saves work, since every reclaim is conditional on its own: it
+// keeps overlapping runs off the same shards. It returns the stored marks.
 func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) (DueMarks, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("%w: empty run lock owner", ErrInvalid)
@@ -379,9 +369,9 @@ func (l *Ledger) LockRun(ctx context.Context, owner string, until time.Time) (Du
 	return decodeMarks(out.Attributes), nil
 }
 
-// UnlockRun releases the run lock if owner still holds it, and stores marks
-// (nil: leaves the stored ones) in the same write; if owner no longer holds
-// it, it stores the marks alone (SaveDueMarks).
+// UnlockRun releases the run lock if owner holds it, storing marks (nil:
+// keep the stored ones) in the same write; otherwise it stores the marks
+// alone (SaveDueMarks).
 func (l *Ledger) UnlockRun(ctx context.Context, owner string, marks DueMarks) error {
 	expr := "REMOVE " + attrLockBy + ", " + attrLockTo
 	vals := map[string]types.AttributeValue{":me": dynamo.S(owner)}
@@ -419,10 +409,9 @@ func (l *Ledger) ReadDueMarks(ctx context.Context) (DueMarks, error) {
 	return decodeMarks(out.Item), nil
 }
 
-// SaveDueMarks stores marks, whoever holds the run lock: for a run without
-// the lock, and for a run handing over to its continuation. Two runs that
-// overlap may store their marks in either order; each run's marks hold for
-// what it looked at, so the one stored last is right too, at worst earlier.
+// SaveDueMarks stores marks whoever holds the run lock. Overlapping runs
+// may store in either order; each run's marks hold for what it looked at,
+// so the last stored is right too, at worst earlier.
 func (l *Ledger) SaveDueMarks(ctx context.Context, marks DueMarks) error {
 	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        &l.opt.Table,
@@ -456,15 +445,12 @@ func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Recor
 		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)")
 }
 
-// Replay is the operator's way back from dead or failed: the record returns
-// to received with its counters (attempts, failures, interrupted, reclaims)
-// reset, replayed_at set (the event's time for retries starts again from
-// it; see the package doc) and a fresh due time, and
-// the given step changes applied (mark a step done with its result after
-// checking by hand that its effect happened, or clear it so it runs again).
-// The caller enqueues it. Replaying is safe to repeat: effects carry the
-// same downstream idempotency keys as before. A lease end that a failed
-// record kept (see Fail) stays: the claim still waits for it, since a
+// Replay is the operator's way back from dead or failed. The record
+// returns to received with its counters reset, replayed_at set (its time
+// for retries starts again), a fresh due time, and the step changes
+// applied: mark a step done after checking its effect by hand, or clear it
+// to run again. The caller enqueues it. Repeating is safe: effects keep
+// their downstream keys. A lease end a failed record kept (Fail) stays: a
 // request sent under that lease may yet take effect.
 func (l *Ledger) Replay(ctx context.Context, id Key, changes ...StepChange) (Record, error) {
 	return l.replay(ctx, id, false, changes)
@@ -502,9 +488,8 @@ func (l *Ledger) replay(ctx context.Context, id Key, applyStale bool, changes []
 	return Record{}, &StateError{Op: "replay", Err: ErrConflict, Record: *old}
 }
 
-// List scans for records in status (all statuses when empty), up to limit.
-// It reads the whole table and is meant for operators and tests, not for hot
-// paths.
+// List scans for records in status (all when empty), up to limit. It reads
+// the whole table: for operators and tests, not hot paths.
 func (l *Ledger) List(ctx context.Context, status Status, limit int) ([]Record, error) {
 	if status != "" && !status.Valid() {
 		return nil, fmt.Errorf("%w: unknown status %q (want received, processing, done, failed or dead)", ErrInvalid, status)

@@ -72,24 +72,6 @@ func (c StepChange) validate() error {
 // stepAttr is the record attribute holding a step's entry.
 func stepAttr(name string) string { return "step#" + name }
 
-// exprParts are the clauses of one UpdateItem, built up by the ledger's
-// writes: assignments for SET, attribute paths for REMOVE, and the names
-// and values they use.
-type exprParts struct {
-	set    []string
-	remove []string
-	names  map[string]string
-	vals   map[string]types.AttributeValue
-}
-
-func (p *exprParts) String() string {
-	e := "SET " + strings.Join(p.set, ", ")
-	if len(p.remove) > 0 {
-		e += " REMOVE " + strings.Join(p.remove, ", ")
-	}
-	return e
-}
-
 // addSteps adds the step changes to p, each under its own name placeholder
 // (#s0, #s1, ...). Changes to one name fold into the last.
 func (p *exprParts) addSteps(changes []StepChange, now time.Time) error {

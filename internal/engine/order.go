@@ -102,3 +102,29 @@ func (e *BusyError) Unwrap() error { return e.Err }
 // runner handed over (built by hand, outside the pipeline and
 // hookledgertest).
 var ErrNoGuard = errors.New("hookledger: this route keeps its events in order (InOrder), which needs the event as the pipeline or hookledgertest hands it over")
+
+// Take answers an InOrder route's question (see Guard) and keeps the
+// answer for Place.
+func (r *Run) Take(ctx context.Context, k OrderKey) (Place, error) {
+	if r == nil || r.cfg.Guard == nil {
+		return Place{}, ErrNoGuard
+	}
+	p, err := r.cfg.Guard.Take(ctx, k)
+	if err == nil {
+		r.mu.Lock()
+		r.place = p
+		r.mu.Unlock()
+	}
+	return p, err
+}
+
+// Place is where an InOrder route's Take placed the event (the zero Place
+// when the route is not ordered).
+func (r *Run) Place() Place {
+	if r == nil {
+		return Place{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.place
+}

@@ -1,35 +1,28 @@
 // Package engine runs one attempt of an event's handler: its named steps
 // against durable state, its InOrder route's question, and the verdict at
-// its end (Judge). The processor (state in the DynamoDB ledger) and
-// hookledgertest (state in memory) both run it, so they keep exactly the
-// same rules. It never imports package hookledger: that package adapts its
-// Handler to the engine's at init (Install).
+// its end (Judge). The processor (the DynamoDB ledger) and hookledgertest
+// (memory) both run it, so they keep the same rules. It never imports
+// package hookledger, which adapts its Handler at init (Install).
 //
 // The step rules:
 //
-//   - A step recorded done never runs again: Step returns its recorded
-//     result.
-//   - At-least-once (the default): the step's function runs, and its
-//     completion is recorded in the ledger's next write. Before the next step
-//     starts, pending completions are saved (one write), so a retry resumes
-//     after the last completed step; the last step's completion rides on the
-//     final write (Complete, Fail or Bury). A crash before that write makes a
-//     retry run the step again, with the same downstream key.
-//   - At-most-once: "started" is saved (one write, conditional on the lease,
-//     carrying pending completions) before the function runs. A retry that
-//     finds it started and not done never runs it blindly: it asks the
-//     step's check. Done: the result is recorded and the step skipped. Not
-//     done: the step runs. Unknown, or no check: the event is indeterminate
-//     and goes dead (alarmed) for an operator to resolve.
-//   - A check error other than "not done" or "indeterminate" is retryable,
-//     a PermanentError included (a check that fails to answer is no
-//     knowledge that the effect did not happen): the event fails and is
-//     retried later; once its attempts are spent it goes dead as
-//     indeterminate.
-//   - The record stays small: step names and results together take at
-//     most MaxTotalBytes per event. A step whose name does not fit is
-//     refused before it runs (before any effect); a result that does not
-//     fit, or is not valid UTF-8, fails the event after the effect ran.
+//   - A step recorded done never runs again: Step returns its result.
+//   - At-least-once (the default): the function runs, and its completion
+//     rides on the next write. Pending completions are saved before the
+//     next step starts, so a retry resumes after the last completed step;
+//     the last one rides on the final write (Complete, Fail or Bury). A
+//     crash before that write runs the step again, with the same key.
+//   - At-most-once: "started" is saved, under the lease, before the
+//     function runs. A retry that finds it started and not done asks the
+//     step's check: done, the result is recorded; not done, the step runs;
+//     unknown, or no check, the event goes dead as indeterminate.
+//   - A check that fails to answer, even with a PermanentError, proves
+//     nothing: the event is retried, and goes dead as indeterminate once
+//     its attempts are spent.
+//   - The record stays small: step names and results take at most
+//     MaxTotalBytes per event. A name that does not fit is refused before
+//     any effect; a result that does not fit, or is not valid UTF-8, fails
+//     the event after the effect ran.
 package engine
 
 import (
@@ -38,8 +31,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -80,11 +71,10 @@ type Change struct {
 	Result string
 }
 
-// Check asks downstream whether a step's effect happened. It returns the
-// step's result and nil when it did, an error wrapping ErrNotDone when it
-// certainly did not, one wrapping ErrIndeterminate when it cannot tell, and
-// any other error, a PermanentError included, when the question itself
-// failed (retried later; indeterminate once the attempts are spent).
+// Check asks downstream whether a step's effect happened: the result and
+// nil when it did, ErrNotDone (wrapped) when it certainly did not,
+// ErrIndeterminate when it cannot tell, any other error when the question
+// failed.
 type Check func(ctx context.Context, key string) (string, error)
 
 // Func is a step's effect. It gets the step's downstream idempotency key.
@@ -97,102 +87,22 @@ type Spec struct {
 	Check Check // optional
 }
 
-// Store persists step changes under the event's lease: one conditional
-// write per call, failing with an error for which Store.LeaseLost reports
-// true when the lease is gone.
+// Store saves step changes under the event's lease, one conditional write
+// per call. LeaseLost reports whether an error means the lease is gone.
 type Store interface {
 	Save(ctx context.Context, changes []Change) error
 	LeaseLost(err error) bool
 }
 
-// Sentinels.
-var (
-	// ErrNotDone: the effect certainly did not happen. A check returns it;
-	// a step's function may return it (wrapped) to say its effect did not
-	// happen, so a retry runs it without asking.
-	ErrNotDone = errors.New("effect did not happen")
-	// ErrIndeterminate: nobody can tell whether the effect happened.
-	ErrIndeterminate = errors.New("cannot tell whether the effect happened")
-	// ErrLeaseLost: another worker took the event over (this worker was
-	// too slow or presumed dead). Stop; the other worker finishes.
-	ErrLeaseLost = errors.New("hookledger: lease lost to another worker")
-	// ErrNoEngine: Step was called on an event that is not being processed.
-	ErrNoEngine = errors.New("hookledger: Step needs an event handed over by the processor or hookledgertest")
-)
-
-// Limits that keep the record under 1 KB (one write unit per status
-// change): a step name is at most MaxNameBytes, a result at most
-// MaxResultBytes, all of an event's step names and results together at most
-// MaxTotalBytes, and an event has at most MaxSteps steps.
+// Limits that keep the record under 1 KB, one write unit per status
+// change: per name, per result, all names and results together, and steps
+// per event.
 const (
 	MaxNameBytes   = ledger.MaxStepName
 	MaxResultBytes = 256
 	MaxTotalBytes  = 512
 	MaxSteps       = 16
 )
-
-// DefaultMaxAttempts is how many times a handler may fail an event before
-// it is dead, unless the deployment says otherwise
-// (HOOKLEDGER_MAX_ATTEMPTS): the processor and hookledgertest both count
-// failures against it, so a test and the pipeline bury an event on the same
-// failure.
-const DefaultMaxAttempts = 5
-
-// IndeterminateError is the failure of an at-most-once step that was
-// started and whose outcome nobody can prove: the event goes dead with
-// cause "indeterminate step NAME".
-type IndeterminateError struct {
-	Step string
-	Err  error // why (no check, the check said so, the check kept failing)
-}
-
-func (e *IndeterminateError) Error() string {
-	return fmt.Sprintf("indeterminate step %s: %v", e.Step, e.Err)
-}
-
-func (e *IndeterminateError) Unwrap() error { return ErrIndeterminate }
-
-// CheckError is a check that failed to answer; the event is retried, and
-// once its attempts are spent it is indeterminate. It unwraps to the
-// check's error, but a PermanentError in it does not make the event
-// permanent (see IsPermanent).
-type CheckError struct {
-	Step string
-	Err  error
-}
-
-func (e *CheckError) Error() string { return fmt.Sprintf("check of step %s failed: %v", e.Step, e.Err) }
-func (e *CheckError) Unwrap() error { return e.Err }
-
-// PermanentError marks an error no retry can fix.
-type PermanentError struct{ Err error }
-
-func (p PermanentError) Error() string { return "permanent: " + p.Err.Error() }
-func (p PermanentError) Unwrap() error { return p.Err }
-
-// IsPermanent reports whether err carries a PermanentError outside any
-// CheckError: a check that failed, even for good, says nothing about
-// whether the effect happened, so it never makes the event permanent.
-func IsPermanent(err error) bool {
-	switch e := err.(type) {
-	case nil:
-		return false
-	case *CheckError:
-		return false
-	case PermanentError, *PermanentError:
-		return true
-	case interface{ Unwrap() []error }:
-		for _, x := range e.Unwrap() {
-			if IsPermanent(x) {
-				return true
-			}
-		}
-		return false
-	case interface{ Unwrap() error }:
-		return IsPermanent(e.Unwrap())
-	}
-	return false
-}
 
 // Config sets up a Run.
 type Config struct {
@@ -201,71 +111,17 @@ type Config struct {
 	Attempt  int              // 1 on the first run
 	// Key derives a step's downstream idempotency key from its name.
 	Key func(name string) string
-	// Point is called at the named crash points (inject.Crash in the
-	// processor, a simulated crash in hookledgertest); nil: none.
+	// Point is called at the named crash points; nil: none.
 	Point func(point string)
-	// Extend keeps the event's lease at least d more (ExtendLease); an
-	// error wrapping ErrLeaseLost means another worker took it over. Nil:
-	// the lease cannot be extended (ExtendLease then succeeds, as there is
-	// no one to take the event over).
+	// Extend keeps the lease at least d more; ErrLeaseLost (wrapped) means
+	// another worker took the event over. Nil: ExtendLease succeeds, as no
+	// one can take the event over.
 	Extend func(ctx context.Context, d time.Duration) error
-	// Forward publishes a forwarded event and returns the bus's id of it
-	// (the processor's EventBridge publisher, hookledgertest's record). Nil:
-	// no bus to forward to, and Forward fails permanently saying so.
+	// Forward publishes a forwarded event and returns the bus's id of it.
+	// Nil: Forward fails permanently, saying there is no bus.
 	Forward func(ctx context.Context, f Forwarded) (string, error)
 	// Guard answers an InOrder route (nil: the route fails, ErrNoGuard).
 	Guard Guard
-}
-
-// Forwarded is an event on its way to the forward bus (Event.Forward): the
-// event's identity, the forward step's downstream key, and the detail.
-type Forwarded struct {
-	Source, Tenant, ID, Type string
-	Key                      string // the forward step's downstream idempotency key
-	Attempt                  int
-	ReceivedAt               time.Time
-	Detail                   []byte // the event's body, or what the handler chose
-}
-
-// ErrNoForwardBus is Forward without a bus to forward to.
-var ErrNoForwardBus = errors.New("hookledger: Forward: no bus to forward to; deploy with the template parameter ForwardEventBus set to the bus's name, then replay the event")
-
-// Take answers an InOrder route's question (see Guard) and keeps the
-// answer for Place.
-func (r *Run) Take(ctx context.Context, k OrderKey) (Place, error) {
-	if r == nil || r.cfg.Guard == nil {
-		return Place{}, ErrNoGuard
-	}
-	p, err := r.cfg.Guard.Take(ctx, k)
-	if err == nil {
-		r.mu.Lock()
-		r.place = p
-		r.mu.Unlock()
-	}
-	return p, err
-}
-
-// Place is where an InOrder route's Take placed the event (the zero Place
-// when the route is not ordered).
-func (r *Run) Place() Place {
-	if r == nil {
-		return Place{}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.place
-}
-
-// Forward publishes f (see Config.Forward); Event.Forward runs it inside
-// its step.
-func (r *Run) Forward(ctx context.Context, f Forwarded) (string, error) {
-	if r == nil {
-		return "", ErrNoEngine
-	}
-	if r.cfg.Forward == nil {
-		return "", PermanentError{Err: ErrNoForwardBus}
-	}
-	return r.cfg.Forward(ctx, f)
 }
 
 // Run is one attempt of one event's handler.
@@ -299,13 +155,6 @@ func (r *Run) point(p string) {
 		r.cfg.Point(p)
 	}
 }
-
-// StartedPoint and RanPoint name a step's crash points.
-func StartedPoint(step string) string { return "step." + step + ".started" }
-
-// RanPoint is hit right after a step's function returned, before anything
-// about it is recorded.
-func RanPoint(step string) string { return "step." + step + ".ran" }
 
 // Step runs one step (see the package doc for the rules).
 func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error) {
@@ -426,41 +275,6 @@ func (r *Run) usedLocked(except string) int {
 	return n
 }
 
-// usageLocked lists the recorded steps by the space they take, largest
-// first ("name N (name M + result R)"), the first few of them.
-func (r *Run) usageLocked(except string) string {
-	type use struct {
-		name   string
-		result int
-	}
-	var uses []use
-	for name, st := range r.recorded {
-		if name != except && st.Status != Clear {
-			uses = append(uses, use{name, len(st.Result)})
-		}
-	}
-	if len(uses) == 0 {
-		return "no steps recorded"
-	}
-	sort.Slice(uses, func(i, j int) bool {
-		a, b := len(uses[i].name)+uses[i].result, len(uses[j].name)+uses[j].result
-		if a != b {
-			return a > b
-		}
-		return uses[i].name < uses[j].name
-	})
-	const show = 4 // the cause is kept to 1 KB
-	var parts []string
-	for i, u := range uses {
-		if i == show {
-			parts = append(parts, fmt.Sprintf("and %d more", len(uses)-show))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %d (name %d + result %d)", u.name, len(u.name)+u.result, len(u.name), u.result))
-	}
-	return strings.Join(parts, ", ")
-}
-
 func (r *Run) leave(name string, failed bool) {
 	r.mu.Lock()
 	r.busy = false
@@ -540,86 +354,11 @@ func (r *Run) indeterminate(name string, why error) error {
 	return e
 }
 
-// LoseLease stops the run because the event's lease was lost outside a
-// step write (an extension found another worker holding the event): no
-// step may run after it, and the run writes nothing more.
-func (r *Run) LoseLease(err error) {
-	if r == nil || err == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped == nil {
-		r.stopped = err
-	}
-}
-
-// Result returns the result of a step recorded done, by this attempt or an
-// earlier one.
-func (r *Run) Result(name string) (string, bool) {
-	if r == nil {
-		return "", false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, ok := r.recorded[name]
-	return st.Result, ok && st.Status == Done
-}
-
 // Pending returns the changes not yet saved, for the run's final write.
 func (r *Run) Pending() []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Change(nil), r.pending...)
-}
-
-// Indeterminate returns the step that made this event indeterminate, if any.
-func (r *Run) Indeterminate() *IndeterminateError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.indet
-}
-
-// LastCheckError returns the last check that failed to answer, if any.
-func (r *Run) LastCheckError() *CheckError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastChk
-}
-
-// LeaseLost reports whether a save found the lease gone: the run must stop
-// and write nothing more.
-func (r *Run) LeaseLost() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stopped != nil && r.indet == nil
-}
-
-// Runs reports how often this attempt ran each step's function.
-func (r *Run) Runs() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.runs))
-	for k, v := range r.runs {
-		out[k] = v
-	}
-	return out
-}
-
-// ExtendLease keeps the event's lease at least d more (see Config.Extend).
-// A lost lease stops the run: no step may run after it.
-func (r *Run) ExtendLease(ctx context.Context, d time.Duration) error {
-	if r == nil {
-		return ErrNoEngine
-	}
-	if r.cfg.Extend == nil {
-		return nil
-	}
-	err := r.cfg.Extend(ctx, d)
-	if errors.Is(err, ErrLeaseLost) {
-		r.LoseLease(err)
-	}
-	return err
 }
 
 // DownstreamKey is the downstream idempotency key of the step called step

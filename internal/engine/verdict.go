@@ -5,6 +5,13 @@ import (
 	"fmt"
 )
 
+// DefaultMaxAttempts is how many times a handler may fail an event before
+// it is dead, unless the deployment says otherwise
+// (HOOKLEDGER_MAX_ATTEMPTS): the processor and hookledgertest both count
+// failures against it, so a test and the pipeline bury an event on the same
+// failure.
+const DefaultMaxAttempts = 5
+
 // Verdict is what the end of one attempt asks of the event's record.
 type Verdict int
 

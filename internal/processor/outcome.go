@@ -8,9 +8,14 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/engine"
-	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+)
+
+// Unrouted policies: what happens to an event no route matches.
+const (
+	UnroutedDone = "done" // mark it done (default), with its own outcome, metric and a warning
+	UnroutedFail = "fail" // mark it dead, alarmed, replayable once a route exists
 )
 
 // Outcome names what happened to one message, for logs and metrics. The
@@ -34,43 +39,38 @@ const (
 	Parked    Outcome = "parked"
 	Malformed Outcome = "malformed"
 	Error     Outcome = "error"
-	// Stale: an InOrder route with SkipStale skipped the event, older than
-	// a state a newer event applied to its resource. Its record is done,
-	// with the reason.
+	// Stale: an InOrder route with SkipStale skipped the event; its record
+	// is done, with the reason.
 	Stale Outcome = "stale"
-	// StaleAfterRun is Stale for an event whose record shows an earlier run
-	// that may have applied it (ledger.Record.EarlierRun).
+	// StaleAfterRun: Stale after an earlier run that may have applied it.
 	StaleAfterRun Outcome = "stale_after_run"
-	// ResourceBusy: another event's run held the resource longer than
-	// OrderWait. The event is given back and retried later.
+	// ResourceBusy: another run held the resource past OrderWait; the event
+	// is given back.
 	ResourceBusy Outcome = "resource_busy"
 )
 
-// The processor's verbs. Each ends a claimed event's run with one ledger
-// write, except park and store the body.
+// The processor's verbs. Each but park and storeBody ends a claimed run
+// with one ledger write:
 //
-//   - complete: the event is done (ledger.Complete).
-//   - fail: the handler failed. The event is retried after a backoff, and
-//     the failure counts against MaxAttempts (ledger.Fail).
-//   - give back: the run was cut short before the handler ran (the body
-//     unreadable, the resource busy). Retried like fail, but MaxAttempts is
-//     not spent (ledger.Release).
-//   - bury: the event is dead, alarmed, replayable by the operator
-//     (ledger.Bury).
-//   - skip: the event is stale; done without running (ledger.Skip).
-//   - park: the message is not its record's event. It is never applied and
-//     goes back to the queue, then to the dead-letter queue.
-//   - store the body: copy the message's body into the ledger
-//     (ledger.EnsurePayload), for whoever finishes the event later.
+//   - complete: done (ledger.Complete).
+//   - fail: the handler failed; retried after a backoff, counting against
+//     MaxAttempts (ledger.Fail).
+//   - giveBack: cut short before the handler ran; retried without spending
+//     MaxAttempts (ledger.Release).
+//   - bury: dead, alarmed, replayable (ledger.Bury).
+//   - skip: stale; done without running (ledger.Skip).
+//   - park: the message is not its record's event; never applied, it goes
+//     back to the queue, then to the dead-letter queue.
+//   - storeBody: copy the message's body into the ledger for whoever
+//     finishes the event later (ledger.EnsurePayload).
 //
-// The body is stored at two moments only: before the claim of a
-// redelivered message (process), and before an outcome that leaves the
-// event to someone else (storesBody) lets its message go (finish).
+// The body is stored only before the claim of a redelivered message, and
+// before an outcome that leaves the event to someone else lets its message
+// go (finish).
 
-// metrics names the counts an outcome adds to. The happy path adds to none:
-// the receiver counts events, and the queue's NumberOfMessagesDeleted
-// counts what the processor is done with. What needs a person also counts
-// NeedsOperator, the one metric its alarm watches.
+// metrics names the counts an outcome adds to. The happy path adds none:
+// the receiver counts events, and SQS counts deleted messages. What needs
+// a person also counts NeedsOperator, the one metric its alarm watches.
 func (o Outcome) metrics() []string {
 	switch o {
 	case Processed:
@@ -106,10 +106,9 @@ func (o Outcome) acked() bool {
 }
 
 // storesBody reports whether the outcome leaves the event for someone else
-// to finish: SQS's next delivery, the reclaimer's re-drive or the
-// operator's replay. Its body must be in the ledger before the message
-// goes. A parked message's body is not its record's; a malformed one has
-// no event.
+// to finish (SQS, the reclaimer, the operator), so its body must be in the
+// ledger before the message goes. A parked message's body is not its
+// record's; a malformed one has no event.
 func (o Outcome) storesBody() bool {
 	switch o {
 	case AlreadyDead, Dead, DeadIndeterminate, FailedRetry, ResourceBusy, LeasedElsewhere, LeaseLost, Error:
@@ -128,55 +127,12 @@ const (
 	whyReturned    = "message returned to the queue"
 )
 
-// end is how one message's delivery ends: its outcome, the error to log,
-// the ledger write that settles the event (nil: none) and why the body is
-// stored, if the outcome stores it.
-type end struct {
-	out   Outcome
-	err   error
-	write func(ctx context.Context) error
-	why   string
-}
-
-// finish ends a delivery at one point. If the outcome leaves the event to
-// someone else, it stores the body first; then it makes the settling
-// write. A message that would be deleted without its body stays on the
-// queue instead. A write that fails returns the message to the queue, and
-// is finished as that.
-func (h *Handler) finish(ctx context.Context, m queue.Message, log *slog.Logger, receives int, e end) (Outcome, error) {
-	if e.out.storesBody() {
-		if err := h.storeBody(ctx, m, log, e.why); err != nil && e.out.acked() {
-			if errors.Is(err, ledger.ErrNotThisEvent) && e.write == nil {
-				p := h.park(ctx, m, err, receives)
-				return p.out, p.err
-			}
-			if e.write != nil {
-				err = fmt.Errorf("keep the payload before marking the event dead: %w", err)
-			}
-			return h.finish(ctx, m, log, receives, end{out: Error, err: err, why: whyReturned})
-		}
-	}
-	if e.write == nil {
-		return e.out, e.err
-	}
-	if err := e.write(ctx); err != nil {
-		return h.finish(ctx, m, log, receives, writeFailed(err))
-	}
-	if e.out == Processed {
-		h.point(inject.ProcessorAfterDone)
-	}
-	return e.out, e.err
-}
-
 // storeBody stores the event's body in the ledger unless a payload is
-// there. It is what makes HOOKLEDGER_PAYLOAD=on-trouble, and the
-// receiver's payload write beside its enqueue, lose nothing: every event
-// that may need a re-drive has its body in the ledger, or its message is
-// still on the queue. A body in the S3 payload store needs nothing here;
-// nor does a message without its body (queue.Message.BodyOmitted), whose
-// body is stored already. An empty body is stored as an empty payload.
-// EnsurePayload writes nothing for a record that is done or gone, and
-// nothing from a message that is not its record's event (ErrNotThisEvent).
+// there. So HOOKLEDGER_PAYLOAD=on-trouble, and the receiver's payload write
+// beside its enqueue, lose nothing: an event that may need a re-drive has
+// its body in the ledger, or its message on the queue. A body in the S3
+// store, or one the message omits, is stored already. EnsurePayload writes
+// nothing for a record done or gone, or another event's (ErrNotThisEvent).
 func (h *Handler) storeBody(ctx context.Context, m queue.Message, log *slog.Logger, why string) error {
 	if m.Ref != "" || m.BodyOmitted {
 		return nil
@@ -196,15 +152,13 @@ func (h *Handler) storeBody(ctx context.Context, m queue.Message, log *slog.Logg
 	return nil
 }
 
-// park answers a message that is not its record's event: the claim, or
-// storing its body, was refused with ErrNotThisEvent. It may be an earlier
-// event's message under a key used again after its record expired (a dead
-// letter redriven, say), or one with another type or no digest. It is
-// never applied, and the record is left as it was. The message is not
-// acknowledged: after maxReceiveCount deliveries SQS moves it to the
-// dead-letter queue. There the reclaimer and hookledger replay --dlq leave
-// it, saying why, until the operator drops it. The log line names both
-// identities, never the body.
+// park answers a message that is not its record's event (ErrNotThisEvent):
+// an earlier event's under a reused key, say a redriven dead letter, or one
+// with another type or no digest. It is never applied, and the record is
+// left as it was. Unacknowledged, it reaches the dead-letter queue after
+// maxReceiveCount deliveries; there the reclaimer and replay --dlq leave it
+// until the operator drops it. The log names both identities, never the
+// body.
 func (h *Handler) park(ctx context.Context, m queue.Message, err error, receives int) end {
 	var se *ledger.StateError
 	errors.As(err, &se)
@@ -220,14 +174,6 @@ func (h *Handler) park(ctx context.Context, m queue.Message, err error, receives
 	return end{out: Parked, err: fmt.Errorf("not the event the ledger holds under this key (%s): %w", why, err)}
 }
 
-// complete marks the event done.
-func (h *Handler) complete(lease ledger.Lease, out Outcome, err error, changes ...ledger.StepChange) end {
-	return end{out: out, err: err, write: func(ctx context.Context) error {
-		_, err := h.Ledger.Complete(ctx, lease, changes...)
-		return err
-	}}
-}
-
 // fail records the handler's retryable failure; the event is due again
 // after retryAfter.
 func (h *Handler) fail(lease ledger.Lease, err error, cause string, retryAfter time.Duration, changes ...ledger.StepChange) end {
@@ -237,11 +183,9 @@ func (h *Handler) fail(lease ledger.Lease, err error, cause string, retryAfter t
 	}}
 }
 
-// giveBack hands the event back after the infrastructure, not the handler,
-// cut its run short: the body could not be read, or its resource stayed
-// busy. The run counts as interrupted and MaxAttempts is not spent; the
-// reclaimer bounds such trouble by time. The next delivery finds the
-// record failed and free to claim.
+// giveBack hands the event back after the infrastructure cut its run short
+// (the body unreadable, the resource busy). The run counts as interrupted,
+// not against MaxAttempts; the reclaimer bounds such trouble by time.
 func (h *Handler) giveBack(lease ledger.Lease, out Outcome, cause error) end {
 	return end{out: out, err: cause, why: whyInterrupted, write: func(ctx context.Context) error {
 		_, err := h.Ledger.Release(ctx, lease, cause.Error(), backoff(lease.Record.Interrupted))
@@ -290,4 +234,14 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, 15*time.Minute)
+}
+
+// unrouted settles an event no route matches: done (default) or dead, each
+// with its own outcome and metric, never silently.
+func (h *Handler) unrouted(lease ledger.Lease, m queue.Message, typ string) end {
+	if h.Unrouted == UnroutedFail {
+		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, typ)
+		return h.bury(lease, Dead, errors.New(cause), cause)
+	}
+	return h.complete(lease, Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, typ))
 }

@@ -1,7 +1,7 @@
-// Package processor is the processor Lambda's handler: it consumes SQS
-// batches, takes a lease on each event in the ledger, runs the user's
-// handler for it and records the outcome, reporting per-message failures so
-// SQS retries only what failed.
+// Package processor is the processor Lambda's handler: for each SQS
+// message it leases the event in the ledger, runs the user's handler and
+// records the outcome, reporting per-message failures so SQS retries only
+// what failed.
 package processor
 
 import (
@@ -10,15 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/engine"
-	"github.com/hookledger/hookledger/internal/fallback"
-	"github.com/hookledger/hookledger/internal/forward"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -40,70 +36,48 @@ type leases interface {
 	Skip(ctx context.Context, lease ledger.Lease, reason string) (ledger.Record, error)
 }
 
-// objects reads bodies from the S3 payload store.
-type objects interface {
-	Get(ctx context.Context, key string) ([]byte, error)
-}
-
-// publisher puts forwarded events on the forward bus (Event.Forward).
-type publisher interface {
-	Publish(ctx context.Context, f engine.Forwarded) (string, error)
-}
-
-var (
-	_ leases    = (*ledger.Ledger)(nil)
-	_ objects   = (*blob.Store)(nil)
-	_ publisher = (*forward.Publisher)(nil)
-)
+var _ leases = (*ledger.Ledger)(nil)
 
 // Defaults for Handler's zero fields.
 const (
 	DefaultLease       = 60 * time.Second
 	DefaultLeaseMargin = 5 * time.Second
 	DefaultMaxAttempts = engine.DefaultMaxAttempts
-	// DefaultOrderWait is how long an InOrder run waits, in process, for
-	// another run that holds its resource before it gives the event back.
-	// Runs are short, and a retry waits for the visibility timeout.
+	// DefaultOrderWait is how long an InOrder run waits in process for a
+	// resource another run holds, before it gives the event back. Runs are
+	// short, and a retry waits for the visibility timeout.
 	DefaultOrderWait = 2 * time.Second
-)
-
-// Unrouted policies: what happens to an event no route matches.
-const (
-	UnroutedDone = "done" // mark it done (default), with its own outcome, metric and a warning
-	UnroutedFail = "fail" // mark it dead, alarmed, replayable once a route exists
 )
 
 // Handler is the processor. Its fields are its dependencies.
 type Handler struct {
 	Ledger leases
 	Routes engine.Routes
-	// Lease is used when the context has no deadline (hookledger dev);
-	// in Lambda the lease is the invocation's remaining time plus
-	// LeaseMargin. Keep both below the queue's visibility timeout.
+	// Lease is used when the context has no deadline (hookledger dev). In
+	// Lambda the lease is the invocation's remaining time plus LeaseMargin.
+	// Keep both below the queue's visibility timeout.
 	Lease       time.Duration
 	LeaseMargin time.Duration
-	// MaxAttempts is how many times the handler may fail an event: the
-	// MaxAttempts-th retryable failure buries it. Runs that end without
-	// the handler's answer (a crash, a timeout, a lost lease, an AWS error)
-	// do not count; the reclaimer bounds them by time.
+	// MaxAttempts bounds the handler's failures of an event: the
+	// MaxAttempts-th buries it. Interrupted runs do not count; the
+	// reclaimer bounds them by time.
 	MaxAttempts int
 	// Unrouted is UnroutedDone (default) or UnroutedFail.
 	Unrouted string
-	// Store reads the bodies kept in the S3 payload store (nil: none
-	// configured; a message that references one then fails).
+	// Store reads bodies kept in the S3 payload store (nil: none; a message
+	// that references one then fails).
 	Store objects
-	// Forward publishes what handlers forward (Event.Forward) to the
-	// ForwardEventBus (nil: none, and Forward fails permanently, saying so).
+	// Forward publishes what handlers forward (nil: Forward fails
+	// permanently, saying so).
 	Forward publisher
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
-	// Point is called at the processor's and the steps' named crash points
-	// (nil: inject.Crash, which does nothing outside proof builds). Tests
-	// set it to stop a run dead at a point, as a crash would.
+	// Point is called at the named crash points (nil: inject.Crash, a no-op
+	// outside proof builds). Tests set it to stop a run as a crash would.
 	Point func(point string)
-	// OrderWait is how long a run waits for a busy resource (0 means
-	// DefaultOrderWait); tests shorten it.
+	// OrderWait is how long a run waits for a busy resource (0:
+	// DefaultOrderWait).
 	OrderWait time.Duration
 }
 
@@ -115,8 +89,7 @@ func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQS
 		wg.Go(func() { outcomes[i] = h.one(ctx, msg) })
 	}
 	wg.Wait()
-	// An empty list, not null: AWS accepts both, MiniStack's event source
-	// mapping only the list.
+	// An empty list, not null: AWS accepts both, MiniStack only the list.
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, o := range outcomes {
 		if !o.acked() {
@@ -125,10 +98,6 @@ func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQS
 	}
 	return resp, nil
 }
-
-func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
-
-func (h *Handler) now() time.Time { return fallback.Now(h.Now) }
 
 // lease is how long to hold an event: the invocation's remaining time plus
 // a margin, or the configured lease outside Lambda.
@@ -150,10 +119,8 @@ func (h *Handler) lease(ctx context.Context) time.Duration {
 
 func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) {
 	start := time.Now()
-	// event names the event on its info line, billed by the byte for every
-	// event and the one info line of an accepted event (the receiver logs
-	// its acceptance at debug); log adds the message, which only trouble
-	// needs.
+	// event names the event on its one info line, billed by the byte for
+	// every event; log adds the message id, which only trouble needs.
 	event := h.logger()
 	m, err := queue.Decode(msg.Body)
 	if err == nil {
@@ -193,33 +160,15 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	return out
 }
 
-// receiveCount is SQS's ApproximateReceiveCount of the message, which the
-// event source mapping hands over in the record's attributes (1 when
-// absent).
-func receiveCount(msg events.SQSMessage) int {
-	n, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
-
-// identity is what a message says its event is.
-func identity(m queue.Message) ledger.Identity {
-	return ledger.Identity{Type: m.Type, BodySHA256: m.SHA256}
-}
-
 // process claims the message's event, runs its handler and says how the
 // delivery ends; finish carries that out.
 func (h *Handler) process(ctx context.Context, m queue.Message, receives int, log *slog.Logger) end {
 	if receives > 1 {
-		// An earlier delivery did not finish: its worker may have died
-		// holding the message, and so may this one. Store the body before
-		// anything else, the claim included. Then a message that comes back
-		// even once has its body stored, even if every later delivery dies
-		// too: the last one moves it to the DLQ, and the reclaimer
-		// re-drives only what the ledger holds. A failure is not fatal: the
-		// message stays the carrier.
+		// An earlier delivery did not finish, and this one may die too.
+		// Store the body before anything else, so a message that comes
+		// back even once has its body in the ledger: the reclaimer
+		// re-drives only what the ledger holds. A failure is not fatal:
+		// the message stays the carrier.
 		if err := h.storeBody(ctx, m, log, whyRedelivered); errors.Is(err, ledger.ErrNotThisEvent) {
 			return h.park(ctx, m, err, receives)
 		}
@@ -233,8 +182,8 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int, lo
 	if err != nil {
 		return h.giveBack(lease, FailedRetry, err)
 	}
-	// Routed by the record's type: the record is the event's identity (the
-	// claim made sure the message names the same).
+	// Routed by the record's type: the claim made sure the message names
+	// the same event.
 	typ := lease.Record.EventType
 	handler := h.Routes.Lookup(m.Source, typ)
 	if handler == nil {
@@ -244,8 +193,8 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int, lo
 }
 
 // claim leases the message's event, or says how the delivery ends when it
-// cannot (ok false). The claim requires the record to be this message's
-// event (its type and body digest), in its one conditional write.
+// cannot (ok false). Its one conditional write also requires the record to
+// be this message's event.
 func (h *Handler) claim(ctx context.Context, m queue.Message, receives int) (lease ledger.Lease, e end, ok bool) {
 	lease, err := h.Ledger.ClaimEvent(ctx, m.Key(), h.lease(ctx), identity(m))
 	var se *ledger.StateError
@@ -257,8 +206,7 @@ func (h *Handler) claim(ctx context.Context, m queue.Message, receives int) (lea
 	case errors.As(err, &se) && se.Record.Status == ledger.Done:
 		return lease, end{out: AlreadyDone}, false
 	case errors.As(err, &se) && se.Record.Status == ledger.Dead:
-		// Buried while this message was still queued (the reclaimer gave
-		// up, or an operator redrove the DLQ): the replay that follows
+		// Buried while this message was queued: the replay that follows
 		// needs the body.
 		return lease, end{out: AlreadyDead, why: whyDead}, false
 	case errors.Is(err, ledger.ErrLeased):
@@ -333,37 +281,49 @@ func (h *Handler) attempt(ctx context.Context, m queue.Message, lease ledger.Lea
 	return h.fail(held, herr, j.Cause, backoff(lease.Record.Failures+1), changes...)
 }
 
-// receivedAt is when the receiver accepted the event: the message says,
-// or else its record's creation.
-func receivedAt(m queue.Message, rec ledger.Record) time.Time {
-	if m.ReceivedAt == 0 {
-		return rec.CreatedAt
-	}
-	return time.UnixMilli(m.ReceivedAt).UTC()
+// end is how one message's delivery ends: its outcome, the error to log,
+// the ledger write that settles the event (nil: none) and, if the outcome
+// stores the body, why.
+type end struct {
+	out   Outcome
+	err   error
+	write func(ctx context.Context) error
+	why   string
 }
 
-// unrouted settles an event no route matches: done (default) or dead, each
-// with its own outcome and metric, never silently.
-func (h *Handler) unrouted(lease ledger.Lease, m queue.Message, typ string) end {
-	if h.Unrouted == UnroutedFail {
-		cause := fmt.Sprintf("no route for source %q, type %q (HOOKLEDGER_UNROUTED=fail); add one in effect/ and replay", m.Source, typ)
-		return h.bury(lease, Dead, errors.New(cause), cause)
+// finish ends a delivery at one point. An outcome that leaves the event to
+// someone else stores the body first; then the settling write runs. A
+// message that would be deleted without its body stays on the queue
+// instead. A failed write returns the message to the queue.
+func (h *Handler) finish(ctx context.Context, m queue.Message, log *slog.Logger, receives int, e end) (Outcome, error) {
+	if e.out.storesBody() {
+		if err := h.storeBody(ctx, m, log, e.why); err != nil && e.out.acked() {
+			if errors.Is(err, ledger.ErrNotThisEvent) && e.write == nil {
+				p := h.park(ctx, m, err, receives)
+				return p.out, p.err
+			}
+			if e.write != nil {
+				err = fmt.Errorf("keep the payload before marking the event dead: %w", err)
+			}
+			return h.finish(ctx, m, log, receives, end{out: Error, err: err, why: whyReturned})
+		}
 	}
-	return h.complete(lease, Unrouted, fmt.Errorf("no route for source %q, type %q: marked done without effects (HOOKLEDGER_UNROUTED=fail makes it dead instead)", m.Source, typ))
+	if e.write == nil {
+		return e.out, e.err
+	}
+	if err := e.write(ctx); err != nil {
+		return h.finish(ctx, m, log, receives, writeFailed(err))
+	}
+	if e.out == Processed {
+		h.point(inject.ProcessorAfterDone)
+	}
+	return e.out, e.err
 }
 
-// forwarder is the steps' Forward hook: nil without a forward bus.
-func (h *Handler) forwarder() func(ctx context.Context, f engine.Forwarded) (string, error) {
-	if h.Forward == nil {
-		return nil
-	}
-	return h.Forward.Publish
-}
-
-func (h *Handler) point(p string) {
-	if h.Point != nil {
-		h.Point(p)
-		return
-	}
-	inject.Crash(p)
+// complete marks the event done.
+func (h *Handler) complete(lease ledger.Lease, out Outcome, err error, changes ...ledger.StepChange) end {
+	return end{out: out, err: err, write: func(ctx context.Context) error {
+		_, err := h.Ledger.Complete(ctx, lease, changes...)
+		return err
+	}}
 }

@@ -21,8 +21,7 @@ import (
 // ssm:/secretsmanager: reference to such a document.
 const EffectSettingsEnv = "HOOKLEDGER_EFFECT_SETTINGS"
 
-// Where the processor's effect settings are set, for the errors that name a
-// missing one.
+// Where effect settings are set, for the errors that name a missing one.
 const (
 	whereDeployed = "the EffectSettings parameter (samconfig.toml: parameter_overrides of the environment you deploy)"
 	whereLocal    = "the environment of hookledger dev (export NAME=value) or in " + EffectSettingsEnv + ` ({"NAME":"value"})`
@@ -31,14 +30,11 @@ const (
 // settingReadTimeout bounds the read of one secret reference at cold start.
 const settingReadTimeout = 10 * time.Second
 
-// Effects runs register (the effects' func(*hookledger.Router,
-// *hookledger.Settings) error) with the settings it reads. With
-// HOOKLEDGER_EFFECT_SETTINGS set, they are its members; without it, in a
-// local run (local), each setting is the environment variable of its name.
-// A value written as an ssm: or secretsmanager: reference is read from
-// there when the effect asks for it (at cold start); deployed, such a
-// reference must lie within the secrets the role is granted
-// (HOOKLEDGER_SECRET_GRANTS), as the receiver's are.
+// Effects runs register, a func(*hookledger.Router, *hookledger.Settings)
+// error, with its settings: the members of HOOKLEDGER_EFFECT_SETTINGS, or
+// in a local run without it, the environment. An ssm: or secretsmanager:
+// value is read when the effect asks (at cold start); deployed, it must lie
+// within the role's grants (HOOKLEDGER_SECRET_GRANTS), as the receiver's.
 func Effects(c config.Config, cfg aws.Config, getenv func(string) string, local bool, register any) (engine.Effects, error) {
 	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	var grants *source.Grants

@@ -5,11 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/internal/fallback"
+	"github.com/hookledger/hookledger/internal/forward"
+	"github.com/hookledger/hookledger/internal/inject"
+	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
+)
+
+// objects reads bodies from the S3 payload store.
+type objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// publisher puts forwarded events on the forward bus (Event.Forward).
+type publisher interface {
+	Publish(ctx context.Context, f engine.Forwarded) (string, error)
+}
+
+var (
+	_ objects   = (*blob.Store)(nil)
+	_ publisher = (*forward.Publisher)(nil)
 )
 
 // work is one claimed event: the steps' store, writing under the lease,
@@ -92,4 +114,47 @@ func safeRun(ctx context.Context, h engine.Handler, ev engine.Event, run *engine
 		}
 	}()
 	return h.Run(ctx, ev, run)
+}
+
+func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }
+
+func (h *Handler) now() time.Time { return fallback.Now(h.Now) }
+
+func (h *Handler) point(p string) {
+	if h.Point != nil {
+		h.Point(p)
+		return
+	}
+	inject.Crash(p)
+}
+
+// forwarder is the steps' Forward hook: nil without a forward bus.
+func (h *Handler) forwarder() func(ctx context.Context, f engine.Forwarded) (string, error) {
+	if h.Forward == nil {
+		return nil
+	}
+	return h.Forward.Publish
+}
+
+// receiveCount is the message's ApproximateReceiveCount (1 when absent).
+func receiveCount(msg events.SQSMessage) int {
+	n, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// identity is what a message says its event is.
+func identity(m queue.Message) ledger.Identity {
+	return ledger.Identity{Type: m.Type, BodySHA256: m.SHA256}
+}
+
+// receivedAt is when the receiver accepted the event: the message says,
+// or else its record's creation.
+func receivedAt(m queue.Message, rec ledger.Record) time.Time {
+	if m.ReceivedAt == 0 {
+		return rec.CreatedAt
+	}
+	return time.UnixMilli(m.ReceivedAt).UTC()
 }

@@ -1,0 +1,53 @@
+package ledger
+
+import (
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// exprParts are the clauses of one UpdateItem, built up by the ledger's
+// writes: assignments for SET, attribute paths for REMOVE, and the names
+// and values they use.
+type exprParts struct {
+	set    []string
+	remove []string
+	names  map[string]string
+	vals   map[string]types.AttributeValue
+}
+
+func (p *exprParts) String() string {
+	e := "SET " + strings.Join(p.set, ", ")
+	if len(p.remove) > 0 {
+		e += " REMOVE " + strings.Join(p.remove, ", ")
+	}
+	return e
+}
+
+// parts starts an update: the SET assignments, the REMOVE paths, the
+// status placeholder #st and the values vals.
+func parts(set, remove []string, vals map[string]types.AttributeValue) *exprParts {
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	return &exprParts{set: set, remove: remove, names: map[string]string{"#st": attrStatus}, vals: vals}
+}
+
+// uses reports whether expr mentions the placeholder p as a whole token.
+func uses(expr, p string) bool {
+	for i := 0; ; {
+		j := strings.Index(expr[i:], p)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(p)
+		if end == len(expr) || !isWord(expr[end]) {
+			return true
+		}
+		i = end
+	}
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
