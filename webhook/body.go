@@ -39,6 +39,42 @@ func (b *body) json() (any, error) {
 	return b.doc, b.err
 }
 
+// docReader reads the body's document for the key and type. Its first read
+// refuses a copy of a member on the way to one of paths (uniqueAt).
+type docReader struct {
+	b       body
+	paths   [][]string
+	checked bool
+}
+
+func (r *docReader) doc() (any, error) {
+	d, err := r.b.json()
+	if err == nil && !r.checked {
+		r.checked = true
+		err = uniqueAt(r.b.src, r.paths...)
+	}
+	return d, err
+}
+
+// derivedID derives the key of an event without a provider id.
+func (v *Verifier) derivedID(r *docReader, typ string) (string, bool, error) {
+	doc, err := r.b.json()
+	if err != nil && v.rawDerive && len(r.b.raw) > 0 {
+		// No volatile field can be removed from a body that is not JSON, so
+		// its raw digest is as stable as the sender's bytes.
+		return deriveRawKey(typ, r.b.raw), true, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
+	}
+	// Every member decides a derived key, so none may come twice.
+	if err := uniqueAll(r.b.src); err != nil {
+		return "", false, err
+	}
+	k, err := deriveKey(typ, doc, v.volatile)
+	return k, err == nil, err
+}
+
 // uniqueAt refuses, with ErrMalformedBody, a member given twice on the way
 // to one of paths in src, the JSON text a document was decoded from: the
 // decoder keeps the last copy, so which value a key or type comes from

@@ -132,14 +132,6 @@ func clip(s string) string {
 	return s[:limit] + "…"
 }
 
-// signTimestamp is m.Now as Unix seconds, for Sign.
-func signTimestamp(m Message) (string, error) {
-	if m.Now.IsZero() || m.Now.Unix() < 0 {
-		return "", errors.New("message needs a time (Now) after 1970")
-	}
-	return strconv.FormatInt(m.Now.Unix(), 10), nil
-}
-
 // errorsIsMissing reports whether err says a header is absent.
 func errorsIsMissing(err error) bool {
 	return errors.Is(err, ErrMissingHeader)

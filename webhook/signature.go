@@ -43,6 +43,18 @@ func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute f
 	return nil, ErrBadSignature
 }
 
+// rawKey uses a secret's bytes as the HMAC key, as Stripe, GitHub and the
+// generic scheme do.
+func rawKey(secret string) ([]byte, error) {
+	return []byte(secret), nil
+}
+
+// matchAny is matchSecret for schemes with one signed string.
+func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs ...[]byte) error {
+	_, err := matchSecret(secrets, keyOf, func(key []byte) [][]byte { return [][]byte{compute(key)} }, sigs)
+	return err
+}
+
 // parseHexSig parses a header value carrying prefix + hex digest (Slack and
 // Zoom "v0=", Twitch and GitHub "sha256=", Intercom "sha1=", Linear no
 // prefix). A value that lacks the prefix or is not size bytes of hex is
