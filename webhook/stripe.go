@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"net/http"
 	"time"
 )
@@ -51,11 +49,7 @@ func formatStripeHeader(h stripeHeader) string { return stripeFormat.format(h.t,
 
 // stripeMAC computes the v1 signature of body at timestamp ts, as sent.
 func stripeMAC(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(ts))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return m.Sum(nil)
+	return hmacSHA256(secret, []byte(ts+"."), body)
 }
 
 func (s stripeScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {

@@ -167,10 +167,9 @@ func twilioPayload(vals url.Values) string {
 	return b.String()
 }
 
-// twilioDoc is the form's fields as a document to derive a key from, in
-// the signature's terms: a repeated field's values sorted and each once, so
-// that a field repeated in transit (which the signature cannot see) does
-// not make a new key.
+// twilioDoc is the form's fields as a document to derive a key from, in the
+// signature's terms: a repeated field's values sorted, each once. A field
+// repeated in transit, which the signature cannot see, makes no new key.
 func twilioDoc(vals url.Values) map[string]any {
 	doc := make(map[string]any, len(vals))
 	for k, vs := range vals {
@@ -216,11 +215,10 @@ func twilioBodyHash(u string) (string, bool) {
 }
 
 // signedURL is the URL Twilio signed for a request that arrived at reqURL:
-// reqURL itself, or Config.URL when set (the URL as configured in Twilio,
-// which the receiver may not see, behind a proxy or custom domain). For a
-// JSON body Twilio appends bodySHA256 to the configured URL before signing,
-// so a bodySHA256 that arrived on the request is carried over to Config.URL
-// when Config.URL has none of its own.
+// reqURL, or Config.URL when set (as configured in Twilio, behind a proxy or
+// custom domain). Twilio appends a JSON body's bodySHA256 to the configured
+// URL before signing, so one on the request is carried over to a Config.URL
+// without its own.
 func (s twilioScheme) signedURL(reqURL string) string {
 	if s.url == "" {
 		return reqURL
