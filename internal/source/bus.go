@@ -40,12 +40,11 @@ const ForwardPrefix = "hookledger."
 // source, snapshot and thin events alike) and ProviderEventBridge.
 var busProviders = map[string]bool{"stripe": true, ProviderEventBridge: true}
 
-// BusHorizon is how long after an event was first put on the bus the bus
-// may hand it over again under the same key: EventBridge retries a target
-// for up to 24 hours (the template's rule target asks for the most), and a
-// producer's own resends are unknown, so an eventbridge source is kept as
-// long as a sender that documents nothing (webhook.ConservativeHorizon).
-// Stripe's events keep Stripe's horizon, which is longer than the bus's.
+// BusHorizon is how long after its first put the bus may hand an event over
+// again under the same key. EventBridge retries a target for up to 24 hours,
+// and a producer's resends are unknown, so an eventbridge source is kept as
+// long as a sender that documents nothing. Stripe's events keep Stripe's
+// longer horizon.
 var BusHorizon = webhook.Horizon{
 	Duration: webhook.ConservativeHorizon,
 	Basis:    "EventBridge retries a rule target for up to 24 hours, and a producer's own resends under the same key are unknown",
@@ -76,9 +75,8 @@ type BusSource struct {
 func (s *BusSource) Keys() *webhook.Verifier { return s.b.keys }
 
 // Tenant returns the tenant whose events come from account (a Stripe
-// Connect account, acct_..., or, for an eventbridge source, the AWS account
-// that put the event; "" when the event names none), and false when no
-// tenant takes them.
+// account, or the AWS account that put the event; "" when none is named),
+// and false when no tenant takes them.
 func (s *BusSource) Tenant(account string) (string, bool) {
 	if t, ok := s.b.accounts[account]; ok && account != "" {
 		return t, true
@@ -219,10 +217,10 @@ func newBusSource(name string, src Source) (*busSource, error) {
 	return b, nil
 }
 
-// checkSharedKeys refuses a tenant whose signed deliveries and bus events
-// would share event ids with a bus source other than Stripe's partner event
-// source: whoever may put events on that bus could claim a signed event's
-// id first, and the genuine delivery would be a duplicate.
+// checkSharedKeys refuses a tenant whose signed deliveries would share event
+// ids with a bus source other than Stripe's partner source. Whoever may put
+// events on that bus could claim a signed event's id first, and the genuine
+// delivery would be dropped as a duplicate.
 func checkSharedKeys(name string, src Source, patterns []string) error {
 	for _, tn := range sortedTenants(src) {
 		if t := src.Tenants[tn]; len(t.Secrets) == 0 || len(t.Accounts) == 0 {
