@@ -16,30 +16,23 @@ import (
 	"time"
 )
 
-// Twilio's scheme, as documented at
-// https://www.twilio.com/docs/usage/webhooks/webhooks-security and
-// implemented by the official SDKs (twilio-python request_validator.py,
-// twilio-node src/webhooks/webhooks.ts):
+// Twilio's scheme (https://www.twilio.com/docs/usage/webhooks/webhooks-security,
+// and the SDKs: twilio-python request_validator.py, twilio-node webhooks.ts):
 //
-//   - X-Twilio-Signature is the base64 HMAC-SHA1, keyed with the account's
-//     Auth Token, of the full URL Twilio requested (query string included)
-//     followed, for application/x-www-form-urlencoded bodies, by every POST
-//     field sorted by name, each as name + value (a repeated field once per
-//     distinct value, values sorted, as both SDKs do).
-//   - For JSON bodies Twilio adds a bodySHA256 query parameter (hex SHA-256
-//     of the raw body) to the URL and signs the URL alone; the body must then
-//     hash to that value.
-//   - Twilio's own signing is inconsistent about the port, so the SDKs accept
-//     the URL both with the port (the scheme's default one added when absent)
-//     and without it; so does this scheme.
+//   - X-Twilio-Signature is the base64 HMAC-SHA1, keyed with the Auth Token,
+//     of the full URL Twilio requested, then, for a form body, every field
+//     sorted by name as name + value (a repeated field once per distinct
+//     value, values sorted, as both SDKs do).
+//   - For a JSON body Twilio adds a bodySHA256 query parameter (hex SHA-256
+//     of the body) and signs the URL alone; the body must hash to it.
+//   - Twilio is inconsistent about the port, so the SDKs, and this scheme,
+//     accept the URL with the port (the default one added) and without.
 //   - When a Webhooks Rule matches, X-Twilio-Webhooks-Signature-Settings
-//     names the algorithm (algorithm=HMAC_SHA256) and the Setting's SharedKey
-//     is the secret; only the hash changes
-//     (twilio-node examples/WebhookSignatureValidation.md).
-//   - There is no timestamp. The key is the I-Twilio-Idempotency-Token header,
-//     the same on every retry of a webhook
-//     (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
-//     without it the key is derived from the form fields (or JSON body).
+//     names the algorithm (algorithm=HMAC_SHA256) and the Setting's
+//     SharedKey is the secret (twilio-node WebhookSignatureValidation.md).
+//   - No timestamp. The key is I-Twilio-Idempotency-Token, the same on every
+//     retry (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
+//     without it the key is derived from the fields (or JSON body).
 const (
 	twilioSignatureHeader = "X-Twilio-Signature"
 	twilioSettingsHeader  = "X-Twilio-Webhooks-Signature-Settings"
@@ -58,10 +51,8 @@ type twilioScheme struct {
 	url string // Config.URL
 }
 
-// twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings: absent means
-// HMAC-SHA1 with the Auth Token. Its comma-separated elements name the
-// algorithm once; a second algorithm element is the header repeated and
-// joined.
+// twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings; absent means
+// HMAC-SHA1. A second algorithm element is the header repeated and joined.
 func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
 	v, err := listValue(h, twilioSettingsHeader)
 	if err != nil {
@@ -95,8 +86,8 @@ func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
 }
 
 // twilioURLs returns the URL as given, and with and without its port, as
-// Twilio's SDKs try them. Only the authority's host:port changes; the rest is
-// kept byte for byte. A URL that does not parse is tried as given only.
+// the SDKs try them. Only host:port changes; the rest is kept byte for
+// byte. A URL that does not parse is tried as given only.
 func twilioURLs(raw string) []string {
 	out := []string{raw}
 	u, err := url.Parse(raw)
