@@ -3,7 +3,9 @@ package source
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,7 +92,7 @@ var ErrNoBusSource = errors.New("no source takes events from this EventBridge so
 // Bus returns the source that takes events whose EventBridge "source" is
 // eventSource, with its retention under global (HOOKLEDGER_RETENTION).
 func (r *Registry) Bus(eventSource string, global time.Duration) (*BusSource, error) {
-	for _, name := range r.busNames() {
+	for _, name := range busNames(r.entries) {
 		e := r.entries[name]
 		for _, p := range e.bus.patterns {
 			if matchBusSource(p, eventSource) {
@@ -102,11 +104,12 @@ func (r *Registry) Bus(eventSource string, global time.Duration) (*BusSource, er
 }
 
 // HasBus reports whether any source takes events from the bus.
-func (r *Registry) HasBus() bool { return len(r.busNames()) > 0 }
+func (r *Registry) HasBus() bool { return len(busNames(r.entries)) > 0 }
 
-func (r *Registry) busNames() []string {
+// busNames lists the sources that take bus events, sorted.
+func busNames(entries map[string]entry) []string {
 	var out []string
-	for name, e := range r.entries {
+	for name, e := range entries {
 		if e.bus != nil {
 			out = append(out, name)
 		}
@@ -240,13 +243,7 @@ func checkSharedKeys(name string, src Source, patterns []string) error {
 // checkBusOverlap refuses two sources that would both take one EventBridge
 // source's events.
 func checkBusOverlap(entries map[string]entry) error {
-	var names []string
-	for n, e := range entries {
-		if e.bus != nil {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
+	names := busNames(entries)
 	for i, a := range names {
 		for _, b := range names[i+1:] {
 			for _, pa := range entries[a].bus.patterns {
@@ -261,11 +258,4 @@ func checkBusOverlap(entries map[string]entry) error {
 	return nil
 }
 
-func sortedTenants(src Source) []string {
-	out := make([]string, 0, len(src.Tenants))
-	for tn := range src.Tenants {
-		out = append(out, tn)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedTenants(src Source) []string { return slices.Sorted(maps.Keys(src.Tenants)) }
