@@ -246,9 +246,9 @@ func (h *Handler) accept(ctx context.Context, msg queue.Message) error {
 }
 
 // keepAndSend writes the body and enqueues at once, and returns both
-// failures. Neither waits on the other: the reclaimer re-drives a body
-// stored without a message, and a message without a stored body gets one
-// from the processor's keep if its event runs into trouble, or from the
+// failures. Neither waits on the other. The reclaimer re-drives a body
+// stored without a message. A message without a stored body gets one from
+// the processor's keep if its event runs into trouble, or from the
 // sender's retry of the 503.
 func (h *Handler) keepAndSend(ctx context.Context, msg queue.Message) error {
 	var wg sync.WaitGroup

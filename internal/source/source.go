@@ -251,9 +251,9 @@ func (r *Registry) Secrets(ctx context.Context, refs []Ref) Resolved {
 func (r *Registry) ReplayGuard(source string) bool { return r.entries[source].guard }
 
 // GuardByDefault reports whether a source's replay guard is on when
-// replay_guard is left out: when its key comes from something the signature
-// does not cover, so a captured delivery sent again under a new key would
-// pass as a new event. Such keys are a header the scheme does not sign
+// replay_guard is left out. It is on when the key comes from something the
+// signature does not cover: a captured delivery sent again under a new key
+// would pass as a new event. Such keys are a header the scheme does not sign
 // (GitHub's X-GitHub-Delivery, Shopify's ids, Twilio's idempotency token,
 // Linear-Delivery, a generic id_header), any key_header (hookledger cannot
 // tell whether it is signed), and all of GitLab's (its token signs nothing).
