@@ -1,10 +1,8 @@
-// Package jsoncheck refuses the JSON that encoding/json accepts quietly: a
-// key given twice in one object (the decoder keeps the last, so an added
-// block silently replaces the first, and a value read from the document
-// depends on which copy came last) and anything after the document (the
-// decoder stops at the first value and drops the rest). Keys that differ
-// only in case are left alone: they are distinct map keys (tenants "acme"
-// and "Acme"), though a struct field matches either.
+// Package jsoncheck refuses the JSON that encoding/json accepts quietly. A
+// key given twice in one object: the decoder keeps the last, so an added
+// block silently replaces the first. Anything after the document: the
+// decoder drops it. Keys that differ only in case are left alone: they are
+// distinct map keys (tenants "acme" and "Acme").
 package jsoncheck
 
 import (
@@ -47,17 +45,14 @@ func Strict(data []byte) error {
 
 // Duplicate reports the first key given twice in an object of data on the
 // way to one of paths (each a list of object keys from the top, such as
-// data, object, id): a repeated key whose copies may hold different values,
-// of which a decoder keeps only the last. Keys off the paths may repeat,
-// and the values they hold are skipped unread. With no paths, a key
-// repeated in any object counts. Keys compare as a decoder sees them
-// (escapes resolved, invalid UTF-8 replaced).
+// data, object, id). Keys off the paths may repeat, and their values are
+// skipped unread. With no paths, every object counts. Keys compare as a
+// decoder sees them (escapes resolved, invalid UTF-8 replaced).
 //
-// data is meant to be JSON already checked by a decoder: Duplicate returns a
-// *DuplicateError, nil, or an error for data whose structure it cannot
-// follow, and does not validate what it skips (numbers, literals, the
-// contents of strings) nor look past the first value. It reads data once,
-// without building the document.
+// data is meant to be JSON a decoder already checked. Duplicate returns a
+// *DuplicateError, nil, or an error for structure it cannot follow. It does
+// not validate what it skips, nor look past the first value. It reads data
+// once, without building the document.
 func Duplicate(data []byte, paths ...[]string) error {
 	var sel selector
 	if len(paths) > 0 {

@@ -13,8 +13,7 @@ import (
 	"github.com/hookledger/hookledger/jsoncheck"
 )
 
-// derivedPrefix starts every derived key, so a derived key never collides with
-// a provider's own id.
+// derivedPrefix starts every derived key, so that none is a provider's id.
 const derivedPrefix = "derived:"
 
 // body parses the raw body as JSON at most once.
@@ -39,11 +38,45 @@ func (b *body) json() (any, error) {
 	return b.doc, b.err
 }
 
-// uniqueAt refuses, with ErrMalformedBody, a member given twice on the way
-// to one of paths in src, the JSON text a document was decoded from: the
-// decoder keeps the last copy, so which value a key or type comes from
-// would depend on the order of the copies. nil src (a form's fields) and
-// no paths check nothing.
+// docReader reads the body's document for the key and type. Its first read
+// refuses a copy of a member on the way to one of paths (uniqueAt).
+type docReader struct {
+	b       body
+	paths   [][]string
+	checked bool
+}
+
+func (r *docReader) doc() (any, error) {
+	d, err := r.b.json()
+	if err == nil && !r.checked {
+		r.checked = true
+		err = uniqueAt(r.b.src, r.paths...)
+	}
+	return d, err
+}
+
+// derivedID derives the key of an event without a provider id.
+func (v *Verifier) derivedID(r *docReader, typ string) (string, bool, error) {
+	doc, err := r.b.json()
+	if err != nil && v.rawDerive && len(r.b.raw) > 0 {
+		// No volatile field can be removed from a body that is not JSON, so
+		// its raw digest is as stable as the sender's bytes.
+		return deriveRawKey(typ, r.b.raw), true, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("derive key: body is not JSON: %w", ErrNoKey)
+	}
+	// Every member decides a derived key, so none may come twice.
+	if err := uniqueAll(r.b.src); err != nil {
+		return "", false, err
+	}
+	k, err := deriveKey(typ, doc, v.volatile)
+	return k, err == nil, err
+}
+
+// uniqueAt refuses, with ErrMalformedBody, a member given twice in src on
+// the way to one of paths. The decoder keeps the last copy, so the key or
+// type would depend on the copies' order. nil src (a form) checks nothing.
 func uniqueAt(src []byte, paths ...[]string) error {
 	if src == nil || len(paths) == 0 {
 		return nil
@@ -51,8 +84,7 @@ func uniqueAt(src []byte, paths ...[]string) error {
 	return duplicateError(jsoncheck.Duplicate(src, paths...))
 }
 
-// uniqueAll is uniqueAt for a document whose every member decides the key
-// (a derived key).
+// uniqueAll is uniqueAt for every member: each decides a derived key.
 func uniqueAll(src []byte) error {
 	if src == nil {
 		return nil
@@ -85,10 +117,9 @@ func textAt(doc any, path []string) (string, error) {
 }
 
 // keyAt returns the key at path in doc and whether there is a value there.
-// Providers write their ids as JSON strings, and a number or anything else
-// is refused with ErrMalformedBody: 123 and "123" would otherwise be one
-// key. With integers set (a configured key_path) an integer is taken too,
-// as written; a number with a fraction or an exponent is no id.
+// Providers write ids as strings; anything else is ErrMalformedBody, or 123
+// and "123" would be one key. With integers set (a configured key_path) an
+// integer is taken too, as written.
 func keyAt(doc any, path []string, integers bool) (string, bool, error) {
 	v, ok := lookup(doc, path)
 	if !ok {
@@ -215,11 +246,10 @@ func normalize(raw []byte, volatile [][]string) ([]byte, error) {
 	return canonicalJSON(doc)
 }
 
-// deriveKey derives the docs/design.md §2 key of an event without a provider id:
-// "derived:" + hex(sha256(type + "\x00" + canonical JSON)). doc is modified:
-// the volatile paths are removed from it. Canonical JSON never contains a raw
-// NUL byte, so the last NUL splits the hashed input unambiguously and two
-// different (type, body) pairs never hash the same input.
+// deriveKey derives the docs/design.md §2 key of an event without a provider
+// id: "derived:" + hex(sha256(type + "\x00" + canonical JSON)), after removing
+// the volatile paths from doc. Canonical JSON holds no raw NUL, so the last
+// NUL splits the input and no two (type, body) pairs hash the same input.
 func deriveKey(eventType string, doc any, volatile [][]string) (string, error) {
 	for _, p := range volatile {
 		deleteAt(doc, p)
@@ -228,17 +258,12 @@ func deriveKey(eventType string, doc any, volatile [][]string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("derive key: %w", ErrNoKey)
 	}
-	h := sha256.New()
-	h.Write([]byte(eventType))
-	h.Write([]byte{0})
-	h.Write(canon)
-	return derivedPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return deriveRawKey(eventType, canon), nil
 }
 
-// deriveRawKey derives the key of an event whose body is not JSON (generic
-// sources without an id header): "derived:" + hex(sha256(type + "\x00" +
-// raw body)). It cannot collide with deriveKey: canonical JSON is valid
-// JSON and these bodies are not, so the hashed inputs always differ.
+// deriveRawKey derives the key of a body that is not JSON (generic sources
+// without an id header) from its raw bytes. It cannot collide with
+// deriveKey: canonical JSON is valid JSON and these bodies are not.
 func deriveRawKey(eventType string, raw []byte) string {
 	h := sha256.New()
 	h.Write([]byte(eventType))
@@ -247,41 +272,37 @@ func deriveRawKey(eventType string, raw []byte) string {
 	return derivedPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
-// canonicalBody is implemented by a scheme whose signature covers a
-// canonical form of the body rather than its bytes.
+// canonicalBody is a scheme whose signature covers a canonical form of the
+// body: signedContent returns it, or false when raw is signed as it is.
 type canonicalBody interface {
-	// signedContent is what the signature covers of raw, or false when raw
-	// is signed as it is.
 	signedContent(raw []byte) ([]byte, bool)
 }
 
-// BodyDigest is the hex SHA-256 the ledger keeps of a delivery's body to
-// tell a retry from a different body under the same key. When the source
-// has volatile fields (Zoom's event_ts by default) and the body is JSON, it
-// digests the canonical body with them removed, so a retry that differs
-// only in a delivery timestamp digests the same; otherwise it digests the
-// raw bytes.
+// BodyDigest is the hex SHA-256 the ledger keeps of a delivery's body, to
+// tell a retry from a different body under the same key. With volatile
+// fields (Zoom's event_ts) and a JSON body, it digests the canonical body
+// without them: a retry with a new delivery timestamp digests the same.
 //
-// A scheme that signs something other than the raw bytes (Twilio's form
-// fields, sorted and concatenated) digests what it signs: bytes that
-// re-encode the same signed content (fields reordered, %20 for +, a
-// trailing &) are the same delivery, so the replay guard must not take them
-// for a new body.
+// A scheme that signs something else than the raw bytes (Twilio's sorted
+// form fields) digests what it signs. Bytes that re-encode the same signed
+// content are the same delivery, which the replay guard must not refuse.
 func (v *Verifier) BodyDigest(raw []byte) string {
 	if v != nil {
 		if c, ok := v.scheme.(canonicalBody); ok {
 			if signed, ok := c.signedContent(raw); ok {
-				sum := sha256.Sum256(signed)
-				return hex.EncodeToString(sum[:])
+				return sha256Hex(signed)
+			}
+		}
+		if len(v.volatile) > 0 {
+			if canon, err := normalize(raw, v.volatile); err == nil {
+				return sha256Hex(canon)
 			}
 		}
 	}
-	if v != nil && len(v.volatile) > 0 {
-		if canon, err := normalize(raw, v.volatile); err == nil {
-			sum := sha256.Sum256(canon)
-			return hex.EncodeToString(sum[:])
-		}
-	}
-	sum := sha256.Sum256(raw)
+	return sha256Hex(raw)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

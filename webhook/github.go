@@ -10,16 +10,14 @@ import (
 	"time"
 )
 
-// GitHub's scheme, as documented at
-// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries
-// and https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers:
+// GitHub's scheme (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries,
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers):
 //
-//   - X-Hub-Signature-256 is "sha256=" + hex HMAC-SHA256 of the raw body, keyed
-//     with the webhook secret as given. There is no timestamp.
-//   - X-GitHub-Delivery is a GUID identifying the delivery (kept on redelivery),
-//     X-GitHub-Event the event name.
-//   - GitHub also sends the legacy X-Hub-Signature (sha1=...) when a secret is
-//     set; it is sent by Sign and ignored by Verify.
+//   - X-Hub-Signature-256 is "sha256=" + hex HMAC-SHA256 of the raw body,
+//     keyed with the secret as given. No timestamp.
+//   - X-GitHub-Delivery is a GUID kept on redelivery; X-GitHub-Event names
+//     the event.
+//   - The legacy X-Hub-Signature (sha1=...) is sent by Sign, ignored by Verify.
 const (
 	githubSignatureHeader = "X-Hub-Signature-256"
 	githubLegacyHeader    = "X-Hub-Signature"

@@ -9,20 +9,16 @@ import (
 	"time"
 )
 
-// GitLab's scheme, as documented at
-// https://docs.gitlab.com/user/project/integrations/webhooks/ (secret token,
-// delivery headers):
+// GitLab's scheme (https://docs.gitlab.com/user/project/integrations/webhooks/):
 //
-//   - X-Gitlab-Token carries the webhook's secret token itself; there is no
-//     HMAC and no timestamp. It is compared in constant time (as SHA-256
-//     digests, so not even its length leaks), against each secret.
-//   - Idempotency-Key (GitLab 17.4 and later) is the same on every retry of a
-//     webhook and is the key. Without it (older GitLab) the key is derived
-//     from the body: X-Gitlab-Event-UUID is not an event id, since recursive
-//     webhooks (those triggered by an API call a webhook handler made with
-//     the UUID passed on) share one value, so keying on it would drop a
-//     different event as a duplicate. X-Gitlab-Event names the event (Push
-//     Hook, Merge Request Hook...).
+//   - X-Gitlab-Token carries the secret token itself: no HMAC, no timestamp.
+//     It is compared in constant time as SHA-256 digests, so not even its
+//     length leaks.
+//   - Idempotency-Key (GitLab 17.4+) is the same on every retry: the key.
+//     Without it the key is derived from the body. X-Gitlab-Event-UUID is no
+//     event id: recursive webhooks (triggered by a handler's API call that
+//     passed it on) share one, and a different event would be dropped as a
+//     duplicate. X-Gitlab-Event names the event (Push Hook, ...).
 const (
 	gitlabTokenHeader       = "X-Gitlab-Token"
 	gitlabEventHeader       = "X-Gitlab-Event"

@@ -10,28 +10,24 @@ import (
 	"time"
 )
 
-// singleValue returns the one value of a header the scheme reads once, such
-// as an id, type, timestamp or signature header whose value never holds a
-// comma. names are the spellings of that one header (Webhook-Id and
-// Svix-Id; X-Shopify-Topic and Shopify-Topic), matched without regard to
-// case, so a header map that was not canonicalised (API Gateway lowercases
-// names) still works. The value is trimmed.
+// singleValue returns the trimmed value of a header the scheme reads once,
+// whose value never holds a comma. names are the spellings of that one
+// header (Webhook-Id and Svix-Id), matched in any case: API Gateway
+// lowercases names.
 //
-// Absent or blank: ErrMissingHeader. Given more than once is a
-// *RepeatedHeaderError: two lines under one spelling (whatever their
-// values), a value holding a comma (API Gateway and hookledger dev join
-// repeated headers with commas), or two spellings with different values;
-// the same value under two spellings is one header sent twice on purpose,
+// Absent or blank is ErrMissingHeader. A *RepeatedHeaderError is two lines
+// under one spelling, a value holding a comma (API Gateway and hookledger
+// dev join repeated headers with commas), or two spellings that disagree.
+// The same value under two spellings is one header sent twice on purpose,
 // as Shopify and Svix do while they move to new names.
 func singleValue(h http.Header, names ...string) (string, error) {
 	v, _, err := readOnce(h, false, names...)
 	return v, err
 }
 
-// listValue is singleValue for a header whose one value may hold commas
-// (Stripe-Signature "t=…,v1=…", webhook-signature "v1,…"): a comma-joined
-// repetition cannot be seen here, so the scheme's parser looks for it in
-// the value's format.
+// listValue is singleValue for a header whose value may hold commas
+// (Stripe-Signature "t=…,v1=…"): the scheme's parser finds a comma-joined
+// repetition by the value's format.
 func listValue(h http.Header, names ...string) (string, error) {
 	v, _, err := readOnce(h, true, names...)
 	return v, err
@@ -71,9 +67,8 @@ func readOnce(h http.Header, commas bool, names ...string) (value, name string, 
 	return got, from, nil
 }
 
-// maxUnixDigits bounds a timestamp to 12 decimal digits (seconds up to the
-// year 33658), which keeps time arithmetic far from overflow and rejects
-// millisecond timestamps sent by mistake.
+// maxUnixDigits bounds a timestamp to 12 digits (seconds up to the year
+// 33658): far from overflow, and milliseconds sent by mistake are refused.
 const maxUnixDigits = 12
 
 // parseUnix parses a Unix timestamp in seconds: decimal digits only, no sign.
@@ -105,8 +100,7 @@ func checkTolerance(ts int64, now time.Time, tol time.Duration) error {
 	return nil
 }
 
-// validHeaderName reports whether s is an RFC 9110 token, usable as a header
-// field name.
+// validHeaderName reports whether s is an RFC 9110 token, a header name.
 func validHeaderName(s string) bool {
 	if s == "" {
 		return false
@@ -130,14 +124,6 @@ func clip(s string) string {
 		return s
 	}
 	return s[:limit] + "…"
-}
-
-// signTimestamp is m.Now as Unix seconds, for Sign.
-func signTimestamp(m Message) (string, error) {
-	if m.Now.IsZero() || m.Now.Unix() < 0 {
-		return "", errors.New("message needs a time (Now) after 1970")
-	}
-	return strconv.FormatInt(m.Now.Unix(), 10), nil
 }
 
 // errorsIsMissing reports whether err says a header is absent.

@@ -7,31 +7,22 @@ import (
 )
 
 // Horizon is a provider's retry horizon: how long after an event's first
-// delivery attempt the provider may still deliver it again under the same
-// id, by its automatic retries or, where it has none, by its documented
-// redelivery window. A ledger record that expires before the horizon lets
-// such a late delivery through as a new event, and its effects run twice.
+// attempt it may deliver it again under the same id, by retries or a
+// documented redelivery window. A record that expires sooner lets such a
+// late delivery through as a new event, and its effects run twice.
 type Horizon struct {
-	// Duration is the horizon. Where the provider documents none (or the
-	// pages available disagree or could not be confirmed), it is
-	// ConservativeHorizon and Documented is false.
-	Duration time.Duration
-	// Documented says whether Duration rests on the provider's own
-	// documentation.
-	Documented bool
-	// Basis says in a sentence what Duration rests on, for error messages
-	// and docs/providers.md.
-	Basis string
-	// Source is where the provider documents it ("" when it does not).
-	Source string
+	// Duration is the horizon: ConservativeHorizon, with Documented false,
+	// where the provider documents none that could be confirmed.
+	Duration   time.Duration
+	Documented bool   // Duration rests on the provider's own documentation
+	Basis      string // what Duration rests on, in a sentence, for errors and docs/providers.md
+	Source     string // where the provider documents it ("" when it does not)
 }
 
-// ConservativeHorizon is the horizon of a provider that documents none
-// (generic, standard-webhooks, and those whose schedule could not be
-// confirmed): the longest documented horizon in the table (Stripe, Paddle
-// and Square retry for up to three days; GitHub redelivers deliveries of the
-// past three days). A sender that documents nothing is assumed to retry at
-// least as long as the most patient documented one.
+// ConservativeHorizon is the horizon of a provider that documents none that
+// could be confirmed: the longest documented one (Stripe, Paddle and Square
+// retry for three days). Such a sender is assumed as patient as the most
+// patient documented one.
 const ConservativeHorizon = 72 * time.Hour
 
 // horizons is the table behind RetryHorizon, one entry per provider. Keep it

@@ -7,17 +7,14 @@ import (
 	"time"
 )
 
-// Intercom's scheme, as documented at
-// https://developers.intercom.com/docs/webhooks/setting-up-webhooks (signed
-// notifications) and
-// https://developers.intercom.com/docs/references/webhooks/webhook-models:
+// Intercom's scheme (https://developers.intercom.com/docs/webhooks/setting-up-webhooks,
+// https://developers.intercom.com/docs/references/webhooks/webhook-models):
 //
 //   - X-Hub-Signature is "sha1=" + hex HMAC-SHA1 of the raw body, keyed with
-//     the app's client_secret as given. There is no timestamp.
-//   - Every notification is an envelope whose id (notif_...) identifies it
-//     and whose topic is the event type.
-//   - The "ping" topic, sent when a webhook is set up or tested, is answered
-//     200 as a handshake and never recorded.
+//     the client_secret. No timestamp.
+//   - A notification's id (notif_...) is the key; its topic is the type.
+//   - The "ping" topic (a webhook set up or tested) is a handshake: 200, not
+//     recorded.
 const (
 	intercomSignatureHeader = "X-Hub-Signature"
 	intercomPrefix          = "sha1="

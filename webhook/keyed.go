@@ -18,11 +18,10 @@ type keyedHeader struct {
 }
 
 // parse reads the header's value. It needs exactly one timestamp and at
-// least one usable signature; signature entries that are not hex (either
-// case, as stripe-go and Paddle's Go SDK decode it) or have the wrong
-// length are skipped. A second timestamp element is a
-// *RepeatedHeaderError: one header carries one, so two are two headers
-// joined into one value (API Gateway joins them with commas).
+// least one usable signature; entries that are not hex (either case, as
+// stripe-go and Paddle's SDK decode it) or of the wrong length are skipped.
+// A second timestamp is a *RepeatedHeaderError: two headers joined into one
+// value, as API Gateway joins them.
 func (f keyedHeader) parse(value string) (ts string, timestamp int64, sigs [][]byte, err error) {
 	seenTS := false
 	for elem := range strings.SplitSeq(value, f.sep) {

@@ -8,18 +8,16 @@ import (
 	"time"
 )
 
-// Linear's scheme, as documented at
-// https://linear.app/developers/webhooks#securing-webhooks and implemented by
-// the official SDK (@linear/sdk, packages/sdk/src/webhooks/client.ts):
+// Linear's scheme (https://linear.app/developers/webhooks#securing-webhooks,
+// and @linear/sdk packages/sdk/src/webhooks/client.ts):
 //
 //   - Linear-Signature is the hex HMAC-SHA256 of the raw body, keyed with the
-//     webhook's signing secret as given. There is no prefix.
-//   - The timestamp is the body's webhookTimestamp, in Unix milliseconds; the
-//     SDK rejects one more than a minute away from now, so the default
-//     tolerance is one minute. The SDK skips the check when the field is
-//     absent; here it is required, since Linear always sends it.
-//   - Linear-Delivery identifies the delivery (the key) and Linear-Event names
-//     the resource type (Issue, Comment...), falling back to the body's type.
+//     signing secret. No prefix.
+//   - The timestamp is the body's webhookTimestamp, Unix milliseconds, within
+//     a minute as the SDK checks it. The SDK skips an absent one; here it is
+//     required, since Linear always sends it.
+//   - Linear-Delivery is the key; Linear-Event names the resource type
+//     (Issue, Comment...), else the body's type.
 const (
 	linearSignatureHeader = "Linear-Signature"
 	linearDeliveryHeader  = "Linear-Delivery"

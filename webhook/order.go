@@ -9,35 +9,30 @@ import (
 	"time"
 )
 
-// ErrNoPosition means a body carries no ordering field where its provider
-// documents one (an event about no single resource, a deletion payload
-// without a timestamp).
+// ErrNoPosition means a body lacks the ordering fields its provider
+// documents (an event about no single resource, a deletion payload).
 var ErrNoPosition = errors.New("no position")
 
 // Position is where an event stands in the history of the resource it is
 // about, read from the fields its provider documents for ordering: the
 // resource's id and a time, as Unix nanoseconds (higher is newer).
 //
-// Positions are read from the signed body only. Headers that carry times
-// are left alone on purpose: Shopify's X-Shopify-Triggered-At is not
-// covered by its signature (anyone holding one captured delivery could send
-// it again with a time far in the future, and every real update after it
-// would look older), and Standard Webhooks' webhook-timestamp is the time
-// of the delivery attempt, which a retry renews (a retried old event would
-// look newest).
+// Positions are read from the signed body only, never from headers.
+// Shopify's X-Shopify-Triggered-At is not signed: a captured delivery sent
+// again with a future time would make every later update look older.
+// Standard Webhooks' webhook-timestamp is the attempt's time, which a retry
+// renews: a retried old event would look newest.
 type Position struct {
 	Resource string
 	At       int64
 }
 
 // StripePosition reads a Stripe event's position: the object it is about
-// (data.object.id; related_object.id for a thin event) and the event's
-// created time (whole seconds in the classic snapshot event, RFC 3339 in a
-// thin one). Stripe does not deliver events in the order they were
-// generated and points at the event's created time and the object for
-// working out the order (https://stripe.com/docs/webhooks/best-practices#event-ordering).
-// created counts whole seconds: two updates of one object within a second
-// share a position.
+// (data.object.id; related_object.id for a thin event) and its created time
+// (seconds in a snapshot event, RFC 3339 in a thin one). Stripe delivers out
+// of order and points at these two for ordering
+// (https://stripe.com/docs/webhooks/best-practices#event-ordering). Two
+// updates of one object within a second share a position.
 func StripePosition(body []byte) (Position, error) {
 	doc, err := orderDoc(body, []string{"created"}, []string{"data", "object", "id"}, []string{"related_object", "id"})
 	if err != nil {
@@ -70,23 +65,20 @@ func StripePosition(body []byte) (Position, error) {
 	return Position{Resource: id, At: at}, nil
 }
 
-// ShopifyPosition reads a Shopify resource payload's position: the
-// resource's global id (admin_graphql_api_id, which names its type, so an
-// order and a product with the same numeric id stay apart) and its
-// updated_at (RFC 3339, whole seconds). Shopify does not promise to
-// deliver webhooks in order (https://shopify.dev/docs/apps/build/webhooks);
-// the payload is the resource's state, and its updated_at says when that
-// state was written. Deletion payloads carry only the id: they have no
-// position.
+// ShopifyPosition reads a Shopify resource payload's position: its global
+// id (admin_graphql_api_id, which names the type, so an order and a product
+// stay apart) and its updated_at (RFC 3339, seconds), when that state was
+// written. Shopify does not promise order
+// (https://shopify.dev/docs/apps/build/webhooks). Deletion payloads carry
+// only the id: they have no position.
 func ShopifyPosition(body []byte) (Position, error) {
 	return timedResource(body, "shopify", []string{"admin_graphql_api_id"}, []string{"updated_at"})
 }
 
 // PaddlePosition reads a Paddle Billing event's position: the entity it is
-// about (data.id) and when the event occurred (occurred_at, RFC 3339 with
-// microseconds). Paddle's docs say to use occurred_at, not the arrival
-// time, to reason about event order, since notifications can arrive out of
-// sequence (https://developer.paddle.com/webhooks/about/how-webhooks-work).
+// about (data.id) and its occurred_at (RFC 3339, microseconds), which
+// Paddle says to order by, as notifications arrive out of sequence
+// (https://developer.paddle.com/webhooks/about/how-webhooks-work).
 func PaddlePosition(body []byte) (Position, error) {
 	return timedResource(body, "paddle", []string{"data", "id"}, []string{"occurred_at"})
 }
@@ -118,9 +110,8 @@ func timedResource(body []byte, provider string, idPath, timePath []string) (Pos
 	return Position{Resource: s, At: at}, nil
 }
 
-// orderDoc decodes a JSON body whose members on the way to paths come
-// once each: a position read from a member given twice would depend on
-// which copy the reader keeps.
+// orderDoc decodes a JSON body whose members on the way to paths come once
+// each, so that a position never depends on which copy a reader keeps.
 func orderDoc(body []byte, paths ...[]string) (any, error) {
 	doc, err := decodeJSON(body)
 	if err != nil {

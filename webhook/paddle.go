@@ -6,20 +6,16 @@ import (
 	"time"
 )
 
-// Paddle Billing's scheme, as documented at
-// https://developer.paddle.com/webhooks/signature-verification:
+// Paddle Billing's scheme (https://developer.paddle.com/webhooks/signature-verification):
 //
 //   - Paddle-Signature holds semicolon-separated key=value elements: ts is
-//     the Unix timestamp, each h1 is a signature (several while a secret
+//     the Unix timestamp, each h1 a signature (several while a secret
 //     rotates); unknown keys are ignored.
-//   - The signed payload is ts + ":" + raw body, signed with HMAC-SHA256 and
-//     hex-encoded; the endpoint secret key (pdl_ntfset_...) is used exactly as
-//     shown, prefix included.
-//   - Paddle's SDKs reject a ts more than five seconds away from now, and the
-//     docs ask manual implementations to do the same; that is the default
-//     tolerance here (set Config.Tolerance when clocks drift more).
-//   - The body's event_id identifies the event across retries; the type is
-//     event_type.
+//   - The signed payload is ts + ":" + raw body, hex HMAC-SHA256; the secret
+//     key (pdl_ntfset_...) is used as shown, prefix included.
+//   - Paddle's SDKs and docs reject a ts more than five seconds off: the
+//     default tolerance (set Config.Tolerance when clocks drift more).
+//   - The body's event_id survives retries; the type is event_type.
 //
 // Paddle Classic (p_signature in a form body, RSA) is not supported.
 const paddleSignatureHeader = "Paddle-Signature"

@@ -8,24 +8,19 @@ import (
 	"time"
 )
 
-// Shopify's scheme, as documented at
-// https://shopify.dev/docs/apps/build/webhooks/subscribe/https (verify) and
-// https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates (deduplicate),
-// and as Shopify's own library reads it (@shopify/shopify-api,
-// lib/webhooks/validate.ts and header-names.ts):
+// Shopify's scheme (https://shopify.dev/docs/apps/build/webhooks/subscribe/https,
+// https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates, and
+// @shopify/shopify-api lib/webhooks/validate.ts and header-names.ts):
 //
 //   - X-Shopify-Hmac-Sha256 is the base64 HMAC-SHA256 of the raw body, keyed
-//     with the app's client secret as given. There is no signed timestamp
+//     with the app's client secret. No signed timestamp
 //     (X-Shopify-Triggered-At is unsigned and not checked).
-//   - The docs name X-Shopify-Event-Id as the value that marks a duplicate, so
-//     it is the key; X-Shopify-Webhook-Id is used when it is absent (older
-//     deliveries). X-Shopify-Topic is the type.
-//   - Newer deliveries (the library calls them events webhooks) name the
-//     same headers without the X- prefix (shopify-hmac-sha256,
-//     shopify-event-id, shopify-topic, ...) and, for now, send the X- ones
-//     too; the library reads the new names first. Both are read here; the
-//     two spellings of one header may both be present only with the same
-//     value.
+//   - The docs name X-Shopify-Event-Id as what marks a duplicate, so it is
+//     the key; older deliveries without it use X-Shopify-Webhook-Id.
+//     X-Shopify-Topic is the type.
+//   - Newer deliveries name the same headers without X- (shopify-topic, ...)
+//     and, for now, send the X- ones too. Both are read; the two spellings
+//     of one header must agree.
 const (
 	shopifySignatureHeader = "X-Shopify-Hmac-Sha256"
 	shopifyWebhookIDHeader = "X-Shopify-Webhook-Id"
@@ -40,9 +35,8 @@ const (
 	shopifyNewTopicHeader     = "Shopify-Topic"
 )
 
-// What Sign sends in the headers Shopify's library requires but this
-// package never reads: a shop's domain and the API version the payload
-// follows (one the library knows).
+// What Sign sends in the headers Shopify's library requires and this
+// package never reads: a shop's domain and an API version it knows.
 const (
 	shopifySignDomain     = "example.myshopify.com"
 	shopifySignAPIVersion = "2026-04"

@@ -12,12 +12,11 @@ import (
 	"time"
 )
 
-// matchSecret returns the key of the first usable secret for which any of
-// the candidates compute(key) equals any of sigs. Schemes with several
-// possible signed strings (Twilio's URL with and without port) return several
-// candidates. Empty secrets and secrets keyOf rejects are skipped; when none
-// is usable the error wraps ErrNoSecret, otherwise a mismatch is
-// ErrBadSignature. Every comparison is constant-time.
+// matchSecret returns the key of the first usable secret for which one of
+// compute(key) equals one of sigs (Twilio computes several: its URL with and
+// without port). Secrets that are empty or keyOf rejects are skipped; none
+// usable is ErrNoSecret, a mismatch ErrBadSignature. Comparisons are
+// constant-time.
 func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) [][]byte, sigs [][]byte) ([]byte, error) {
 	usable := 0
 	for _, secret := range secrets {
@@ -43,12 +42,22 @@ func matchSecret(secrets []string, keyOf func(string) ([]byte, error), compute f
 	return nil, ErrBadSignature
 }
 
-// parseHexSig parses a header value carrying prefix + hex digest (Slack and
-// Zoom "v0=", Twitch and GitHub "sha256=", Intercom "sha1=", Linear no
-// prefix). A value that lacks the prefix or is not size bytes of hex is
-// ErrMalformedHeader. anyCase takes upper-case digits too, as the
-// provider's SDK does where it decodes the hex (GitHub's octokit); where
-// the SDK or docs compare hex strings, only lowercase matches, as there.
+// rawKey uses a secret's bytes as the HMAC key, as Stripe, GitHub and the
+// generic scheme do.
+func rawKey(secret string) ([]byte, error) {
+	return []byte(secret), nil
+}
+
+// matchAny is matchSecret for schemes with one signed string.
+func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs ...[]byte) error {
+	_, err := matchSecret(secrets, keyOf, func(key []byte) [][]byte { return [][]byte{compute(key)} }, sigs)
+	return err
+}
+
+// parseHexSig parses prefix + hex digest of size bytes (Slack "v0=", GitHub
+// "sha256=", Linear none), or fails with ErrMalformedHeader. anyCase takes
+// upper-case digits too, where the provider's SDK decodes the hex (GitHub's
+// octokit); where it compares hex strings, only lowercase matches.
 func parseHexSig(name, prefix string, size int, value string, anyCase bool) ([]byte, error) {
 	enc, ok := strings.CutPrefix(value, prefix)
 	decode, digits := decodeLowerHex, "lowercase hex digits"
@@ -62,8 +71,7 @@ func parseHexSig(name, prefix string, size int, value string, anyCase bool) ([]b
 	return sig, nil
 }
 
-// decodeHex decodes hex in either case. The digest is then compared in
-// constant time as bytes, so the spelling changes nothing but acceptance.
+// decodeHex decodes hex in either case.
 func decodeHex(s string) ([]byte, bool) {
 	b, err := hex.DecodeString(s)
 	return b, err == nil
@@ -80,9 +88,8 @@ func decodeLowerHex(s string) ([]byte, bool) {
 	return decodeHex(s)
 }
 
-// parseBase64Sig parses a header value carrying a standard base64 digest
-// (Square, Shopify, Twilio). A value that is not size bytes in canonical
-// base64 is ErrMalformedHeader.
+// parseBase64Sig parses the canonical base64 of a size-byte digest (Square,
+// Shopify, Twilio), or fails with ErrMalformedHeader.
 func parseBase64Sig(name string, size int, value string) ([]byte, error) {
 	sig, ok := decodeBase64(value)
 	if !ok || len(sig) != size {
@@ -92,11 +99,9 @@ func parseBase64Sig(name string, size int, value string) ([]byte, error) {
 }
 
 // decodeBase64 decodes standard, padded base64 in its canonical spelling
-// only: the providers' SDKs compare encoded strings, so a value with
-// non-zero unused low bits (or anything else that re-encodes differently,
-// such as a line break) is refused, though a lenient decoder maps it to
-// the same bytes. The check involves no secret, so it need not be
-// constant-time; the digest itself is still compared in constant time.
+// only, as the providers' SDKs compare encoded strings. A value that
+// re-encodes differently (unused low bits set, a line break) is refused.
+// The check involves no secret, so it need not be constant-time.
 func decodeBase64(s string) ([]byte, bool) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
@@ -125,15 +130,14 @@ func hmacOf(newHash func() hash.Hash, key []byte, parts ...[]byte) []byte {
 	return m.Sum(nil)
 }
 
-// hmacSHA256 is mac with SHA-256, the hash most providers use.
+// hmacSHA256 is hmacOf with SHA-256, the hash most providers use.
 func hmacSHA256(key []byte, parts ...[]byte) []byte {
 	return hmacOf(sha256.New, key, parts...)
 }
 
-// formDoc turns an application/x-www-form-urlencoded body into a JSON-like
-// document for key derivation and type paths: an object from field name to
-// its value, or to the list of its values, in the order sent, when the field
-// is repeated. A body that is not valid form encoding is ErrMalformedBody.
+// formDoc turns a form-encoded body into a document for key derivation and
+// type paths: field name to value, or to its values in the order sent when
+// repeated. A body that is not a valid form is ErrMalformedBody.
 func formDoc(raw []byte) (map[string]any, url.Values, error) {
 	vals, err := url.ParseQuery(string(raw))
 	if err != nil {

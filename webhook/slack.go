@@ -9,24 +9,18 @@ import (
 	"time"
 )
 
-// Slack's scheme, as documented at
-// https://api.slack.com/authentication/verifying-requests-from-slack
-// (now https://docs.slack.dev/authentication/verifying-requests-from-slack):
+// Slack's scheme (https://docs.slack.dev/authentication/verifying-requests-from-slack):
 //
-//   - X-Slack-Signature is "v0=" + hex HMAC-SHA256, keyed with the app's
-//     signing secret as given, of "v0:" + X-Slack-Request-Timestamp + ":" +
-//     raw body. The timestamp is Unix seconds; the docs reject requests more
-//     than five minutes away from local time.
-//   - Events API deliveries are JSON; their event_id is kept across Slack's
-//     retries (https://api.slack.com/apis/events-api#retries), so it is the
-//     key, and the type is event.type (the outer type, such as
-//     app_rate_limited, when there is no inner event).
-//   - url_verification (https://api.slack.com/events/url_verification) is
-//     answered with its challenge as text/plain.
+//   - X-Slack-Signature is "v0=" + hex HMAC-SHA256, keyed with the signing
+//     secret, of "v0:" + X-Slack-Request-Timestamp + ":" + raw body. The
+//     docs reject timestamps more than five minutes off.
+//   - Events API deliveries are JSON; their event_id survives retries
+//     (https://api.slack.com/apis/events-api#retries), so it is the key. The
+//     type is event.type, or the outer type (app_rate_limited) without one.
+//   - url_verification is answered with its challenge as text/plain.
 //   - Interactivity payloads (a form field "payload" holding JSON) and slash
-//     commands (plain form fields) carry no event id: their key is derived
-//     from the payload (interactivity) or the fields (commands); the type is
-//     the payload's type or the command name.
+//     commands (form fields) carry no event id: the key is derived from the
+//     payload or the fields; the type is the payload's type or the command.
 const (
 	slackSignatureHeader = "X-Slack-Signature"
 	slackTimestampHeader = "X-Slack-Request-Timestamp"
@@ -91,10 +85,9 @@ var (
 	slackEventTypePath = []string{"event", "type"}
 )
 
-// slackBody reads an authenticated Slack body: a url_verification
-// handshake, an Events API event, an interactivity payload or a slash
-// command. The members that name the type (and so the handshake) may not
-// come twice.
+// slackBody reads an authenticated Slack body: a handshake, an event, an
+// interactivity payload or a slash command. The members that name the type
+// (and so the handshake) may not come twice.
 func slackBody(raw []byte) (meta, error) {
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '{' {
 		doc, err := decodeJSON(raw)

@@ -10,17 +10,14 @@ import (
 	"time"
 )
 
-// Square's scheme, as documented at
-// https://developer.squareup.com/docs/webhooks/step3validate and implemented
-// by the official SDKs (square-python-sdk webhooks_helper):
+// Square's scheme (https://developer.squareup.com/docs/webhooks/step3validate,
+// and square-python-sdk webhooks_helper):
 //
 //   - x-square-hmacsha256-signature is the base64 HMAC-SHA256, keyed with the
-//     subscription's signature key as given, of the notification URL (exactly
-//     as configured in the subscription) followed by the raw body. There is
-//     no timestamp. The legacy x-square-signature (HMAC-SHA1) is ignored.
-//   - The body's event_id is the idempotency value Square tells receivers to
-//     deduplicate on (https://developer.squareup.com/docs/webhooks); the type
-//     is the body's type.
+//     signature key, of the notification URL as configured, then the raw
+//     body. No timestamp. The legacy x-square-signature (SHA-1) is ignored.
+//   - The body's event_id is what Square says to deduplicate on
+//     (https://developer.squareup.com/docs/webhooks); the type is its type.
 //
 // The URL is Config.URL when set, else Request.URL; Sign uses Config.URL or
 // Message.URL.

@@ -11,19 +11,17 @@ import (
 	"time"
 )
 
-// The Standard Webhooks scheme, as specified at
-// https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
-// (symmetric signatures), which Svix also uses
-// (https://docs.svix.com/receiving/verifying-payloads/how-manual):
+// The Standard Webhooks scheme
+// (https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md),
+// which Svix also uses (https://docs.svix.com/receiving/verifying-payloads/how-manual):
 //
-//   - webhook-id, webhook-timestamp (Unix seconds) and webhook-signature; Svix
-//     sends svix-id, svix-timestamp and svix-signature, or the webhook- names
-//     when white-labelled. Both families are accepted for both providers.
-//   - The signed content is id + "." + timestamp + "." + raw body, signed with
+//   - webhook-id, webhook-timestamp (Unix seconds) and webhook-signature;
+//     Svix sends the svix- names, or the webhook- ones when white-labelled.
+//     Both families are accepted for both providers.
+//   - The signed content is id + "." + timestamp + "." + raw body, with
 //     HMAC-SHA256 keyed with the base64-decoded part of the whsec_ secret.
 //   - webhook-signature is a space-separated list of "version,signature";
-//     symmetric signatures are "v1,<base64>"; other versions (v1a is ed25519)
-//     are skipped.
+//     "v1,<base64>" is symmetric, other versions (v1a is ed25519) are skipped.
 //   - The reference libraries use a tolerance of 5 minutes.
 const (
 	standardSecretPrefix = "whsec_"
@@ -46,12 +44,11 @@ type standardScheme struct {
 	svix      bool // Sign uses the svix- header names
 }
 
-// parseStandardSignatures parses webhook-signature and returns the decoded
-// v1 signatures. Entries of other versions, entries without a comma and v1
-// entries that are not canonical base64 are skipped; none left is an error.
-// An entry with a second comma is a *RepeatedHeaderError: each entry is
-// "version,signature" and base64 has no comma, so a second one is where a
-// gateway joined two headers.
+// parseStandardSignatures returns the decoded v1 signatures of
+// webhook-signature. Other versions, entries without a comma and v1 entries
+// not in canonical base64 are skipped; none left is an error. A second
+// comma in an entry is a *RepeatedHeaderError: base64 has none, so it is
+// where a gateway joined two headers.
 func parseStandardSignatures(value string) ([][]byte, error) {
 	return parseStandardSignaturesIn(webhookFamily.signature, value)
 }

@@ -1,25 +1,26 @@
 package webhook
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"net/http"
 	"time"
 )
 
-// Stripe's scheme, as documented at https://docs.stripe.com/webhooks#verify-manually
-// (formerly https://stripe.com/docs/webhooks/signatures):
+// Stripe's scheme (https://docs.stripe.com/webhooks#verify-manually):
 //
 //   - Stripe-Signature holds comma-separated key=value elements: t is the Unix
-//     timestamp, each v1 is a signature (several during a secret roll); other
-//     schemes such as v0 and unknown keys are discarded, as the docs ask, so a
-//     sender cannot be downgraded to a weaker scheme.
-//   - The signed payload is t + "." + raw body, signed with HMAC-SHA256 and
-//     hex-encoded; the whsec_... signing secret is the key exactly as shown.
+//     timestamp, each v1 a signature (several during a secret roll). v0 and
+//     unknown keys are discarded, as the docs ask, so no downgrade is possible.
+//   - The signed payload is t + "." + raw body, HMAC-SHA256, hex-encoded; the
+//     whsec_... signing secret is the key exactly as shown.
 //   - Stripe's libraries default to a tolerance of 300 seconds.
 const stripeSignatureHeader = "Stripe-Signature"
 
-// stripeFormat is Stripe-Signature: "t=…,v1=…,v1=…"; v0 and unknown keys are ignored.
+// stripeSpec takes the key from the body's "id" and the type from its "type".
+var stripeSpec = providerSpec{tolerance: defaultTolerance, build: func(_ Config, tol time.Duration) (providerSetup, error) {
+	return providerSetup{scheme: stripeScheme{tolerance: tol}, keySrc: keyFromBody, keyPath: []string{"id"}, typeSrc: typeFromBody, typePath: []string{"type"}}, nil
+}}
+
+// stripeFormat is Stripe-Signature: "t=…,v1=…,v1=…".
 var stripeFormat = keyedHeader{name: stripeSignatureHeader, sep: ",", tsKey: "t", sigKey: "v1"}
 
 // stripeScheme verifies Stripe-Signature.
@@ -34,9 +35,8 @@ type stripeHeader struct {
 	v1        [][]byte
 }
 
-// parseStripeHeader parses Stripe-Signature. It needs exactly one timestamp
-// (a second one means the header was repeated and joined) and at least one
-// valid v1 signature; v1 entries that are not hex are skipped.
+// parseStripeHeader needs exactly one timestamp (a second means a repeated,
+// joined header) and at least one valid v1; v1 entries not in hex are skipped.
 func parseStripeHeader(value string) (stripeHeader, error) {
 	ts, timestamp, sigs, err := stripeFormat.parse(value)
 	if err != nil {
@@ -45,16 +45,11 @@ func parseStripeHeader(value string) (stripeHeader, error) {
 	return stripeHeader{t: ts, timestamp: timestamp, v1: sigs}, nil
 }
 
-// formatStripeHeader writes a Stripe-Signature value.
 func formatStripeHeader(h stripeHeader) string { return stripeFormat.format(h.t, h.v1) }
 
 // stripeMAC computes the v1 signature of body at timestamp ts, as sent.
 func stripeMAC(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(ts))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return m.Sum(nil)
+	return hmacSHA256(secret, []byte(ts+"."), body)
 }
 
 func (s stripeScheme) authenticate(req *Request, secrets []string, now time.Time) (meta, error) {
@@ -69,10 +64,7 @@ func (s stripeScheme) authenticate(req *Request, secrets []string, now time.Time
 	if err := matchAny(secrets, rawKey, func(key []byte) []byte { return stripeMAC(key, h.t, req.Body) }, h.v1...); err != nil {
 		return meta{}, err
 	}
-	if err := checkTolerance(h.timestamp, now, s.tolerance); err != nil {
-		return meta{}, err
-	}
-	return meta{}, nil
+	return meta{}, checkTolerance(h.timestamp, now, s.tolerance)
 }
 
 func (s stripeScheme) sign(m Message, secret string) (http.Header, error) {
@@ -84,18 +76,4 @@ func (s stripeScheme) sign(m Message, secret string) (http.Header, error) {
 	h.Set(stripeSignatureHeader, formatStripeHeader(stripeHeader{t: ts, v1: [][]byte{stripeMAC([]byte(secret), ts, m.Body)}}))
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	return h, nil
-}
-
-// rawKey uses a secret's bytes as the HMAC key, as Stripe, GitHub and the
-// generic scheme do.
-func rawKey(secret string) ([]byte, error) {
-	return []byte(secret), nil
-}
-
-// matchAny reports nil when any of sigs equals compute(key) for the key of any
-// usable secret. Empty secrets and secrets keyOf rejects are skipped; when
-// none is usable the result wraps ErrNoSecret. Comparisons are constant-time.
-func matchAny(secrets []string, keyOf func(string) ([]byte, error), compute func(key []byte) []byte, sigs ...[]byte) error {
-	_, err := matchSecret(secrets, keyOf, func(key []byte) [][]byte { return [][]byte{compute(key)} }, sigs)
-	return err
 }

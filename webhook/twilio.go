@@ -16,30 +16,23 @@ import (
 	"time"
 )
 
-// Twilio's scheme, as documented at
-// https://www.twilio.com/docs/usage/webhooks/webhooks-security and
-// implemented by the official SDKs (twilio-python request_validator.py,
-// twilio-node src/webhooks/webhooks.ts):
+// Twilio's scheme (https://www.twilio.com/docs/usage/webhooks/webhooks-security,
+// and the SDKs: twilio-python request_validator.py, twilio-node webhooks.ts):
 //
-//   - X-Twilio-Signature is the base64 HMAC-SHA1, keyed with the account's
-//     Auth Token, of the full URL Twilio requested (query string included)
-//     followed, for application/x-www-form-urlencoded bodies, by every POST
-//     field sorted by name, each as name + value (a repeated field once per
-//     distinct value, values sorted, as both SDKs do).
-//   - For JSON bodies Twilio adds a bodySHA256 query parameter (hex SHA-256
-//     of the raw body) to the URL and signs the URL alone; the body must then
-//     hash to that value.
-//   - Twilio's own signing is inconsistent about the port, so the SDKs accept
-//     the URL both with the port (the scheme's default one added when absent)
-//     and without it; so does this scheme.
+//   - X-Twilio-Signature is the base64 HMAC-SHA1, keyed with the Auth Token,
+//     of the full URL Twilio requested, then, for a form body, every field
+//     sorted by name as name + value (a repeated field once per distinct
+//     value, values sorted, as both SDKs do).
+//   - For a JSON body Twilio adds a bodySHA256 query parameter (hex SHA-256
+//     of the body) and signs the URL alone; the body must hash to it.
+//   - Twilio is inconsistent about the port, so the SDKs, and this scheme,
+//     accept the URL with the port (the default one added) and without.
 //   - When a Webhooks Rule matches, X-Twilio-Webhooks-Signature-Settings
-//     names the algorithm (algorithm=HMAC_SHA256) and the Setting's SharedKey
-//     is the secret; only the hash changes
-//     (twilio-node examples/WebhookSignatureValidation.md).
-//   - There is no timestamp. The key is the I-Twilio-Idempotency-Token header,
-//     the same on every retry of a webhook
-//     (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
-//     without it the key is derived from the form fields (or JSON body).
+//     names the algorithm (algorithm=HMAC_SHA256) and the Setting's
+//     SharedKey is the secret (twilio-node WebhookSignatureValidation.md).
+//   - No timestamp. The key is I-Twilio-Idempotency-Token, the same on every
+//     retry (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
+//     without it the key is derived from the fields (or JSON body).
 const (
 	twilioSignatureHeader = "X-Twilio-Signature"
 	twilioSettingsHeader  = "X-Twilio-Webhooks-Signature-Settings"
@@ -58,10 +51,8 @@ type twilioScheme struct {
 	url string // Config.URL
 }
 
-// twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings: absent means
-// HMAC-SHA1 with the Auth Token. Its comma-separated elements name the
-// algorithm once; a second algorithm element is the header repeated and
-// joined.
+// twilioAlgorithm reads X-Twilio-Webhooks-Signature-Settings; absent means
+// HMAC-SHA1. A second algorithm element is the header repeated and joined.
 func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
 	v, err := listValue(h, twilioSettingsHeader)
 	if err != nil {
@@ -95,8 +86,8 @@ func twilioAlgorithm(h http.Header) (func() hash.Hash, error) {
 }
 
 // twilioURLs returns the URL as given, and with and without its port, as
-// Twilio's SDKs try them. Only the authority's host:port changes; the rest is
-// kept byte for byte. A URL that does not parse is tried as given only.
+// the SDKs try them. Only host:port changes; the rest is kept byte for
+// byte. A URL that does not parse is tried as given only.
 func twilioURLs(raw string) []string {
 	out := []string{raw}
 	u, err := url.Parse(raw)
@@ -167,10 +158,9 @@ func twilioPayload(vals url.Values) string {
 	return b.String()
 }
 
-// twilioDoc is the form's fields as a document to derive a key from, in
-// the signature's terms: a repeated field's values sorted and each once, so
-// that a field repeated in transit (which the signature cannot see) does
-// not make a new key.
+// twilioDoc is the form's fields as a document to derive a key from, in the
+// signature's terms: a repeated field's values sorted, each once. A field
+// repeated in transit, which the signature cannot see, makes no new key.
 func twilioDoc(vals url.Values) map[string]any {
 	doc := make(map[string]any, len(vals))
 	for k, vs := range vals {
@@ -216,11 +206,10 @@ func twilioBodyHash(u string) (string, bool) {
 }
 
 // signedURL is the URL Twilio signed for a request that arrived at reqURL:
-// reqURL itself, or Config.URL when set (the URL as configured in Twilio,
-// which the receiver may not see, behind a proxy or custom domain). For a
-// JSON body Twilio appends bodySHA256 to the configured URL before signing,
-// so a bodySHA256 that arrived on the request is carried over to Config.URL
-// when Config.URL has none of its own.
+// reqURL, or Config.URL when set (as configured in Twilio, behind a proxy or
+// custom domain). Twilio appends a JSON body's bodySHA256 to the configured
+// URL before signing, so one on the request is carried over to a Config.URL
+// without its own.
 func (s twilioScheme) signedURL(reqURL string) string {
 	if s.url == "" {
 		return reqURL

@@ -8,21 +8,19 @@ import (
 	"time"
 )
 
-// Twitch EventSub's webhook transport, as documented at
-// https://dev.twitch.tv/docs/eventsub/handling-webhook-events/:
+// Twitch EventSub's webhook transport
+// (https://dev.twitch.tv/docs/eventsub/handling-webhook-events/):
 //
 //   - Twitch-Eventsub-Message-Signature is "sha256=" + hex HMAC-SHA256, keyed
-//     with the subscription's secret (10 to 100 ASCII characters, used as
-//     given), of Twitch-Eventsub-Message-Id + Twitch-Eventsub-Message-Timestamp
-//     (exactly as sent) + raw body.
-//   - The timestamp is RFC 3339 with nanoseconds; the docs reject messages
-//     more than 10 minutes old, the default tolerance here (applied both
-//     ways).
-//   - Twitch-Eventsub-Message-Type is notification, webhook_callback_verification
-//     (answered with the body's challenge as text/plain, status 200) or
-//     revocation. A resent message keeps its Twitch-Eventsub-Message-Id,
-//     the key. The type is Twitch-Eventsub-Subscription-Type for
-//     notifications and "revocation" for revocations.
+//     with the subscription's secret (10 to 100 ASCII characters), of
+//     Twitch-Eventsub-Message-Id + Twitch-Eventsub-Message-Timestamp (as
+//     sent) + raw body.
+//   - The timestamp is RFC 3339; the docs reject messages over 10 minutes
+//     old, the default tolerance (both ways).
+//   - Twitch-Eventsub-Message-Type is notification, revocation, or
+//     webhook_callback_verification (answered with the body's challenge as
+//     text/plain). A resent message keeps its message id, the key. The type
+//     is Twitch-Eventsub-Subscription-Type, or "revocation".
 const (
 	twitchIDHeader        = "Twitch-Eventsub-Message-Id"
 	twitchTimestampHeader = "Twitch-Eventsub-Message-Timestamp"

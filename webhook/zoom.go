@@ -8,22 +8,19 @@ import (
 	"time"
 )
 
-// Zoom's scheme, as documented at
-// https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events and
-// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint:
+// Zoom's scheme (https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events,
+// https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint):
 //
-//   - x-zm-signature is "v0=" + hex HMAC-SHA256, keyed with the app's Secret
-//     Token, of "v0:" + x-zm-request-timestamp + ":" + raw body. The
-//     timestamp is Unix seconds. Zoom documents no tolerance; five minutes,
-//     the common default, is used.
-//   - endpoint.url_validation (sent when the URL is set and every 72 hours)
-//     is signed like any event and answered with JSON {"plainToken": ...,
-//     "encryptedToken": hex HMAC-SHA256 of plainToken keyed with the Secret
-//     Token}; the secret that verified the request answers.
-//   - Events carry no id: the key is derived from the body with the volatile
-//     fields removed (default event_ts, the time Zoom stamps on the
-//     notification, and download_token, a per-notification token of
-//     recording events), and the type is the body's event.
+//   - x-zm-signature is "v0=" + hex HMAC-SHA256, keyed with the Secret Token,
+//     of "v0:" + x-zm-request-timestamp + ":" + raw body. Zoom documents no
+//     tolerance; the common five minutes is used.
+//   - endpoint.url_validation (when the URL is set, and every 72 hours) is
+//     signed like any event. It is answered with {"plainToken": ...,
+//     "encryptedToken": hex HMAC-SHA256 of plainToken}, keyed with the
+//     secret that verified the request.
+//   - Events carry no id: the key is derived from the body without the
+//     volatile fields (event_ts, the notification's time, and
+//     download_token, a per-notification token). The type is its event.
 const (
 	zoomSignatureHeader = "X-Zm-Signature"
 	zoomTimestampHeader = "X-Zm-Request-Timestamp"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -100,7 +101,7 @@ func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int
 	for _, f := range out.Failed {
 		id := aws.ToString(f.Id)
 		i, err := strconv.Atoi(id)
-		if err != nil || !contains(batch, i) {
+		if err != nil || !slices.Contains(batch, i) {
 			continue // not one of ours; the loop below reports what stays unanswered
 		}
 		answered[id] = true
@@ -116,15 +117,6 @@ func (s *BatchSender) sendBatch(ctx context.Context, msgs []Message, batch []int
 			errs[i] = fmt.Errorf("enqueue %s: %w: SendMessageBatch did not answer this entry", msgs[i].Key(), ErrUnavailable)
 		}
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Depth is the approximate number of messages waiting on the queue

@@ -17,16 +17,15 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxMessageBytes is the largest message the sender puts on the queue:
-// SQS's 1 MiB, the template's MaximumMessageSize. A body that would not
-// fit, even compressed, is left out, and the processor reads it from the
-// payload store (Ref) or the ledger. Every body a ledger item can hold
-// (400 KB compressed) fits, so the happy path reads nothing.
+// MaxMessageBytes is SQS's 1 MiB, the template's MaximumMessageSize. A body
+// that would not fit, even compressed, is left out, and the processor reads
+// it from the payload store or the ledger. Every body a ledger item can hold
+// fits, so the happy path reads nothing.
 const MaxMessageBytes = 1 << 20
 
-// compressAbove is the body size from which the message carries the body
-// gzip-compressed, when that is smaller. JSON compresses 3-4x: more than
-// base64 costs, and large events stay in one 64 KB SQS billing chunk.
+// compressAbove is the body size from which the message carries it gzipped,
+// when that is smaller. JSON compresses 3-4x, more than base64 costs, and
+// large events stay in one 64 KB SQS billing chunk.
 const compressAbove = 1024
 
 // maxBodyBytes bounds a decompressed body (Lambda's request limit is 6 MB).
@@ -40,28 +39,23 @@ type Message struct {
 	ID     string `json:"key"`
 	Type   string `json:"type,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
-	// Body is the event's body. Unless BodyOmitted is set, the message
-	// carries it, and a nil or empty Body is an empty body (some providers
-	// deliver those: GitHub's ping-like events, Standard Webhooks with no
-	// payload), which the processor runs as such.
+	// Body is the event's body, carried unless BodyOmitted is set. A nil
+	// or empty Body is an empty body, which some providers deliver.
 	Body       []byte `json:"body,omitempty"`
 	BodyGzip   []byte `json:"body_gz,omitempty"`     // the body, gzip-compressed; Decode restores Body
 	ReceivedAt int64  `json:"received_at,omitempty"` // unix milliseconds
-	// Ref is the body's key in the payload store (an S3 object) when it is
-	// kept there; the message then carries the body only if it fits.
+	// Ref is the body's key in the S3 payload store when it is kept there;
+	// the message then carries the body only if it fits.
 	Ref string `json:"ref,omitempty"`
-	// BodyOmitted marks a message that does not carry its body: too large
-	// (Encode sets it), or the sender did not have it (so does a Ref with a
-	// nil Body: a body kept by reference is never empty). The processor
-	// then reads it from the payload store (Ref) or the ledger. Decode sets
-	// it for old messages that left the body out without the marker.
+	// BodyOmitted marks a message without its body: too large, or the
+	// sender did not have it (a Ref with a nil Body). The processor then
+	// reads it from the payload store or the ledger.
 	BodyOmitted bool `json:"body_omitted,omitempty"`
 }
 
 // wire is a Message as Encode writes it: a carried body is always written,
-// an empty one as "body":"". Message.Body's omitempty would drop it, and a
-// reader could not tell it from a body left out. The previous version
-// reads "" as an empty body too, so the field is compatible both ways.
+// an empty one as "body":"", so a reader can tell it from a body left out.
+// The previous version reads "" as an empty body too.
 type wire struct {
 	Message
 	Body *[]byte `json:"body,omitempty"` // shadows Message.Body
@@ -75,10 +69,9 @@ func (m Message) Key() ledger.Key {
 	return ledger.Key{Source: m.Source, Tenant: m.Tenant, ID: m.ID}
 }
 
-// Encode renders m as the message body. The body rides in the message,
-// empty or not, unless m.BodyOmitted is set, m has a Ref and a nil Body, or
-// the message would exceed MaxMessageBytes. Then the message says so
-// (body_omitted), and the processor reads the body elsewhere.
+// Encode renders m as the message body. The body rides along, empty or
+// not, unless m omits it (BodyOmitted, or a Ref with a nil Body) or the
+// message would exceed MaxMessageBytes; then body_omitted says so.
 func Encode(m Message) (string, error) {
 	m.V = 1
 	if m.BodyOmitted || m.Ref != "" && m.Body == nil {
@@ -110,13 +103,11 @@ func Encode(m Message) (string, error) {
 	return string(b), nil
 }
 
-// ErrMalformed marks a message the processor cannot read; it is never
-// retried usefully and goes to the DLQ.
+// ErrMalformed marks a message the processor cannot read; it goes to the DLQ.
 var ErrMalformed = errors.New("queue: malformed message")
 
-// Decode parses a message body. Afterwards either BodyOmitted is set (the
-// body is to be read from Ref or the ledger, Body is nil) or Body holds the
-// body, non-nil even when empty.
+// Decode parses a message body. Afterwards either BodyOmitted is set (Body
+// is nil) or Body holds the body, non-nil even when empty.
 func Decode(body string) (Message, error) {
 	var m Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
@@ -139,17 +130,13 @@ func Decode(body string) (Message, error) {
 		m.BodyOmitted = false // carried: a marker beside it is a contradiction the body wins
 	case m.BodyOmitted:
 	case m.Ref != "" || m.SHA256 != "" && m.SHA256 != EmptyBodySHA256:
-		// No body and no marker: a message of the previous version, which
-		// dropped empty bodies and bodies left out alike. A Ref, or a
-		// digest that is not the empty body's, says the body was left out
-		// (every sender sends the ledger's digest). The processor reads it
-		// from the payload store or the ledger, as that version did.
+		// No body and no marker: the previous version, which dropped empty
+		// bodies and bodies left out alike. A Ref, or a digest other than
+		// the empty body's, says the body was left out.
 		m.BodyOmitted = true
 	default:
-		// No body, no marker, and the empty body's digest (or none, in
-		// hand-made messages): an empty body. The previous version read it
-		// from the ledger, where on-trouble never stores it, and retried it
-		// until it was dead.
+		// The empty body's digest (or none, in hand-made messages): an empty
+		// body. The ledger may not hold it (on-trouble never stores it).
 		m.Body = []byte{}
 	}
 	return m, nil
@@ -160,9 +147,9 @@ type API interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// Sender enqueues messages on one queue. Every message carries its tenant
-// as the message group (see GroupID), which turns a standard queue into a
-// fair queue on AWS: one tenant's burst does not hold up the others.
+// Sender enqueues messages on one queue. Each carries its tenant as the
+// message group (GroupID): on AWS that makes a standard queue a fair queue,
+// where one tenant's burst does not hold up the others.
 type Sender struct {
 	API API
 	URL string
@@ -188,10 +175,9 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 // MaxGroupIDLen is the longest message group id SQS accepts.
 const MaxGroupIDLen = 128
 
-// GroupID is the message group a tenant's events carry: the tenant itself
-// when SQS accepts it as a group id (1 to 128 printable ASCII characters),
-// otherwise "~h" and a digest of the tenant. Two tenants sharing a group
-// would share only their fair share of the queue, never their events.
+// GroupID is the message group of a tenant's events: the tenant itself when
+// SQS accepts it (1 to 128 printable ASCII characters), else "~h" and a
+// digest. Tenants sharing a group would share only their fair share.
 func GroupID(tenant string) string {
 	if validGroupID(tenant) {
 		return tenant

@@ -19,10 +19,9 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// FromConfig builds the receiver from the configuration: it validates it,
-// parses the sources and builds every verifier once (cold start), and
-// creates the SSM, Secrets Manager, DynamoDB and SQS clients. It lives here,
-// not in package config, so that the processor's and reclaimer's binaries
+// FromConfig builds the receiver at cold start: it validates the
+// configuration, builds every source's verifier once, and creates the AWS
+// clients. It is not in package config, so that the other functions' binaries
 // do not link the secret stores' SDKs.
 func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateReceiver(); err != nil {
@@ -57,11 +56,9 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	return h, nil
 }
 
-// LoadSources reads the sources JSON (from its store when
-// HOOKLEDGER_SOURCES is a reference, within HOOKLEDGER_SECRET_GRANTS), parses
-// it and builds every source's verifier once, at cold start. It returns the
-// grants too (nil: none configured). The receiver and the bus door load
-// their sources through it.
+// LoadSources reads the sources JSON (from its store when HOOKLEDGER_SOURCES
+// is a reference) and builds every source's verifier once. It returns the
+// grants too (nil: none). The receiver and the bus door load sources by it.
 func LoadSources(c config.Config, cfg aws.Config, getenv func(string) string) (*source.Registry, *source.Grants, error) {
 	secrets := &source.Secrets{SSM: awsjson.NewSSM(cfg), SecretsManager: awsjson.NewSecretsManager(cfg), Getenv: getenv}
 	_, reg, grants, err := source.Load(c.SourcesJSON, c.SecretGrants, secrets)
@@ -79,11 +76,10 @@ func NewLedger(reg *source.Registry, c config.Config, cfg aws.Config, log *slog.
 	return ledger.New(dynamodb.NewFromConfig(cfg), opts)
 }
 
-// SourceRetention is each source's retention for the ledger, logged once at
-// cold start with where it comes from, so a default raised to a provider's
-// retry horizon is never silent. A source whose records would outlive the S3
-// payload store's lifecycle rule is refused: its stored bodies would expire
-// first. The receiver and the bus door give the ledger the same.
+// SourceRetention is each source's retention, logged at cold start with its
+// reason, so a default raised to a provider's retry horizon is never silent.
+// It refuses a source whose records would outlive the S3 payload store's
+// lifecycle rule: their bodies would expire first.
 func SourceRetention(reg *source.Registry, c config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	if log == nil {
 		log = slog.Default()

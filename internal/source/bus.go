@@ -3,7 +3,9 @@ package source
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,12 +42,11 @@ const ForwardPrefix = "hookledger."
 // source, snapshot and thin events alike) and ProviderEventBridge.
 var busProviders = map[string]bool{"stripe": true, ProviderEventBridge: true}
 
-// BusHorizon is how long after an event was first put on the bus the bus
-// may hand it over again under the same key: EventBridge retries a target
-// for up to 24 hours (the template's rule target asks for the most), and a
-// producer's own resends are unknown, so an eventbridge source is kept as
-// long as a sender that documents nothing (webhook.ConservativeHorizon).
-// Stripe's events keep Stripe's horizon, which is longer than the bus's.
+// BusHorizon is how long after its first put the bus may hand an event over
+// again under the same key. EventBridge retries a target for up to 24 hours,
+// and a producer's resends are unknown, so an eventbridge source is kept as
+// long as a sender that documents nothing. Stripe's events keep Stripe's
+// longer horizon.
 var BusHorizon = webhook.Horizon{
 	Duration: webhook.ConservativeHorizon,
 	Basis:    "EventBridge retries a rule target for up to 24 hours, and a producer's own resends under the same key are unknown",
@@ -76,9 +77,8 @@ type BusSource struct {
 func (s *BusSource) Keys() *webhook.Verifier { return s.b.keys }
 
 // Tenant returns the tenant whose events come from account (a Stripe
-// Connect account, acct_..., or, for an eventbridge source, the AWS account
-// that put the event; "" when the event names none), and false when no
-// tenant takes them.
+// account, or the AWS account that put the event; "" when none is named),
+// and false when no tenant takes them.
 func (s *BusSource) Tenant(account string) (string, bool) {
 	if t, ok := s.b.accounts[account]; ok && account != "" {
 		return t, true
@@ -92,7 +92,7 @@ var ErrNoBusSource = errors.New("no source takes events from this EventBridge so
 // Bus returns the source that takes events whose EventBridge "source" is
 // eventSource, with its retention under global (HOOKLEDGER_RETENTION).
 func (r *Registry) Bus(eventSource string, global time.Duration) (*BusSource, error) {
-	for _, name := range r.busNames() {
+	for _, name := range busNames(r.entries) {
 		e := r.entries[name]
 		for _, p := range e.bus.patterns {
 			if matchBusSource(p, eventSource) {
@@ -104,11 +104,12 @@ func (r *Registry) Bus(eventSource string, global time.Duration) (*BusSource, er
 }
 
 // HasBus reports whether any source takes events from the bus.
-func (r *Registry) HasBus() bool { return len(r.busNames()) > 0 }
+func (r *Registry) HasBus() bool { return len(busNames(r.entries)) > 0 }
 
-func (r *Registry) busNames() []string {
+// busNames lists the sources that take bus events, sorted.
+func busNames(entries map[string]entry) []string {
 	var out []string
-	for name, e := range r.entries {
+	for name, e := range entries {
 		if e.bus != nil {
 			out = append(out, name)
 		}
@@ -219,10 +220,10 @@ func newBusSource(name string, src Source) (*busSource, error) {
 	return b, nil
 }
 
-// checkSharedKeys refuses a tenant whose signed deliveries and bus events
-// would share event ids with a bus source other than Stripe's partner event
-// source: whoever may put events on that bus could claim a signed event's
-// id first, and the genuine delivery would be a duplicate.
+// checkSharedKeys refuses a tenant whose signed deliveries would share event
+// ids with a bus source other than Stripe's partner source. Whoever may put
+// events on that bus could claim a signed event's id first, and the genuine
+// delivery would be dropped as a duplicate.
 func checkSharedKeys(name string, src Source, patterns []string) error {
 	for _, tn := range sortedTenants(src) {
 		if t := src.Tenants[tn]; len(t.Secrets) == 0 || len(t.Accounts) == 0 {
@@ -242,13 +243,7 @@ func checkSharedKeys(name string, src Source, patterns []string) error {
 // checkBusOverlap refuses two sources that would both take one EventBridge
 // source's events.
 func checkBusOverlap(entries map[string]entry) error {
-	var names []string
-	for n, e := range entries {
-		if e.bus != nil {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
+	names := busNames(entries)
 	for i, a := range names {
 		for _, b := range names[i+1:] {
 			for _, pa := range entries[a].bus.patterns {
@@ -263,11 +258,4 @@ func checkBusOverlap(entries map[string]entry) error {
 	return nil
 }
 
-func sortedTenants(src Source) []string {
-	out := make([]string, 0, len(src.Tenants))
-	for tn := range src.Tenants {
-		out = append(out, tn)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedTenants(src Source) []string { return slices.Sorted(maps.Keys(src.Tenants)) }

@@ -8,11 +8,10 @@ import (
 )
 
 // SourcesJSON returns the sources JSON from HOOKLEDGER_SOURCES's value v:
-// v itself, or, when it is an "ssm:" or "secretsmanager:" reference, the
-// document stored there (checked against grants first, when given). That is
-// the way past Lambda's 4 KB limit on a function's environment: an SSM
-// advanced-tier parameter holds 8 KB, a Secrets Manager secret 64 KB. The
-// receiver and the reconciler read it the same way.
+// v itself, or the document an "ssm:" or "secretsmanager:" reference names
+// (checked against grants first, when given). That is the way past
+// Lambda's 4 KB environment: an SSM advanced parameter holds 8 KB, a
+// Secrets Manager secret 64 KB.
 func SourcesJSON(v string, secrets *Secrets, grants *Grants) (string, error) {
 	t := strings.TrimSpace(v)
 	if !strings.HasPrefix(t, SchemeSSM+":") && !strings.HasPrefix(t, SchemeSecretsManager+":") {
@@ -36,10 +35,9 @@ func SourcesJSON(v string, secrets *Secrets, grants *Grants) (string, error) {
 	return raw, nil
 }
 
-// Load reads the sources JSON (SourcesJSON, within the grants secretGrants
-// names when it names any), parses it and builds every source's verifier
-// once, at cold start. grants is nil when none are configured. The
-// receiver, the bus door and the reconciler load their sources through it.
+// Load reads the sources JSON (SourcesJSON, within secretGrants when set),
+// parses it and builds every source's verifier once, at cold start. grants
+// is nil when none are configured.
 func Load(sourcesJSON, secretGrants string, secrets *Secrets) (srcs map[string]Source, reg *Registry, grants *Grants, err error) {
 	if secretGrants != "" {
 		g, err := ParseGrants(secretGrants)

@@ -8,11 +8,9 @@ import (
 )
 
 // Grants is what a deployed function's role may read, as template.yaml
-// grants it from its SecretsPrefix parameter. The receiver (and the
-// processor, for effect settings, and the reconciler) checks every
-// reference against it at cold start, so a reference outside the grant
-// fails the deploy's first request with a message naming the fix, instead
-// of answering every delivery 503 with AccessDenied.
+// grants it from SecretsPrefix. Each function checks its references against
+// it at cold start: a reference outside fails the first request, naming the
+// fix, instead of answering every delivery 503 (AccessDenied).
 type Grants struct {
 	// SSMPath: parameters under it may be read ("/hookledger/prod", from
 	// SecretsPrefix hookledger/prod).

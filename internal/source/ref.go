@@ -35,12 +35,11 @@ func (r Ref) String() string {
 // ErrBadRef marks a secret reference that cannot be used (startup error).
 var ErrBadRef = errors.New("bad secret reference")
 
-// schemeLike is what the start of a string that was meant as a reference
-// looks like: a URI-style scheme and a colon ("ssm:", "SSM:", "secretmanager:",
-// "arn:", "vault:").
+// schemeLike is how a string meant as a reference starts: a URI-style
+// scheme and a colon ("ssm:", "SSM:", "arn:", "vault:").
 var schemeLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
-// known maps lower-cased near misses to the scheme they were meant as.
+// nearMisses maps lower-cased near misses to the scheme they were meant as.
 var nearMisses = map[string]string{
 	"ssm": SchemeSSM, "parameter": SchemeSSM, "parameterstore": SchemeSSM, "param": SchemeSSM,
 	"secretsmanager": SchemeSecretsManager, "secretmanager": SchemeSecretsManager, "secrets-manager": SchemeSecretsManager,

@@ -10,11 +10,9 @@ import (
 )
 
 // RetentionMargin is added to a provider's retry horizon where the default
-// retention is raised to it. Providers give their horizons in round figures
-// ("up to three days"), a last retry can land after the nominal end when
-// their delivery queues run late, and the receiver's clock and the
-// provider's differ; a day covers all three, and a day of storage costs
-// next to nothing (docs/providers.md).
+// retention is raised to it. Horizons are round figures, a late queue can
+// push a last retry past them, and clocks differ. A day covers all three,
+// and costs next to nothing in storage (docs/providers.md).
 const RetentionMargin = 24 * time.Hour
 
 // Retention is the retention a source's records get, and why.

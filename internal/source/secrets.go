@@ -45,13 +45,12 @@ const (
 // Secrets resolves secret references, each on its own, and caches what it
 // fetched for TTL, so a warm receiver makes no secret calls.
 //
-// When a refresh fails for a transient cause (throttling, a 5xx, a timeout
-// or a broken connection) it keeps serving the last value for up to
-// MaxStale after that value was fetched: a secret store outage must not
-// reject every webhook. Any other failure (the secret was deleted, access
-// was revoked, the value is unusable) drops the cached value at once, so a
-// revoked secret stops working within TTL. Failures are remembered for
-// NegativeTTL, so a missing secret does not cost a call per request.
+// A refresh that fails for a transient cause (throttling, a 5xx, a timeout)
+// serves the last value for up to MaxStale after its fetch: a store outage
+// must not reject every webhook. Any other failure (deleted, revoked,
+// unusable) drops the value at once, so a revoked secret stops working
+// within TTL. Failures are kept for NegativeTTL, so a missing secret does
+// not cost a call per request.
 type Secrets struct {
 	SSM            SSMAPI            // nil: "ssm:" references fail
 	SecretsManager SecretsManagerAPI // nil: "secretsmanager:" references fail
@@ -73,8 +72,7 @@ type cached struct {
 }
 
 // Sentinels for why a reference did not resolve. Every resolution error
-// wraps ErrSecretUnavailable and, where the cause is known, one more of
-// them.
+// wraps ErrSecretUnavailable and, where the cause is known, one more.
 var (
 	// ErrSecretUnavailable means a referenced secret could not be read.
 	ErrSecretUnavailable = errors.New("secret unavailable")
@@ -126,9 +124,8 @@ func Problem(err error) (problem, fix string) {
 	return ProblemUnknown, "read the error"
 }
 
-// LogFailures writes one line per reference that did not resolve, naming
-// the reference (never a value), the problem and its fix, with log's
-// attributes (the receiver's carry source and tenant). The receiver's
+// LogFailures writes one line per reference that did not resolve: the
+// reference (never a value), the problem and its fix. The receiver's
 // SecretUnavailable alarm points at these lines.
 func (r Resolved) LogFailures(ctx context.Context, log *slog.Logger, level slog.Level) {
 	for i, err := range r.Errors {
@@ -154,10 +151,9 @@ func (r Resolved) Only(target error) bool {
 // Err joins the failures (nil when none).
 func (r Resolved) Err() error { return errors.Join(r.Errors...) }
 
-// Resolve resolves signing secrets, every reference on its own: one that
-// fails does not stop the others, so a rotation list [new, deleted-old]
-// still verifies with new. A JSON key/value secret is refused: it is no
-// provider's signing secret.
+// Resolve resolves signing secrets, each reference on its own, so a
+// rotation list [new, deleted-old] still verifies with new. A JSON
+// key/value secret is refused: it is no provider's signing secret.
 func (s *Secrets) Resolve(ctx context.Context, refs []Ref) Resolved {
 	var out Resolved
 	for _, ref := range refs {

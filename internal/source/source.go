@@ -23,47 +23,39 @@ import (
 // fields inline), its tenants, and whether the receiver refuses replays.
 type Source struct {
 	webhook.Config
-	// ReplayGuard refuses a second delivery of a body already accepted
-	// with the same event type under another event id for the same tenant
-	// within the retention window (one extra conditional write per
-	// delivery). nil (left out) is GuardByDefault: on where a captured
-	// delivery could be sent again under a new event id
-	// (docs/providers.md, "What the signature covers"); false turns it
-	// off, true on.
+	// ReplayGuard refuses a body the tenant already accepted with the same
+	// type under another event id, within retention, for one more
+	// conditional write per delivery. nil is GuardByDefault: on where a
+	// captured delivery could come again under a new id (docs/providers.md,
+	// "What the signature covers").
 	ReplayGuard *bool `json:"replay_guard,omitempty"`
-	// Retention is how long this source's records, payloads and replay-guard
-	// digests live (a Go duration such as "240h"). Empty: the default,
-	// HOOKLEDGER_RETENTION raised where needed to the provider's retry
-	// horizon plus RetentionMargin (see Registry.Retentions). A value
-	// shorter than the horizon is refused unless RetentionForce is set.
+	// Retention is how long this source's records, payloads and digests
+	// live (a Go duration such as "240h"). Empty: HOOKLEDGER_RETENTION,
+	// raised where needed to the provider's retry horizon plus
+	// RetentionMargin. Shorter than the horizon needs RetentionForce.
 	Retention string `json:"retention,omitempty"`
-	// RetentionForce accepts a Retention shorter than the provider's retry
-	// horizon: a delivery the provider retries after it is recorded as a
-	// new event and its effects run again.
+	// RetentionForce accepts a Retention shorter than the retry horizon: a
+	// later retry is recorded as a new event, and its effects run again.
 	RetentionForce bool `json:"retention_force,omitempty"`
-	// BusSources are the EventBridge sources (the "source" of each event on
-	// the bus the template's InboundEventBus names) whose events this
-	// source takes: exact names, or prefixes ending in *
-	// ("aws.partner/stripe.com/ed_..." for a Stripe event destination).
-	// Empty: it takes nothing from the bus. Only stripe and
-	// ProviderEventBridge sources may; the tenants' "accounts" say whose
-	// each event is (docs/eventbridge.md).
+	// BusSources are the EventBridge sources whose events this source takes
+	// from InboundEventBus: exact names, or prefixes ending in *
+	// ("aws.partner/stripe.com/ed_..."). Only stripe and ProviderEventBridge
+	// sources may; the tenants' "accounts" say whose each event is
+	// (docs/eventbridge.md).
 	BusSources []string          `json:"bus_sources,omitempty"`
 	Tenants    map[string]Tenant `json:"tenants"`
 }
 
-// Tenant lists a tenant's signing secrets; several are accepted at once so
-// that secrets can rotate. Each entry is a secret reference with an explicit
-// scheme (see ParseRef): "literal:VALUE", "env:NAME", "ssm:/parameter/name"
-// or "secretsmanager:name-or-ARN". A tenant without secrets has no HTTP
-// door (the receiver answers 404); it takes events from the bus only.
+// Tenant lists a tenant's signing secrets, several at once so they can
+// rotate. Each is a reference with an explicit scheme (ParseRef):
+// "literal:VALUE", "env:NAME", "ssm:/name" or "secretsmanager:name-or-ARN".
+// A tenant without secrets takes events from the bus only (HTTP gets 404).
 type Tenant struct {
 	Secrets []string `json:"secrets,omitempty"`
-	// Accounts are the accounts whose bus events are this tenant's (a
-	// source with "bus_sources"): Stripe account ids (acct_..., the
-	// "account" of a snapshot event, the "context" of a thin one) or, for
-	// an eventbridge source, the AWS accounts that put them; AnyAccount
-	// takes every event no other tenant lists.
+	// Accounts are the accounts whose bus events are this tenant's: Stripe
+	// account ids (a snapshot event's "account", a thin one's "context"),
+	// or the AWS accounts that put them for an eventbridge source.
+	// AnyAccount takes every event no other tenant lists.
 	Accounts []string `json:"accounts,omitempty"`
 }
 
@@ -124,69 +116,14 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
+		var e entry
 		if src.Provider == ProviderEventBridge {
-			e, err := eventBridgeEntry(name, src, bus)
-			if err != nil {
-				return nil, err
-			}
-			r.entries[name] = e
-			continue
+			e, err = eventBridgeEntry(name, src, bus)
+		} else {
+			e, err = httpEntry(name, src, bus)
 		}
-		// url is the one URL the provider signed; each tenant posts to its
-		// own, so with several tenants it must say where the tenant goes.
-		perTenant := strings.Contains(src.URL, "{")
-		if src.URL != "" && !perTenant && len(src.Tenants) > 1 && webhook.SignsURL(src.Provider) {
-			return nil, fmt.Errorf("source %q: url is one URL, but its %d tenants each post to their own and %s signs it: write it with {tenant}, e.g. %q",
-				name, len(src.Tenants), src.Provider, "https://hooks.example.com/webhooks/"+name+"/{tenant}")
-		}
-		base := src.Config
-		if perTenant {
-			base.URL = "" // the source-wide verifier (provider, digests) needs none
-		}
-		v, err := webhook.New(base)
 		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", name, err)
-		}
-		if perTenant && !webhook.SignsURL(src.Provider) {
-			return nil, fmt.Errorf("source %q: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", name, src.Provider)
-		}
-		retention, horizon, err := checkRetention(src)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", name, err)
-		}
-		guard := GuardByDefault(src.Config)
-		if src.ReplayGuard != nil {
-			guard = *src.ReplayGuard
-		}
-		e := entry{provider: src.Provider, verifier: v, bus: bus, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
-		for tn, t := range src.Tenants {
-			if !ledger.ValidName(tn) {
-				return nil, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, ledger.NameRule)
-			}
-			if len(t.Secrets) == 0 && len(t.Accounts) == 0 {
-				return nil, fmt.Errorf("source %q tenant %q: no secrets (its HTTP door) and no accounts (its bus door)", name, tn)
-			}
-			refs := make([]Ref, 0, len(t.Secrets))
-			for i, s := range t.Secrets {
-				ref, err := ParseRef(s)
-				if err != nil {
-					return nil, fmt.Errorf("source %q tenant %q secrets[%d]: %w", name, tn, i, err)
-				}
-				refs = append(refs, ref)
-			}
-			e.tenants[tn] = refs
-			if perTenant {
-				cfg := src.Config
-				cfg.URL = strings.NewReplacer("{source}", name, "{tenant}", tn).Replace(src.URL)
-				tv, err := webhook.New(cfg)
-				if err != nil {
-					return nil, fmt.Errorf("source %q tenant %q: %w", name, tn, err)
-				}
-				if e.byTenant == nil {
-					e.byTenant = map[string]*webhook.Verifier{}
-				}
-				e.byTenant[tn] = tv
-			}
+			return nil, err
 		}
 		r.entries[name] = e
 	}
@@ -194,6 +131,68 @@ func NewRegistry(cfg map[string]Source, secrets *Secrets) (*Registry, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// httpEntry builds a source with an HTTP door: its verifiers, and each
+// tenant's secret references.
+func httpEntry(name string, src Source, bus *busSource) (entry, error) {
+	// url is the one URL the provider signed; each tenant posts to its
+	// own, so with several tenants it must say where the tenant goes.
+	perTenant := strings.Contains(src.URL, "{")
+	if src.URL != "" && !perTenant && len(src.Tenants) > 1 && webhook.SignsURL(src.Provider) {
+		return entry{}, fmt.Errorf("source %q: url is one URL, but its %d tenants each post to their own and %s signs it: write it with {tenant}, e.g. %q",
+			name, len(src.Tenants), src.Provider, "https://hooks.example.com/webhooks/"+name+"/{tenant}")
+	}
+	base := src.Config
+	if perTenant {
+		base.URL = "" // the source-wide verifier (provider, digests) needs none
+	}
+	v, err := webhook.New(base)
+	if err != nil {
+		return entry{}, fmt.Errorf("source %q: %w", name, err)
+	}
+	if perTenant && !webhook.SignsURL(src.Provider) {
+		return entry{}, fmt.Errorf("source %q: url is set, but %s does not sign the URL, so it would be ignored: remove it (only twilio and square use it)", name, src.Provider)
+	}
+	retention, horizon, err := checkRetention(src)
+	if err != nil {
+		return entry{}, fmt.Errorf("source %q: %w", name, err)
+	}
+	guard := GuardByDefault(src.Config)
+	if src.ReplayGuard != nil {
+		guard = *src.ReplayGuard
+	}
+	e := entry{provider: src.Provider, verifier: v, bus: bus, guard: guard, retention: retention, horizon: horizon, tenants: map[string][]Ref{}}
+	for tn, t := range src.Tenants {
+		if !ledger.ValidName(tn) {
+			return entry{}, fmt.Errorf("source %q tenant %q: name must be %s", name, tn, ledger.NameRule)
+		}
+		if len(t.Secrets) == 0 && len(t.Accounts) == 0 {
+			return entry{}, fmt.Errorf("source %q tenant %q: no secrets (its HTTP door) and no accounts (its bus door)", name, tn)
+		}
+		refs := make([]Ref, 0, len(t.Secrets))
+		for i, s := range t.Secrets {
+			ref, err := ParseRef(s)
+			if err != nil {
+				return entry{}, fmt.Errorf("source %q tenant %q secrets[%d]: %w", name, tn, i, err)
+			}
+			refs = append(refs, ref)
+		}
+		e.tenants[tn] = refs
+		if perTenant {
+			cfg := src.Config
+			cfg.URL = strings.NewReplacer("{source}", name, "{tenant}", tn).Replace(src.URL)
+			tv, err := webhook.New(cfg)
+			if err != nil {
+				return entry{}, fmt.Errorf("source %q tenant %q: %w", name, tn, err)
+			}
+			if e.byTenant == nil {
+				e.byTenant = map[string]*webhook.Verifier{}
+			}
+			e.byTenant[tn] = tv
+		}
+	}
+	return e, nil
 }
 
 // eventBridgeEntry builds a ProviderEventBridge source: the bus door only.
@@ -251,23 +250,18 @@ func (r *Registry) Secrets(ctx context.Context, refs []Ref) Resolved {
 // replay_guard, or GuardByDefault where that is left out.
 func (r *Registry) ReplayGuard(source string) bool { return r.entries[source].guard }
 
-// GuardByDefault reports whether a source's replay guard is on when its
-// configuration leaves replay_guard out: when its idempotency key comes from
-// something the provider's signature does not cover, so that a captured
-// delivery sent again under a new key verifies and would be taken for a new
-// event. That is a header the scheme does not sign (GitHub's
-// X-GitHub-Delivery, Shopify's event and webhook ids, Twilio's
-// I-Twilio-Idempotency-Token, Linear's Linear-Delivery, whose signed
-// timestamp narrows the window to its minute but does not close it, a
-// generic id_header, any key_header: hookledger cannot tell whether the
-// header named is signed), or anything of GitLab's, whose token signs
-// nothing. Where the key is in the signed body or a signed header (Stripe,
-// Standard Webhooks, Slack, Paddle, Square, Intercom, Twitch, a key_path)
-// or derived from the signed body (Zoom, a generic source without
-// id_header), a replay carries the same key and is a duplicate anyway, so
-// the guard would add a write per delivery and refuse nothing. Types do not
-// decide it: the guard is scoped by type (ledger.ClaimBody), so it cannot
-// refuse a body sent again under another type, signed or not.
+// GuardByDefault reports whether a source's replay guard is on when
+// replay_guard is left out. It is on when the key comes from something the
+// signature does not cover: a captured delivery sent again under a new key
+// would pass as a new event. Such keys are a header the scheme does not sign
+// (GitHub's X-GitHub-Delivery, Shopify's ids, Twilio's idempotency token,
+// Linear-Delivery, a generic id_header), any key_header (hookledger cannot
+// tell whether it is signed), and all of GitLab's (its token signs nothing).
+// Linear's signed timestamp narrows the window to a minute, but does not
+// close it. Where the key is in or derived from the signed content, a
+// replay is a duplicate anyway, and the guard would cost a write and refuse
+// nothing. Types do not decide it: the guard is scoped by type
+// (ledger.ClaimBody).
 func GuardByDefault(c webhook.Config) bool {
 	switch {
 	case c.Provider == "gitlab" || c.KeyHeader != "":

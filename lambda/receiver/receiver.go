@@ -1,8 +1,5 @@
-// Package receiver is the receiver Lambda's entry point: it verifies each
-// delivery, claims its event in the ledger and enqueues it. A function's
-// main is one call:
-//
-//	func main() { receiver.Main() }
+// Package receiver is the receiver Lambda's entry point; a function's main
+// is one call: receiver.Main().
 package receiver
 
 import (
