@@ -71,7 +71,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"source": o.Source, "tenant": o.Tenant, "resource": o.Resource, "position": o.Position,
 		// The built-in OrderFuncs' positions are times, in Unix nanoseconds.
 		"position_as_time": time.Unix(0, o.Position).UTC().Format(time.RFC3339Nano),
-		"event_id":        o.Holder, "expires_at": o.ExpiresAt,
+		"event_id":         o.Holder, "expires_at": o.ExpiresAt,
 	}
 	if q.sub == "reset" {
 		out["reset"] = "forgotten: the resource's next event takes it as its first"
