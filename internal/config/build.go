@@ -11,11 +11,10 @@ import (
 )
 
 // Logger returns a JSON slog logger at the configured level. Each line's
-// time goes under "timestamp" (RFC 3339, UTC, to the millisecond as
-// CloudWatch keeps it), the key Lambda's JSON log format reads: a line
-// without a valid timestamp Lambda gives the level INFO, whatever its
-// "level", and a timestamp of its own, billed on top (Lambda developer
-// guide, "Log-level filtering").
+// time goes under "timestamp" (RFC 3339, UTC, milliseconds), the key
+// Lambda's JSON log format reads: without it Lambda files the line as INFO
+// and bills a timestamp of its own (Lambda developer guide, "Log-level
+// filtering").
 func (c Config) Logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))
@@ -25,9 +24,8 @@ func (c Config) Logger(w io.Writer) *slog.Logger {
 // timestampLayout is RFC 3339 in UTC with milliseconds.
 const timestampLayout = "2006-01-02T15:04:05.000Z"
 
-// timestampKey renames the line's own time attribute to "timestamp". slog
-// cannot tell it from an attribute named "time" at the top level, which no
-// line of ours has; one in a group keeps its name.
+// timestampKey renames the line's own time attribute to "timestamp" (a
+// top-level attribute named "time" would be renamed too; no line has one).
 func timestampKey(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
 		a.Key = "timestamp"
