@@ -1,11 +1,8 @@
 // Package dynamo holds the DynamoDB mechanics that package ledger and the
-// idempotency module share: the attribute codec, write tokens and the rule
-// that settles a conditional write (Settle), bounded gzip (the queue's
-// message bodies use it too), and table creation for tests and local runs.
-//
-// Each store keeps its own stored format: attribute names, keys, table
-// definition. Only the mechanics live here, once. The package imports the
-// standard library and the AWS SDK only.
+// idempotency module share: the attribute codec, write tokens, the rule
+// that settles a conditional write (Settle), bounded gzip, and table
+// creation for tests and local runs. Each store keeps its own stored
+// format. The package imports only the standard library and the AWS SDK.
 package dynamo
 
 import (

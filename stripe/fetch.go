@@ -31,28 +31,25 @@ const DefaultTimeout = 10 * time.Second
 // Options configure NewFetcher.
 type Options struct {
 	// Key is the secret or restricted API key (sk_..., rk_...) of every
-	// tenant Keys does not list: one account's, or a Connect platform's,
-	// which reads a connected account's data through the thin event's
-	// context. Read it from an effect setting that is a secret reference
-	// (docs/eventbridge.md, "The tenant's API key").
+	// tenant Keys does not list: one account's, or a Connect platform's
+	// (which reads a connected account's data through the event's context).
+	// Read it from a secret reference (docs/eventbridge.md).
 	Key string
 	// Keys are per-tenant API keys, for tenants that are separate Stripe
 	// accounts.
 	Keys map[string]string
 	// APIVersion is the Stripe-Version sent (default DefaultAPIVersion).
 	APIVersion string
-	// BaseURL is Stripe's API (default API). Another host needs
-	// TrustBaseURL; plain http is allowed only to a loopback host (a local
-	// stand-in), since the key goes with every request.
+	// BaseURL is Stripe's API (default API). The key goes there: another
+	// host needs TrustBaseURL, and plain http only goes to loopback.
 	BaseURL      string
 	TrustBaseURL bool
 	Client       *http.Client // default: DefaultTimeout
 }
 
-// Fetcher fetches what thin events point at from Stripe's API, with the
-// tenant's key, retrying throttling and server errors as Stripe asks (the
-// reconciler's rules: Retry-After honoured in full, backoff with jitter,
-// never past the context's deadline). Safe for concurrent use.
+// Fetcher fetches what thin events point at with the tenant's key,
+// retrying throttling and server errors as Stripe asks. Safe for
+// concurrent use.
 type Fetcher struct {
 	key  *providerapi.Client            // Options.Key's; nil without one
 	keys map[string]*providerapi.Client // per tenant

@@ -1,15 +1,12 @@
 // Package awsjson makes the three AWS calls the functions need beside
-// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue and
-// an asynchronous Lambda Invoke) as plain HTTPS requests signed with
-// Signature Version 4, with the SDK's core (credentials, signer, standard
-// retryer) and not its service clients: those three clients weigh 2.2 MB of
-// every binary that links them (docs/deploy.md, "Binary sizes"), and one
-// operation each needs none of their generality.
+// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue,
+// an asynchronous Lambda Invoke) as HTTPS requests signed with SigV4, using
+// the SDK's core but not its service clients: those weigh 2.2 MB of every
+// binary that links them (docs/deploy.md, "Binary sizes").
 //
-// Errors are smithy.APIError values carrying the service's error code and
-// the HTTP status, as the clients' are, so callers classify them the same
-// way (internal/source); throttling, 5xx answers and broken connections are
-// retried with the SDK's standard retryer.
+// Errors are smithy.APIError values with the service's code and the HTTP
+// status, as the clients' are; throttling, 5xx answers and broken
+// connections are retried with the SDK's standard retryer.
 package awsjson
 
 import (
@@ -56,10 +53,9 @@ func New(cfg aws.Config) *Client {
 	return c
 }
 
-// noRedirects returns h, made to stop at the first answer: a 3xx is an
-// error answer, never followed (the SDK's client follows 307 and 308, which
-// resend the signed request elsewhere and take the secret from there).
-// A client of another type is wrapped, and a followed answer refused.
+// noRedirects returns h made to stop at the first answer: the SDK's client
+// follows 307 and 308, which resend the signed request elsewhere and take
+// the secret from there. A client of another type is wrapped instead.
 func noRedirects(h aws.HTTPClient) aws.HTTPClient {
 	var hc *http.Client
 	switch t := h.(type) {

@@ -1,17 +1,15 @@
-// Package bus is the bus door's handler: it takes events that an
-// EventBridge rule put on its intake queue (Stripe's partner events, or any
-// producer's), finds the source and tenant each is for, reads its key and
-// type by the source's rules, and claims and enqueues it exactly as the
-// receiver does for a verified HTTP delivery (receiver.Handler.Claim). There
-// is no signature: the bus's IAM policy decided who may put events on it.
+// Package bus is the bus door's handler. It takes events an EventBridge
+// rule put on its intake queue (Stripe's partner events, or any producer's),
+// finds each one's source and tenant, reads its key and type by the
+// source's rules, and claims and enqueues it as the receiver does
+// (receiver.Handler.Claim). There is no signature: the bus's IAM policy
+// decides who may put events.
 //
-// An event that cannot become a ledger event (no source takes its
-// EventBridge source, no tenant its account, no usable key, a body the
-// ledger cannot hold, no time, a time far ahead or older than its source's
-// records live) is parked: sent to the bus's dead-letter queue with the
-// reason, counted (BusParked) and alarmed, never dropped. A ledger or queue
-// outage fails the message, which the intake queue hands back until its
-// redrive policy moves it to the same dead-letter queue.
+// An event that cannot become a ledger event (no source or tenant takes it,
+// no usable key, no time, a time far ahead or past its source's retention)
+// is parked on the bus's dead-letter queue with the reason, counted
+// (BusParked) and alarmed, never dropped. A ledger or queue outage fails
+// the message; the intake queue hands it back, then redrives it there.
 package bus
 
 import (
@@ -54,16 +52,13 @@ var (
 )
 
 // AgeMargin is kept between an event's age and its source's retention: an
-// event put on the bus longer ago than the retention minus this margin (an
-// old dead letter redriven, a replay from an archive) may have had its
-// record expire, and taking it as new could apply its effects twice, so it
-// is parked instead.
+// older event (an old dead letter redriven, an archive replay) may have lost
+// its record, and taking it could apply its effects twice, so it is parked.
 const AgeMargin = time.Hour
 
 // MaxAhead is how far past the door's clock an event's time may be: AWS
-// refuses a request signed more than 15 minutes off its clock, so no
-// producer that can put events is further off. A time beyond it, like no
-// time at all, would let the event pass the age check forever.
+// refuses requests signed more than 15 minutes off. A later time, like no
+// time, would pass the age check forever.
 const MaxAhead = 15 * time.Minute
 
 // Handler is the bus door. Its fields are its dependencies.

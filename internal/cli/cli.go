@@ -33,12 +33,9 @@ func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
 }
 
 // Parse parses args; it returns -1 to go on, or the exit code. --help prints
-// the usage once, to stdout, and returns 0; a usage error prints the error and
-// the usage to the flag set's output (stderr) and returns 2.
-//
-// flag.FlagSet.Parse itself calls Usage, to the flag set's output, both for
-// --help and for an error; Parse silences that call and prints the usage
-// itself, to the right stream, so that --help does not print it twice.
+// the usage once, to stdout, and returns 0; a usage error prints the error
+// and the usage to stderr and returns 2. (flag.FlagSet.Parse alone prints
+// the usage to one stream for both.)
 func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
 	usage := fs.Usage
 	fs.Usage = func() {}

@@ -23,3 +23,11 @@ func Now(now func() time.Time) time.Time {
 	}
 	return time.Now()
 }
+
+// Positive is v, or def when v is zero or negative: a setting's default.
+func Positive[T ~int | ~int64](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

@@ -23,3 +23,15 @@ func TestFallback(t *testing.T) {
 		t.Errorf("Now(nil) = %v, not the system clock", got)
 	}
 }
+
+func TestPositive(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ v, want int }{{3, 3}, {0, 8}, {-1, 8}} {
+		if got := Positive(c.v, 8); got != c.want {
+			t.Errorf("Positive(%d, 8) = %d, want %d", c.v, got, c.want)
+		}
+	}
+	if got := Positive(time.Duration(0), time.Second); got != time.Second {
+		t.Errorf("Positive(0s, 1s) = %v", got)
+	}
+}

@@ -1,12 +1,3 @@
-// Crash points make a process die at a named point, to prove that the
-// pipeline recovers from a crash between any two steps. Crash calls hit only
-// in binaries built with the build tag "crashpoints".
-//
-// hit reads HOOKLEDGER_CRASH=name[:n][,name[:n]...] and, at the n-th hit of
-// a named point (default the first), exits at once with status CrashExitCode, skipping deferred
-// functions and buffered output, as a killed Lambda would. With
-// HOOKLEDGER_CRASH_MARK=BASE only the first process to create BASE-POINT
-// crashes at POINT, so a respawned Lambda with the same environment goes on.
 package inject
 
 import (

@@ -30,9 +30,7 @@ import (
 	"github.com/hookledger/hookledger/internal/reclaimer"
 )
 
-// Pipeline runs the three functions' handlers in one process: the very same
-// handler code the Lambdas run, driven by an HTTP server, SQS pollers and a
-// ticker instead of API Gateway, the event source mapping and EventBridge.
+// Pipeline runs the three functions' handlers in one process.
 type Pipeline struct {
 	Receiver  *receiver.Handler
 	Processor *processor.Handler
@@ -42,19 +40,16 @@ type Pipeline struct {
 	Log       *slog.Logger
 }
 
-// ReceiverTimeout is the deadline each receiver request gets: the
-// template's receiver Timeout. A record's first write then lands within it
-// of the time it was stamped with, well inside the lag the reclaimer's marks
-// keep (reclaimer.DefaultLag); without it, a write retried for minutes could
-// fall behind a mark and never be looked at.
+// ReceiverTimeout is each receiver request's deadline, the template's
+// receiver Timeout. A record's first write lands within it of its stamp,
+// inside the lag the reclaimer's marks keep; a write retried for minutes
+// could fall behind a mark and never be looked at.
 const ReceiverTimeout = 10 * time.Second
 
 // Run serves the receiver on ln, runs pollers SQS pollers that hand each
-// batch to the processor with a deadline of timeout, and runs the reclaimer
-// every tick with the same deadline, until ctx ends. A nil handler's part
-// does not run (without a receiver, ln may be nil). It refuses (with an
-// error, serving nothing) fewer than one poller and a timeout or tick that is
-// not positive.
+// batch to the processor with a deadline of timeout, and the reclaimer every
+// tick, until ctx ends. A nil handler's part does not run (without a
+// receiver, ln may be nil). Settings that are not positive are errors.
 func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeout, every time.Duration) error {
 	switch {
 	case pollers < 1:

@@ -1,9 +1,7 @@
 // Package providerapi calls a provider's REST API (Stripe's, GitHub's) the
-// way those providers ask to be called: authentication headers, retries of
-// throttling and server errors with the providers' documented rate-limit
-// rules, and errors that say what to fix. The reconciler lists events
-// with it; package stripe fetches thin events' full events and objects with
-// it. One place for the rules.
+// way the providers ask: authentication, retries under their documented
+// rate-limit rules, and errors that say what to fix. The reconciler and
+// package stripe share it.
 package providerapi
 
 import (
@@ -18,18 +16,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/fallback"
 )
 
-// Client calls one provider's REST API: authentication, retries of
-// throttling and server errors, and errors that say what to fix.
-//
-// Throttling follows the providers' documented rules (GitHub: "Best
-// practices for using the REST API"; Stripe: rate limits): a Retry-After is
-// honoured in full; an answer with x-ratelimit-remaining 0 waits until
-// x-ratelimit-reset; a rate-limit answer with neither waits at least
-// rateLimitMin (GitHub: one minute) plus jitter, doubling on each repeat.
-// A wait that would end after the context's deadline is not shortened: the
-// call stops at once with an APIError saying when to try again.
+// Client calls one provider's REST API. Throttling follows the providers'
+// documented rules (GitHub: "Best practices for using the REST API";
+// Stripe: rate limits): a Retry-After is honoured in full; an answer with
+// x-ratelimit-remaining 0 waits until x-ratelimit-reset; a rate limit with
+// neither waits at least RateLimitMin plus jitter, doubling. A wait past
+// the context's deadline is not shortened: the call stops with an APIError
+// saying when to try again.
 type Client struct {
 	Provider string
 	Base     string // scheme://host[/prefix], no trailing slash
@@ -45,10 +42,8 @@ type Client struct {
 	// (GitHub: at least one second between POSTs).
 	Serial      chan struct{}
 	MutationGap time.Duration
-	// UserAgent is sent with every request.
-	UserAgent string
-	// Hints say, in an error, what to fix when the API answers 401, 403
-	// or 404 (the credential's reference, its permissions, the path).
+	UserAgent   string // sent with every request
+	// Hints say in an error what to fix on a 401, 403 or 404.
 	Hints Hints
 
 	// Now, Sleep and Jitter are the clock, the pause and the randomness
@@ -104,8 +99,7 @@ func (e *APIError) Error() string {
 // maxPage bounds one API answer.
 const maxPage = 16 << 20
 
-// Stripe's API v2, as hookledger calls it (the thin events' fetcher, the
-// reconciler's listing of thin events).
+// Stripe's API v2, as the thin events' fetcher and the reconciler call it.
 const (
 	// StripeAPIVersion is the Stripe-Version sent unless told otherwise:
 	// the version of Stripe's Go library this was written against. It
@@ -131,12 +125,7 @@ func (c *Client) Get(ctx context.Context, path string, out any) (http.Header, er
 	return c.Call(ctx, http.MethodGet, path, out)
 }
 
-func (c *Client) clock() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
+func (c *Client) clock() time.Time { return fallback.Now(c.Now) }
 
 func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -220,15 +209,9 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 		}
 	}
 	mutation := method != http.MethodGet && method != http.MethodHead
-	b := retrying{wait: c.Backoff}
-	if b.wait <= 0 {
-		b.wait = time.Second
-	}
+	b := retrying{wait: fallback.Positive(c.Backoff, time.Second)}
 	b.limit = max(c.RateLimitMin, b.wait)
-	retries := c.Retries
-	if retries <= 0 {
-		retries = DefaultRetries
-	}
+	retries := fallback.Positive(c.Retries, DefaultRetries)
 	for attempt := 0; ; attempt++ {
 		req, err := c.prepare(ctx, method, u, extra, mutation)
 		if err != nil {

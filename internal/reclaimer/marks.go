@@ -3,6 +3,7 @@ package reclaimer
 import (
 	"time"
 
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -46,17 +47,11 @@ func (w shardWalk) settled(upTo time.Time) time.Time {
 // upTo is the latest a shard's mark may move in this run: the lag behind
 // its start.
 func (r *run) upTo() time.Time {
-	lag := r.h.Lag
-	if lag <= 0 {
-		lag = DefaultLag
-	}
-	return r.start.Add(-lag)
+	return r.start.Add(-fallback.Positive(r.h.Lag, DefaultLag))
 }
 
-// sawTerminal notes a terminal record's entry for the next run (see
-// Handler.remember). It notes only entries the next run reads again (after
-// the cutoff), and at most maxKnown: a run that walks a long stretch holds
-// no more in memory than a minute of entries.
+// sawTerminal notes a terminal entry for the next run (Handler.remember):
+// only one the next run reads again (after the cutoff), at most maxKnown.
 func (r *run) sawTerminal(w *shardWalk, e ledger.DueEntry) {
 	if e.At.After(r.cutoff) && r.noted.Add(1) <= maxKnown {
 		w.terminal = append(w.terminal, e)
@@ -94,10 +89,9 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 // minute of new events at 800 a second); the rest are read again.
 const maxKnown = 50000
 
-// remember keeps, for the next run in this process, the terminal entries
-// it will read again (due after their shard's new mark). Only a replay
-// takes a record out of a terminal status, and it gives a new due time.
-// So an entry found again at the same due time needs no read.
+// remember keeps, for this process's next run, the terminal entries it
+// will read again. Only a replay takes a record out of a terminal status,
+// with a new due time, so an entry found at the same due time needs no read.
 func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 	known := map[ledger.Key]time.Time{}
 	for _, w := range walks {

@@ -7,15 +7,13 @@ import (
 )
 
 // pacer keeps re-driven messages from piling up on the queue. A page is
-// admitted only while the messages waiting there — the last reading of
-// the queue's depth, plus what was sent since, plus what admitted pages may
-// still send — stay within max, so a
-// new event never queues behind more than about max re-driven ones, and a
-// re-driven message is consumed long before its record is due again (its
-// backoff is a minute or more). It also keeps the reclaimer from adding to
-// a backlog the processor already has: records waiting on a full queue are
-// overdue in the ledger too, and re-driving them would send them twice.
-// Its first reading, before the run sends anything, also tells whether the
+// admitted only while the estimate of waiting messages (the last depth
+// read, plus what was sent since, plus what admitted pages may send) stays
+// within max. So a new event never queues behind more than about max
+// re-driven ones, and a re-driven message is consumed long before its
+// record is due again. Nor does the reclaimer add to the processor's
+// backlog: records waiting on a full queue are overdue too, and re-driving
+// them would send them twice. The first reading also tells whether the
 // queue was idle (see Handler.next).
 type pacer struct {
 	max  int

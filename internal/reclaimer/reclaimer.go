@@ -1,34 +1,29 @@
 // Package reclaimer is the reclaimer Lambda's handler. On a schedule it
-// finds overdue records through the ledger's sparse due index and recovers
-// them. It re-enqueues received and failed records, resets expired leases
-// and re-enqueues those (the event's recorded steps decide, at the retry,
-// what already happened), and marks dead what cannot be done before its
-// record expires (GiveUpAt). Every action is one conditional write, so two
-// reclaimers never both act on one record.
+// finds overdue records through the ledger's sparse due index. It
+// re-enqueues received and failed records, resets and re-enqueues expired
+// leases (the recorded steps decide, at the retry, what already happened),
+// and marks dead what cannot be done before its record expires (GiveUpAt).
+// Every action is one conditional write, so two reclaimers never both act
+// on one record.
 //
-// A run scales with the backlog. It walks the shards in parallel, a page of
-// due records at a time: one Query, one BatchGetItem for the records and
-// one for the bodies, a conditional write per record, and one
-// SendMessageBatch per ten messages. It goes on while shards return full
-// pages, until its time budget is spent. It paces itself by the queue's
-// depth, so new events never wait behind more than a bounded number of
-// re-driven ones. When the budget runs out with a backlog left, it starts
-// the next run at once (a continuation), a bounded number of times.
+// A run walks the shards in parallel, a page at a time: one Query, one
+// BatchGetItem each for records and bodies, a conditional write per record,
+// one SendMessageBatch per ten messages. It goes on while shards return
+// full pages and its time budget lasts, paced by the queue's depth so new
+// events never wait behind many re-driven ones. A run that leaves a backlog
+// starts the next at once (a continuation), a bounded number of times.
 //
-// The due index keeps done records (see package ledger), so a run reads each
-// shard only from the mark the last run left there (ledger.DueMarks). An
-// entry is then read about once, when it falls due, and a done record
-// costs half a read unit instead of the write its removal would. The mark
-// moves only past what the run settled: records that were terminal or got
-// a later due time. It stops before the first entry the run held (an error,
-// or a conflict: a worker's claim leaves the due time, and the worker may
-// die). It stops before the rest of a shard the run did not finish. And it
-// stays a lag (Handler.Lag) behind the run's start, so the next run reads
-// again what the eventually consistent index showed late. A mark too early costs
-// reads; none is ever too late, because every write that gives a record a
-// due time gives it one at or after the write. In a warm container, the
-// next run passes the entries this one found terminal without reading them
-// again (Report.Known).
+// The due index keeps done records (see package ledger), so a run reads
+// each shard only from the mark the last run left there (ledger.DueMarks):
+// an entry is read about once, and a done record costs half a read unit
+// instead of the write its removal would. The mark moves only past what the
+// run settled. It stops before the first entry the run held (an error, or a
+// conflict: a worker's claim leaves the due time, and the worker may die)
+// and before the rest of an unfinished shard. It stays a lag behind the
+// run's start (Handler.Lag), for entries the eventually consistent index
+// shows late. A mark too early costs reads; none is too late, as every
+// write gives a due time at or after itself. A warm container passes the
+// entries the last run found terminal without reading them (Report.Known).
 package reclaimer
 
 import (
@@ -108,11 +103,9 @@ const (
 	DefaultRetryAfter = 10 * time.Second
 	// DefaultWorkers bounds the shards worked on at once.
 	DefaultWorkers = 8
-	// DefaultLag is how far behind a run's start the run leaves each
-	// shard's mark (ledger.DueMarks). The next run reads that stretch again,
-	// so an entry the index shows late is still read. The index trails the
-	// table by well under a second; a minute covers that many times over,
-	// at the price of reading about a minute of entries twice.
+	// DefaultLag is how far behind a run's start each shard's mark stays,
+	// so the next run reads again what the index showed late. The index
+	// trails the table by well under a second.
 	DefaultLag = time.Minute
 )
 
@@ -123,14 +116,12 @@ type Handler struct {
 	// Continue starts the next run when a run's budget ran out with a
 	// backlog left; nil: the next schedule tick picks the backlog up.
 	Continue continuer
-	// Lock makes runs take turns: a run that finds another holding it ends
-	// at once (StopLocked). nil: runs may overlap, which is safe (every
-	// reclaim is a conditional write) but reads the same shards twice.
+	// Lock makes runs take turns (StopLocked). nil: runs may overlap,
+	// which is safe but reads the same shards twice.
 	Lock locker
 	// PerShard is the page size: due records read per shard query.
 	PerShard int
-	// Workers is how many shards are worked on at once (default the
-	// smaller of the shard count and DefaultWorkers).
+	// Workers bounds the shards worked on at once (default DefaultWorkers).
 	Workers int
 	// MaxQueue: re-driving pauses while at least this many messages wait
 	// on the queue (default DefaultMaxQueue; negative: never pause).
@@ -138,16 +129,14 @@ type Handler struct {
 	// MaxChain bounds the chain of continuations (default DefaultMaxChain;
 	// negative: no continuations).
 	MaxChain int
-	// Margin is kept free before the invocation's deadline (default
-	// DefaultMargin, at most a quarter of the time the run had).
+	// Margin is kept free before the deadline (default DefaultMargin).
 	Margin time.Duration
 	// RetryAfter is how soon a record whose message SQS failed is due
 	// again (default DefaultRetryAfter).
 	RetryAfter time.Duration
 	// LeaseGrace is how long after a live lease ends to look again.
 	LeaseGrace time.Duration
-	// Lag is how far behind the run's start each shard's mark stays
-	// (default DefaultLag).
+	// Lag is how far behind the run's start marks stay (default DefaultLag).
 	Lag time.Duration
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour; see next).
@@ -243,10 +232,8 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := h.DeadLetters.Run(dctx, log, h.now())
-	// Each message read needs a person: one taken back off the queue, to
-	// look for what kept failing; one left, to act on it (counted again by
-	// each run while it stays); and so does a queue that cannot be read.
-	// NeedsOperator is the one metric their alarm watches.
+	// Every message read needs a person (what kept failing, or what to do
+	// with it), and so does an unreadable queue: NeedsOperator is their alarm.
 	unread := 0
 	if rep.Unreadable {
 		unread = 1
@@ -262,6 +249,7 @@ func inputOf(ev any) Input {
 }
 
 func decodeInput(ev any) Input {
+	var in Input
 	switch v := ev.(type) {
 	case Input:
 		return v
@@ -270,15 +258,11 @@ func decodeInput(ev any) Input {
 			return *v
 		}
 	case json.RawMessage:
-		var in Input
 		json.Unmarshal(v, &in) // the schedule's event has no chain: 0
-		return in
 	case []byte:
-		var in Input
 		json.Unmarshal(v, &in)
-		return in
 	}
-	return Input{}
+	return in
 }
 
 // lock takes the run lock (a continuation takes over its predecessor's)
@@ -346,11 +330,4 @@ func (h *Handler) backoff(reclaims int) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Hour)
-}
-
-func (h *Handler) perShard() int {
-	if h.PerShard > 0 {
-		return h.PerShard
-	}
-	return DefaultPerShard
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -36,16 +37,11 @@ type run struct {
 }
 
 func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
-	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks, known: h.takeKnown()}
+	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: fallback.Positive(h.PerShard, DefaultPerShard), marks: marks, known: h.takeKnown()}
 	r.cutoff = r.upTo()
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
-		margin := h.Margin
-		if margin <= 0 {
-			margin = DefaultMargin
-		}
-		margin = min(margin, left/4)
-		r.end = r.start.Add(left - margin)
+		r.end = r.start.Add(left - min(fallback.Positive(h.Margin, DefaultMargin), left/4))
 	}
 	if h.MaxQueue >= 0 {
 		max := h.MaxQueue
@@ -62,11 +58,7 @@ func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *
 
 // work runs the workers until every shard is drained or the run stops.
 func (r *run) work() {
-	workers := r.h.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	workers = min(workers, len(r.ready))
+	workers := min(fallback.Positive(r.h.Workers, DefaultWorkers), len(r.ready))
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(r.worker)

@@ -25,14 +25,11 @@ type Spec struct {
 	// (Events: read), a GitHub token (Webhooks: read; write to redeliver).
 	Credential string `json:"credential"`
 	// APIURL overrides the provider's API base URL. The credential goes
-	// there and what comes back is signed with the tenant's webhook secret,
-	// so a host other than the provider's own API (api.stripe.com,
-	// api.github.com) or a loopback stub needs TrustAPIURL.
+	// there and its answers get signed, so a host other than the
+	// provider's own API or a loopback stub needs TrustAPIURL.
 	APIURL string `json:"api_url,omitempty"`
-	// TrustAPIURL says APIURL is a host the operator runs or vouches for
-	// (GitHub Enterprise Server's https://HOST/api/v3, a proxy, a test
-	// stand-in): it gets the API credential and its answers are fed as the
-	// provider's events.
+	// TrustAPIURL vouches for APIURL (GitHub Enterprise Server's
+	// https://HOST/api/v3, a proxy, a test stand-in).
 	TrustAPIURL bool `json:"trust_api_url,omitempty"`
 	// Window is how far back to look (Go duration); default: as far as the
 	// provider keeps events (Stripe 30 days, GitHub 3 days), capped at the
@@ -47,10 +44,8 @@ type Spec struct {
 	All     bool     `json:"all,omitempty"`
 	Types   []string `json:"types,omitempty"`
 	Account string   `json:"account,omitempty"`
-	// Stripe: Thin lists thin events (API v2 List Events, GET
-	// /v2/core/events) instead of snapshot events. That API has no
-	// filter for the events Stripe could not deliver, so every thin event
-	// in the window is listed (all is implied); Types still narrows it.
+	// Stripe: Thin lists thin events (GET /v2/core/events). That API
+	// cannot filter undelivered events, so all is implied; Types narrows.
 	Thin bool `json:"thin,omitempty"`
 	// GitHub: Hook is the webhook's API path, repos/OWNER/REPO/hooks/ID or
 	// orgs/ORG/hooks/ID; Redeliver asks GitHub to deliver missing events
@@ -144,9 +139,8 @@ func (c *Config) Check(s Spec) error {
 		return fmt.Errorf("reconcile %s: min_age %s is not below the window %s, so every event would count as too recent and nothing would be checked: lower min_age (default %s) or widen window",
 			name, age, window, DefaultMinAge)
 	}
-	// A run judges events from now-window to now-min_age; the next run,
-	// one interval later, from then on. A span shorter than the interval
-	// leaves a gap no run ever judges.
+	// A run judges now-window to now-min_age: a shorter span than the
+	// interval leaves gaps between runs.
 	if c.Interval > 0 && window-age < c.Interval {
 		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule in template.yaml's Defaults): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
 			name, window, age, window-age, c.Interval, c.Interval+age)
@@ -189,10 +183,8 @@ func providerSettings(name, p string, s Spec) error {
 	return nil
 }
 
-// retention is how long the ledger keeps the source's records: its own
-// retention, or HOOKLEDGER_RETENTION raised to its provider's retry horizon
-// (docs/providers.md), as the receiver decides it; Retention without a
-// registry.
+// retention is how long the ledger keeps the source's records, as the
+// receiver decides it (docs/providers.md).
 func (c *Config) retention(src string) time.Duration {
 	if c.Registry != nil && c.Retention > 0 {
 		if r, ok := c.Registry.Retentions(c.Retention)[src]; ok {

@@ -22,9 +22,8 @@ import (
 // HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the
 // sender would: through API Gateway to the receiver.
 type HTTPFeeder struct {
-	// URL is the stack's WebhookUrl output
-	// (https://.../webhooks/{source}/{tenant}) or its base
-	// (https://...); {source} and {tenant} are filled in.
+	// Webhook is the stack's WebhookUrl output (.../{source}/{tenant},
+	// filled in) or its base.
 	Webhook string
 	Client  *http.Client
 }
@@ -81,10 +80,9 @@ type invoker interface {
 
 var _ invoker = (*lambda.Client)(nil)
 
-// LambdaFeeder invokes the receiver function with the API Gateway HTTP API
-// (payload 2.0) event the route would have sent: the same handler, the
-// same verification, keying, dedup and enqueue, without going through the
-// public endpoint (which may only admit the provider's addresses).
+// LambdaFeeder invokes the receiver function with the HTTP API event
+// (payload 2.0) the route would send: the same handler, without the public
+// endpoint (which may admit only the provider's addresses).
 type LambdaFeeder struct {
 	API      invoker
 	Function string // the receiver function's name or ARN

@@ -1,15 +1,12 @@
-// Package reconcile closes the gap the ledger cannot: events a sender never
-// managed to deliver (an endpoint down or misconfigured for longer than the
-// sender retries, or deliveries the sender dropped). It asks the provider's
-// API what it sent, or failed to send, in a window, looks each event up in
-// the ledger, and feeds every missing one through the receiver's own path:
-// a rebuilt delivery, signed with the tenant's webhook secret, posted to the
-// webhook URL or handed to the receiver function as API Gateway would. The
-// receiver then verifies, keys, dedups and enqueues it like any delivery, so
-// an event that arrives meanwhile, or is fed twice, is still processed once.
+// Package reconcile recovers events a sender never delivered (an endpoint
+// down longer than the sender retries, or deliveries it dropped). It asks
+// the provider's API what it sent in a window, looks each event up in the
+// ledger, and feeds each missing one through the receiver: rebuilt, signed
+// with the tenant's secret, posted to the webhook URL or handed to the
+// receiver function. The receiver dedups it like any delivery, so an event
+// fed twice, or arriving meanwhile, is still processed once.
 //
-// Providers whose APIs allow it implement Provider (Stripe's List Events,
-// GitHub's hook deliveries); docs/reconcile.md lists the others and why they
+// Stripe and GitHub implement Provider; docs/reconcile.md says why others
 // cannot.
 package reconcile
 
@@ -48,9 +45,8 @@ type Event struct {
 	body []byte // the body, when the list already carried it (Stripe)
 }
 
-// Delivery is a webhook rebuilt from the provider's API: the body and the
-// id and type the provider's headers carry, plus headers the provider sends
-// that are not about the signature. Signing is the reconciler's job.
+// Delivery is a webhook rebuilt from the provider's API, unsigned: the
+// message and the provider's headers that are not about the signature.
 type Delivery struct {
 	Message webhook.Message
 	Header  http.Header
@@ -73,8 +69,7 @@ type Provider interface {
 type scoper interface{ Scope() string }
 
 // Redeliverer is a provider that can send an event again itself (GitHub's
-// POST .../deliveries/{id}/attempts): a genuine, byte-identical delivery
-// through the front door.
+// POST .../attempts): a genuine delivery through the front door.
 type Redeliverer interface {
 	Redeliver(ctx context.Context, ev Event) error
 }
@@ -117,14 +112,12 @@ type Job struct {
 	// resolved signing secrets (the first signs; the receiver accepts any).
 	Verifier *webhook.Verifier
 	Secrets  []string
-	// KeyFromBody says the source's configuration takes the key from
-	// somewhere other than the provider's id (key_path, key_header), so the
-	// key must be read from the rebuilt delivery, as the receiver would.
+	// KeyFromDelivery: the source keys events by key_path or key_header,
+	// so the key is read from the rebuilt delivery, as the receiver would.
 	KeyFromDelivery bool
 	// Window is how far back to look.
 	Window time.Duration
-	// MinAge leaves events younger than this to the sender's own delivery
-	// and retries.
+	// MinAge leaves younger events to the sender's own retries.
 	MinAge time.Duration
 	// Retention is the ledger's retention; Window must stay RetentionMargin
 	// inside it.
@@ -167,9 +160,8 @@ type Counts struct {
 }
 
 // Recovered is how many missing events are now in the ledger: fed and
-// accepted, or answered duplicate. A requested redelivery is not counted:
-// GitHub was asked, and whether it delivered shows only in a later run
-// (Requested).
+// accepted, or answered duplicate. A requested redelivery shows only in a
+// later run.
 func (c Counts) Recovered() int { return c.Fed + c.Duplicate }
 
 // Found is one missing event and what became of it.
@@ -237,10 +229,7 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	}
 	recent := now.Add(-job.MinAge)
 
-	workers := r.Concurrency
-	if workers <= 0 {
-		workers = 8
-	}
+	workers := fallback.Positive(r.Concurrency, 8)
 	var t tally
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -251,8 +240,7 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 			for ev := range work {
 				key, res, err := r.one(ctx, job, ev)
 				if err != nil {
-					// The ledger could not be read: the run cannot judge
-					// anything reliably; stop.
+					// The ledger is unreadable: nothing can be judged.
 					t.stop(err)
 					cancel()
 					continue
@@ -353,8 +341,6 @@ func (r *Reconciler) one(ctx context.Context, job Job, ev Event) (key, result st
 	key = ev.ID
 	var d *Delivery
 	if job.KeyFromDelivery {
-		// The source keys events differently from the provider's id: read
-		// the key from the delivery exactly as the receiver will.
 		rebuilt, err := job.Provider.Rebuild(ctx, ev)
 		if err != nil {
 			return key, "failed: rebuild: " + err.Error(), nil
@@ -413,7 +399,7 @@ func (r *Reconciler) missing(ctx context.Context, job Job, ev Event, key string,
 	return res
 }
 
-// sign returns the headers of d signed with the tenant's first secret.
+// sign returns d's headers, signed with the tenant's first secret.
 func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) {
 	if len(job.Secrets) == 0 {
 		return nil, errors.New("no signing secret")
@@ -435,26 +421,31 @@ func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) 
 	return hdr, nil
 }
 
-// keyOf signs d and verifies it with the source's verifier, as the
-// receiver will, and returns the key that yields.
+// verified signs d for url and verifies it with the source's verifier, as
+// the receiver will; it returns the headers and the key that yields.
+func (r *Reconciler) verified(job Job, url string, d Delivery) (http.Header, string, error) {
+	hdr, err := r.sign(job, url, d)
+	if err != nil {
+		return nil, "", fmt.Errorf("sign: %w", err)
+	}
+	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, job.Secrets, r.now())
+	if err != nil {
+		return nil, "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
+	}
+	return hdr, ev.ID, nil
+}
+
+// keyOf is the key the receiver will find in d.
 func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
+	if len(job.Secrets) == 0 {
+		return "", errors.New("the key comes from the delivery and no signing secret is configured to read it")
+	}
 	url := ""
 	if r.Feeder != nil {
 		url = r.Feeder.URL(job.Source, job.Tenant)
 	}
-	secrets := job.Secrets
-	if len(secrets) == 0 {
-		return "", errors.New("the key comes from the delivery and no signing secret is configured to read it")
-	}
-	hdr, err := r.sign(job, url, d)
-	if err != nil {
-		return "", fmt.Errorf("sign: %w", err)
-	}
-	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, secrets, r.now())
-	if err != nil {
-		return "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
-	}
-	return ev.ID, nil
+	_, key, err := r.verified(job, url, d)
+	return key, err
 }
 
 // feed signs d and hands it to the receiver, retrying answers that say
@@ -462,26 +453,15 @@ func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
 // duplicate: the event is in the ledger.
 func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) string {
 	url := r.Feeder.URL(job.Source, job.Tenant)
-	hdr, err := r.sign(job, url, d)
+	// Never send a delivery the receiver would key differently.
+	hdr, got, err := r.verified(job, url, d)
 	if err != nil {
-		return "failed: sign: " + err.Error()
+		return "failed: " + err.Error()
 	}
-	// Check locally what the receiver will check, so a delivery it would
-	// key differently is never sent.
-	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, job.Secrets, r.now())
-	if err != nil {
-		return "failed: the rebuilt delivery does not verify: " + err.Error()
+	if got != key {
+		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", got, key)
 	}
-	if ev.ID != key {
-		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", ev.ID, key)
-	}
-	retries, wait := r.Retries, r.Backoff
-	if retries <= 0 {
-		retries = 3
-	}
-	if wait <= 0 {
-		wait = time.Second
-	}
+	retries, wait := fallback.Positive(r.Retries, 3), fallback.Positive(r.Backoff, time.Second)
 	var last string
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -500,10 +480,9 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 			}
 			return out.Result
 		case err == nil && out.Status == http.StatusConflict && out.Result == conflictResult:
-			// HOOKLEDGER_MISMATCH=reject: the ledger holds this key with
-			// other bytes. The rebuilt body never equals the original's
-			// bytes, so this is the sender's own delivery (a retry that won
-			// the race): the event is present.
+			// HOOKLEDGER_MISMATCH=reject: the key is held with other
+			// bytes. A rebuilt body never equals the original, so the
+			// sender's own delivery won the race: the event is present.
 			return conflictDuplicate
 		case err == nil && out.Status == http.StatusTooManyRequests:
 			// Throttled (API Gateway, the receiver's concurrency): later.

@@ -13,10 +13,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 )
 
-// Load reads the SDK configuration from the environment with the full
-// credential chain (profiles, SSO, IMDS), for the CLI and local runs (AWS_ENDPOINT_URL
-// points it at an emulator). Outside Lambda, with an endpoint set and no
-// credentials, it uses dummy ones so that local runs need no AWS account.
+// Load reads the SDK configuration with the full default chain; with an
+// endpoint and no credentials, outside Lambda, it uses dummy ones.
 func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 	var opts []func(*awsconfig.LoadOptions) error
 	if getenv("AWS_ENDPOINT_URL") != "" && getenv("AWS_ACCESS_KEY_ID") == "" && getenv("AWS_LAMBDA_FUNCTION_NAME") == "" {
