@@ -11,12 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/cli"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -194,17 +193,14 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	if err := ledger.CreateTable(ctx, dynamodb.NewFromConfig(cfg), *table); err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	q, dlq, err := queue.CreateQueues(ctx, sqs.NewFromConfig(cfg), spec)
 	if err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\nexport HOOKLEDGER_DLQ_URL=%s\n", *table, q, dlq)
 	return 0

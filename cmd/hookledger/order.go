@@ -16,16 +16,15 @@ import (
 const orderUsage = "usage: hookledger order show|reset --source S --tenant T [--yes] RESOURCE\n\n"
 
 const orderHelp = `An InOrder route keeps, per (source, tenant, resource), the newest position
-an event of the resource took and which event took it. Older events are
-stale. show prints that order item; reset forgets it, so that the
-resource's next event takes it as its first.
+an event of the resource took, and which event took it; older events are
+stale. show prints that order item; reset forgets it, so the resource's
+next event takes it as its first.
 
-Reset when a wrong position holds the resource: a sequence number a broken
-producer sent, or a time position taken before hookledger refused those
-more than 5 minutes after their arrival. Events it made stale
-stay done (skipped); the resource's next event brings its current state.
-reset needs --yes, and refuses while the holding event's run may still be
-applying it.
+Reset when a wrong position holds the resource: a broken producer's
+sequence number, or a time position taken before hookledger refused those
+more than 5 minutes after their arrival. Events it made stale stay done
+(skipped); the next event brings the current state. reset needs --yes, and
+refuses while the holding event's run may still be applying it.
 
   hookledger order show --source stripe --tenant acme sub_123
   hookledger order reset --source stripe --tenant acme --yes sub_123
@@ -71,7 +70,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"source": o.Source, "tenant": o.Tenant, "resource": o.Resource, "position": o.Position,
 		// The built-in OrderFuncs' positions are times, in Unix nanoseconds.
 		"position_as_time": time.Unix(0, o.Position).UTC().Format(time.RFC3339Nano),
-		"event_id":        o.Holder, "expires_at": o.ExpiresAt,
+		"event_id":         o.Holder, "expires_at": o.ExpiresAt,
 	}
 	if q.sub == "reset" {
 		out["reset"] = "forgotten: the resource's next event takes it as its first"

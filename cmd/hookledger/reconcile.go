@@ -23,29 +23,25 @@ import (
 )
 
 const reconcileHelp = `Asks the provider's API which events it sent, or failed to send, to the
-source's endpoint in the window, looks each one up in the ledger, and feeds
-every missing one through the receiver: the event is rebuilt from the API's
-copy, signed with the tenant's webhook secret and posted to the webhook URL
-(or handed to the receiver function as API Gateway would), so the receiver
-verifies, keys, dedups and enqueues it like any delivery. Run it after an
-outage longer than the sender retries (Stripe: 3 days, then the endpoint is
-disabled; GitHub: never), or after a wrong secret made the sender give up.
-Running it twice is safe: the second run finds nothing missing.
+source's endpoint in the window, and feeds each one the ledger lacks
+through the receiver: rebuilt from the API's copy, signed with the tenant's
+webhook secret, and posted to the webhook URL (or handed to the receiver
+function), so it is verified, keyed and deduplicated like any delivery.
+Run it after an outage longer than the sender retries (Stripe: 3 days;
+GitHub: never), or after a wrong secret made the sender give up. A second
+run finds nothing missing.
 
-Providers: stripe (List Events; by default only the events Stripe could not
-deliver, --all for every event, e.g. after the endpoint was disabled) and
-github (the hook's deliveries, 3 days; --redeliver asks GitHub to send them
-again itself). The source's provider, verifier and tenant secrets come from
-HOOKLEDGER_SOURCES (or, without it, from the --receiver-function's own
-configuration); the API credential, hook and options from the entry for
---source/--tenant in HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
-Secret references (--credential) resolve like the sources' secrets.
+Providers: stripe (List Events; only undelivered events unless --all, e.g.
+after the endpoint was disabled) and github (the hook's deliveries, 3 days;
+--redeliver asks GitHub to send them again). The source's verifier and
+secrets come from HOOKLEDGER_SOURCES (or the --receiver-function's
+configuration); the credential, hook and options from the --source/--tenant
+entry of HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
 
 Keep the API key off the command line: --credential literal:VALUE lands in
-your shell history and, while the command runs, in every process listing
-(ps). Give --credential-file PATH (the file holds the key alone), or
---credential - to read it from stdin, or a reference: env:NAME, ssm:/name,
-secretsmanager:id.
+your shell history and in process listings (ps). Use --credential-file
+PATH (the key alone), --credential - (stdin), or a reference: env:NAME,
+ssm:/name, secretsmanager:id.
 
   hookledger reconcile --source stripe --tenant acme --dry-run
   hookledger reconcile --source stripe --tenant acme --since 72h --url "$WEBHOOK_URL"
@@ -53,21 +49,19 @@ secretsmanager:id.
       --hook repos/acme/shop/hooks/123 --receiver-function mystack-receiver
 
 The window must stay inside the deployed receiver's retention: with
---receiver-function its HOOKLEDGER_RETENTION is read (a different one in
-this shell is refused); without it, set HOOKLEDGER_RETENTION to the deployed
-value, or the least a receiver keeps is assumed. Raising the retention
-protects only records written after the change. When running this by hand
-on a schedule (cron), keep --since at least the interval plus --min-age, or
-events between two runs are never checked.
+--receiver-function its HOOKLEDGER_RETENTION is read (a different one here
+is refused); without it, set HOOKLEDGER_RETENTION to the deployed value, or
+the least a receiver keeps is assumed. A raised retention protects only
+records written after it. Run by cron, keep --since at least the interval
+plus --min-age, or events between runs are never checked.
 
---api-url may point only at the provider's API (api.stripe.com,
-api.github.com) or a local stub (localhost, 127.0.0.1, ::1; plain http is
-allowed only there): the credential goes there, and what it answers is
-signed with the tenant's webhook secret. For GitHub Enterprise Server
+--api-url may point only at the provider's API or a local stub (localhost,
+127.0.0.1, ::1; the only hosts plain http may reach): the credential goes
+there, and its answers get signed. For GitHub Enterprise Server
 (https://HOST/api/v3), a proxy or a test host you run, add --trust-api-url.
 
-Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
-1 when any could not be fed or the provider's API failed, 2 on bad usage.
+Exit status: 0 when every missing event was fed (or, with --dry-run,
+listed), 1 when any could not be or the provider's API failed, 2 on bad usage.
 `
 
 func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -77,26 +71,22 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	c, err := config.Load(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	spec, err := reconcileSpec(f.sp, f.set, f.cfgFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	awsCfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "reconcile", 1, err)
 	}
 	if code := f.retention(ctx, &c, awsCfg, stderr); code >= 0 {
 		return code
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	if err := rc.Check(spec); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -120,8 +110,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		printReconcile(stdout, rep, job)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "reconcile", 1, err)
 	}
 	if rep.Failed > 0 {
 		return 1
@@ -206,8 +195,7 @@ func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	}
 	ref, err := readCredential(r, from)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	f.sp.Credential, f.set["credential"] = ref, true
 	return -1

@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/hookledger/hookledger/internal/cli"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
@@ -26,35 +24,32 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-const replayHelp = `Replays dead (or failed) events: each record goes back to received in the
-ledger (attempts and reclaims reset) and its stored payload is enqueued
-again. Or, with --dlq, moves the messages of a dead-letter queue back into
-the processing queue, except those the ledger cannot use (they stay, each
-listed with the reason): unreadable ones, those of events past the ledger's
-retention, and those that are not the event their record holds (an earlier
-event's message under a key used again, one with another type or none).
-Review what it skipped, then delete those messages with --drop-skipped.
+const replayHelp = `Replays dead (or failed) events: each record goes back to received
+(attempts and reclaims reset) and its stored payload is enqueued again.
+With --dlq, moves a dead-letter queue's messages back into the processing
+queue, except those the ledger cannot use, which stay, listed with the
+reason: unreadable, past the ledger's retention, or not the event their
+record holds (an earlier event's under a key used again, or another type).
+Review them, then delete them with --drop-skipped.
 
-Replaying is safe to repeat: the events' effects carry the same downstream
-idempotency keys as before, and steps recorded done do not run again.
+Replaying is safe to repeat: effects carry the same downstream idempotency
+keys as before, and steps recorded done do not run again.
 
-An event that died as "indeterminate step NAME" (an at-most-once step was
-started and nobody could prove whether its effect happened) is replayed only
-once you resolve that step: check downstream by hand, then --mark-done (it
-happened; --result gives what later steps read back) or --rerun (it did not;
-the step runs again). Bulk replays (--status) skip such events and list them.
+An event dead as "indeterminate step NAME" (an at-most-once step started,
+and nobody could prove whether it happened) is replayed only once you check
+that step downstream: --mark-done (it happened; --result gives what later
+steps read back) or --rerun (it did not). Bulk replays (--status) skip and
+list such events.
 
-An event of a route that keeps its events in order (InOrder) is judged
-again when it runs: if a newer event of its resource was applied meanwhile,
-the replayed event is stale (a route with SkipStale marks it done without
-running it). --apply-stale runs it anyway, and makes its position the
-resource's newest, as if it were the latest event: replay that way only
-the event whose state you want the resource to have.
-Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL, and HOOKLEDGER_PAYLOAD_BUCKET
-when bodies too large for the ledger are kept in the S3 payload store (the
-stack output PayloadBucketName). An event with no stored payload (with
-HOOKLEDGER_PAYLOAD=on-trouble, one done on its first delivery) cannot be
-replayed from the ledger.
+An InOrder route judges a replayed event again: if a newer event of its
+resource was applied meanwhile, it is stale (SkipStale marks it done
+unrun). --apply-stale runs it anyway and makes its position the resource's
+newest: use it only for the event whose state you want the resource to have.
+
+Reads HOOKLEDGER_TABLE, HOOKLEDGER_QUEUE_URL and, for the S3 payload store,
+HOOKLEDGER_PAYLOAD_BUCKET (the stack output PayloadBucketName). An event
+with no stored payload (under HOOKLEDGER_PAYLOAD=on-trouble, one done on its
+first delivery) cannot be replayed from the ledger.
 
   hookledger replay --source stripe --tenant acme --id evt_123
   hookledger replay --source stripe --tenant acme --id evt_123 --step notify --mark-done --result ntf_42
@@ -157,34 +152,29 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.until, err = parseWhen(*until, now)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	o.status = ledger.Status(*status)
 	if o.status == "" && (!o.since.IsZero() || !o.until.IsZero()) {
 		o.status = ledger.Dead
 	}
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	c, err := config.Load(os.Getenv)
 	if err == nil && c.QueueURL == "" {
 		err = errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL (hookledger setup prints it)")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "replay", 1, err)
 	}
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, store: payloadStore(c, cfg), now: time.Now, stdout: stdout, stderr: stderr}
 	return r.run(ctx, o)

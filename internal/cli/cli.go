@@ -198,3 +198,9 @@ func FirstError(errs ...error) error {
 	}
 	return nil
 }
+
+// Fail prints "what: err" to w and returns code, the command's exit code.
+func Fail(w io.Writer, what string, code int, err error) int {
+	fmt.Fprintf(w, "%s: %v\n", what, err)
+	return code
+}

@@ -74,8 +74,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	log := c.Logger(stdout)
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, d.APIOptions...)
 	if code := deadLetterQueue(ctx, &c, cfg, stderr); code >= 0 {
@@ -84,14 +83,12 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	effects := engine.Effects{RouteNames: []string{}, SettingNames: []string{}}
 	if f.run[partProcessor] { // only the processor's effects read their settings
 		if effects, err = processor.Effects(c, cfg, os.Getenv, true, d.Register); err != nil {
-			fmt.Fprintf(stderr, "dev: %v\n", err)
-			return 2
+			return cli.Fail(stderr, "dev", 2, err)
 		}
 	}
 	p, err := New(c, cfg, effects.Routes, os.Getenv, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "dev", 2, err)
 	}
 	p.only(f.run)
 	var ln net.Listener
@@ -105,8 +102,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	log.Info("dev pipeline up", "parts", f.only, "addr", f.addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
 		"routes", effects.RouteNames, "effect_settings", effects.SettingNames)
 	if err := p.Run(ctx, ln, f.workers, f.timeout, f.every); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	return 0
 }
@@ -188,8 +184,7 @@ func (d DevCommand) supervise(ctx context.Context, crash string, points bool, st
 	}
 	marks, err := os.MkdirTemp("", "hookledger-dev-crash-")
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	defer os.RemoveAll(marks)
 	env := append(os.Environ(), childEnv+"=1", crashEnv+"="+crash, crashMarkEnv+"="+marks+"/mark")
@@ -209,8 +204,7 @@ func (d DevCommand) supervise(ctx context.Context, crash string, points bool, st
 				"the event's retry comes when its message is visible again (the queue's visibility timeout)\n", restarts+1)
 			continue
 		case err != nil:
-			fmt.Fprintf(stderr, "dev: %v\n", err)
-			return 1
+			return cli.Fail(stderr, "dev", 1, err)
 		default:
 			return 0
 		}

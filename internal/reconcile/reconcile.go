@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hookledger/hookledger/internal/fallback"
@@ -231,6 +230,7 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 
 	workers := fallback.Positive(r.Concurrency, 8)
 	var t tally
+	var seen, tooOld, tooRecent int // the listing's own; the workers book under t.mu
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan Event)
@@ -250,13 +250,13 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 		})
 	}
 	listErr := job.Provider.List(ctx, rep.Since, func(ev Event) error {
-		t.seen.Add(1)
+		seen++
 		switch {
 		case ev.At.Before(oldest) || ev.At.Before(rep.Since):
-			t.tooOld.Add(1)
+			tooOld++
 			return nil
 		case ev.At.After(recent):
-			t.tooRecent.Add(1)
+			tooRecent++
 			return nil
 		}
 		select {
@@ -269,7 +269,8 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	close(work)
 	wg.Wait()
 
-	rep.Counts, rep.Found = t.counts(), t.sorted()
+	t.Seen, t.TooOld, t.TooRecent = seen, tooOld, tooRecent
+	rep.Counts, rep.Found = t.Counts, t.sorted()
 	if t.firstErr != nil {
 		return rep, t.firstErr
 	}
@@ -281,9 +282,8 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 
 // tally gathers what a run's workers found.
 type tally struct {
-	seen, inLedger, missing, fed, dup, requested, failed, tooRecent, tooOld atomic.Int64
-
-	mu       sync.Mutex
+	mu sync.Mutex
+	Counts
 	found    []Found
 	firstErr error // what stopped the run
 }
@@ -291,24 +291,24 @@ type tally struct {
 // judged books what checking one event came to: res is "" for an event in
 // the ledger, else what became of the missing one.
 func (t *tally) judged(key string, ev Event, res string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if res == "" {
-		t.inLedger.Add(1)
+		t.InLedger++
 		return
 	}
-	t.missing.Add(1)
+	t.Missing++
 	switch {
 	case res == "accepted":
-		t.fed.Add(1)
+		t.Fed++
 	case strings.HasPrefix(res, "duplicate"):
-		t.dup.Add(1)
+		t.Duplicate++
 	case res == "redelivery_requested":
-		t.requested.Add(1)
+		t.Requested++
 	case strings.HasPrefix(res, "failed"):
-		t.failed.Add(1)
+		t.Failed++
 	}
-	t.mu.Lock()
 	t.found = append(t.found, Found{Key: key, Type: ev.Type, At: ev.At.UTC(), Result: res})
-	t.mu.Unlock()
 }
 
 // stop keeps the first error that stopped the run.
@@ -318,12 +318,6 @@ func (t *tally) stop(err error) {
 		t.firstErr = err
 	}
 	t.mu.Unlock()
-}
-
-func (t *tally) counts() Counts {
-	return Counts{Seen: int(t.seen.Load()), InLedger: int(t.inLedger.Load()), Missing: int(t.missing.Load()), Fed: int(t.fed.Load()),
-		Duplicate: int(t.dup.Load()), Requested: int(t.requested.Load()), Failed: int(t.failed.Load()),
-		TooRecent: int(t.tooRecent.Load()), TooOld: int(t.tooOld.Load())}
 }
 
 // sorted is what the run found, oldest first (an empty list, not nil).
