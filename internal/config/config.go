@@ -64,36 +64,28 @@ const Off = -1
 // Config is every setting, with its environment variable. A zero field is
 // an unset variable: the default of the code that uses it.
 type Config struct {
-	Table        string        // HOOKLEDGER_TABLE (default DefaultTable)
-	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
-	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
-	BusDLQURL    string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
-	ForwardBus   string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
-	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
-	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
-	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
-	Retention    time.Duration // HOOKLEDGER_RETENTION, days ("7d") or a Go duration (default ledger.DefaultRetention)
-	Shards       int           // HOOKLEDGER_SHARDS (default ledger.DefaultShards)
-	ReclaimAfter time.Duration // HOOKLEDGER_RECLAIM_AFTER (default ledger.DefaultReclaimAfter)
-	Mismatch     string        // HOOKLEDGER_MISMATCH: flag ("": the receiver's default, flag) or reject
-	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS: how many times the handler may fail an event before it is dead (0: processor.DefaultMaxAttempts)
-	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (0: reclaimer.DefaultPerShard)
-	// ReclaimMaxQueue: HOOKLEDGER_RECLAIM_MAX_QUEUE, the queue depth at
-	// which re-driving pauses (0: reclaimer.DefaultMaxQueue; Off: never).
-	ReclaimMaxQueue int
-	// ReclaimChain: HOOKLEDGER_RECLAIM_CHAIN, the continuations a scheduled
-	// reclaimer run may start (0: reclaimer.DefaultMaxChain; Off: none).
-	ReclaimChain int
-	// FunctionName: AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer
-	// invokes itself by it to continue.
-	FunctionName string
-	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (0: processor.DefaultLease)
-	Unrouted     string        // HOOKLEDGER_UNROUTED: done ("": the processor's default, done) or fail, for events no route matches
-	Payload      string        // HOOKLEDGER_PAYLOAD: on-trouble (DefaultPayload) or always (receiver)
-	// PayloadBucket is the S3 payload store's bucket (HOOKLEDGER_PAYLOAD_BUCKET;
-	// empty: no store, and bodies a ledger item cannot hold get 413).
-	PayloadBucket string
-	PayloadPrefix string // HOOKLEDGER_PAYLOAD_PREFIX, the store's key prefix (default DefaultPayloadPrefix)
+	Table           string        // HOOKLEDGER_TABLE (default DefaultTable)
+	QueueURL        string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
+	DLQURL          string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
+	BusDLQURL       string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
+	ForwardBus      string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
+	SourcesJSON     string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
+	SecretGrants    string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
+	MaxBody         int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
+	Retention       time.Duration // HOOKLEDGER_RETENTION, days ("7d") or a Go duration (default ledger.DefaultRetention)
+	Shards          int           // HOOKLEDGER_SHARDS (default ledger.DefaultShards)
+	ReclaimAfter    time.Duration // HOOKLEDGER_RECLAIM_AFTER (default ledger.DefaultReclaimAfter)
+	Mismatch        string        // HOOKLEDGER_MISMATCH: flag ("": the receiver's default, flag) or reject
+	MaxAttempts     int           // HOOKLEDGER_MAX_ATTEMPTS: how many times the handler may fail an event before it is dead (0: processor.DefaultMaxAttempts)
+	ReclaimBatch    int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (0: reclaimer.DefaultPerShard)
+	ReclaimMaxQueue int           // HOOKLEDGER_RECLAIM_MAX_QUEUE: the queue depth at which re-driving pauses (0: reclaimer.DefaultMaxQueue; Off: never)
+	ReclaimChain    int           // HOOKLEDGER_RECLAIM_CHAIN: continuations a scheduled reclaimer run may start (0: reclaimer.DefaultMaxChain; Off: none)
+	FunctionName    string        // AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer invokes itself by it
+	Lease           time.Duration // HOOKLEDGER_LEASE, used outside Lambda (0: processor.DefaultLease)
+	Unrouted        string        // HOOKLEDGER_UNROUTED: done ("": the processor's default, done) or fail, for events no route matches
+	Payload         string        // HOOKLEDGER_PAYLOAD: on-trouble (DefaultPayload) or always (receiver)
+	PayloadBucket   string        // HOOKLEDGER_PAYLOAD_BUCKET, the S3 payload store (empty: none; what a ledger item cannot hold gets 413)
+	PayloadPrefix   string        // HOOKLEDGER_PAYLOAD_PREFIX, the store's key prefix (default DefaultPayloadPrefix)
 	// PayloadStoreAbove (HOOKLEDGER_PAYLOAD_STORE_ABOVE, bytes): bodies whose
 	// stored (compressed) size exceeds it go to the store even when a ledger
 	// item could hold them; 0 (default): only those it cannot.
@@ -104,9 +96,7 @@ type Config struct {
 	PayloadStoreDays int
 	LogLevel         string // LOG_LEVEL: debug, info (DefaultLogLevel), warn, error
 	Stage            string // HOOKLEDGER_STAGE, the metrics' Stage dimension (default DefaultStage)
-	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
-	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
-	EmitMetrics bool
+	EmitMetrics      bool   // write CloudWatch EMF lines: in Lambda, or with HOOKLEDGER_METRICS=1
 }
 
 // SettingsVar holds the pipeline's settings as one JSON object keyed by
@@ -119,18 +109,9 @@ const SettingsVar = "HOOKLEDGER_SETTINGS"
 // default in code that a deployment may change. The template sets the
 // others itself or from a parameter of their own (setByParameter).
 var settingNames = []string{
-	"LOG_LEVEL",
-	"HOOKLEDGER_MAX_BODY",
-	"HOOKLEDGER_MISMATCH",
-	"HOOKLEDGER_PAYLOAD",
-	"HOOKLEDGER_PAYLOAD_STORE_ABOVE",
-	"HOOKLEDGER_MAX_ATTEMPTS",
-	"HOOKLEDGER_UNROUTED",
-	"HOOKLEDGER_SHARDS",
-	"HOOKLEDGER_RECLAIM_AFTER",
-	"HOOKLEDGER_RECLAIM_BATCH",
-	"HOOKLEDGER_RECLAIM_MAX_QUEUE",
-	"HOOKLEDGER_RECLAIM_CHAIN",
+	"LOG_LEVEL", "HOOKLEDGER_MAX_BODY", "HOOKLEDGER_MISMATCH", "HOOKLEDGER_PAYLOAD", "HOOKLEDGER_PAYLOAD_STORE_ABOVE",
+	"HOOKLEDGER_MAX_ATTEMPTS", "HOOKLEDGER_UNROUTED",
+	"HOOKLEDGER_SHARDS", "HOOKLEDGER_RECLAIM_AFTER", "HOOKLEDGER_RECLAIM_BATCH", "HOOKLEDGER_RECLAIM_MAX_QUEUE", "HOOKLEDGER_RECLAIM_CHAIN",
 }
 
 // setByParameter names the template parameter that sets a variable, for

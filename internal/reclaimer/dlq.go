@@ -30,8 +30,7 @@ type DeadLetters struct {
 	API    dlqAPI
 	URL    string
 	Ledger deadLetterStore
-	// Max bounds the messages one run reads (default DefaultDeadLetters).
-	Max int
+	Max    int // messages one run reads at most (default DefaultDeadLetters)
 }
 
 // DefaultDeadLetters is how many DLQ messages a run reads at most.
@@ -121,12 +120,11 @@ func orNone(s string) string {
 
 // DeadLetterReport counts what a run did with the DLQ.
 type DeadLetterReport struct {
-	Read    int `json:"read"`    // messages received
-	Kept    int `json:"kept"`    // bodies stored in the ledger that it lacked
-	Cleared int `json:"cleared"` // messages deleted: the ledger holds what they held
-	Left    int `json:"left"`    // messages left for the operator (or a later run)
-	// Unreadable: the queue could not be read this run.
-	Unreadable bool `json:"unreadable,omitempty"`
+	Read       int  `json:"read"`                 // messages received
+	Kept       int  `json:"kept"`                 // bodies stored in the ledger that it lacked
+	Cleared    int  `json:"cleared"`              // messages deleted: the ledger holds what they held
+	Left       int  `json:"left"`                 // messages left for the operator (or a later run)
+	Unreadable bool `json:"unreadable,omitempty"` // the queue could not be read this run
 }
 
 // Run reads up to Max messages until ctx ends; now is the run's clock.

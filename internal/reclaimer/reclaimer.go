@@ -91,18 +91,13 @@ var (
 const (
 	DefaultPerShard   = 25
 	DefaultLeaseGrace = 10 * time.Second
-	// DefaultMaxQueue is the queue depth at which re-driving pauses.
-	DefaultMaxQueue = 1000
-	// DefaultMaxChain bounds the continuations one scheduled run starts.
-	DefaultMaxChain = 10
-	// DefaultMargin is the time left before the invocation's deadline at
-	// which a run starts no new page (at most a quarter of the time it had).
-	DefaultMargin = 5 * time.Second
-	// DefaultRetryAfter is how soon a record whose message SQS failed is
-	// due again.
-	DefaultRetryAfter = 10 * time.Second
-	// DefaultWorkers bounds the shards worked on at once.
-	DefaultWorkers = 8
+	DefaultMaxQueue   = 1000 // the queue depth at which re-driving pauses
+	DefaultMaxChain   = 10   // continuations one scheduled run starts
+	// DefaultMargin is the time left before the deadline at which a run
+	// starts no new page (at most a quarter of the time it had).
+	DefaultMargin     = 5 * time.Second
+	DefaultRetryAfter = 10 * time.Second // when a record SQS failed to send is due again
+	DefaultWorkers    = 8                // shards worked on at once
 	// DefaultLag is how far behind a run's start each shard's mark stays,
 	// so the next run reads again what the index showed late. The index
 	// trails the table by well under a second.
@@ -118,34 +113,26 @@ type Handler struct {
 	Continue continuer
 	// Lock makes runs take turns (StopLocked). nil: runs may overlap,
 	// which is safe but reads the same shards twice.
-	Lock locker
-	// PerShard is the page size: due records read per shard query.
-	PerShard int
-	// Workers bounds the shards worked on at once (default DefaultWorkers).
-	Workers int
+	Lock     locker
+	PerShard int // the page size: due records read per shard query
+	Workers  int // shards worked on at once (default DefaultWorkers)
 	// MaxQueue: re-driving pauses while at least this many messages wait
 	// on the queue (default DefaultMaxQueue; negative: never pause).
 	MaxQueue int
 	// MaxChain bounds the chain of continuations (default DefaultMaxChain;
 	// negative: no continuations).
-	MaxChain int
-	// Margin is kept free before the deadline (default DefaultMargin).
-	Margin time.Duration
-	// RetryAfter is how soon a record whose message SQS failed is due
-	// again (default DefaultRetryAfter).
-	RetryAfter time.Duration
-	// LeaseGrace is how long after a live lease ends to look again.
-	LeaseGrace time.Duration
-	// Lag is how far behind the run's start marks stay (default DefaultLag).
-	Lag time.Duration
+	MaxChain   int
+	Margin     time.Duration // kept free before the deadline (default DefaultMargin)
+	RetryAfter time.Duration // when a record SQS failed to send is due again
+	LeaseGrace time.Duration // how long after a live lease ends to look again
+	Lag        time.Duration // how far behind the run's start marks stay
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour; see next).
 	Backoff func(reclaims int) time.Duration
 	Log     *slog.Logger
 	Metrics *metric.Emitter // nil: no metrics
 	Now     func() time.Time
-	// Store reads the bodies in the S3 payload store (nil: none).
-	Store *blob.Store
+	Store   *blob.Store // the S3 payload store (nil: none)
 	// DeadLetters, when set, takes the bodies the ledger lacks out of the
 	// dead-letter queue at the start of each run (see DeadLetters).
 	DeadLetters *DeadLetters

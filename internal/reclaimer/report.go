@@ -28,22 +28,17 @@ type Report struct {
 	Skipped   int    `json:"skipped"`
 	// Known is how many of the skipped entries were passed without a read:
 	// the run before, in this process, found them terminal (see remember).
-	Known     int `json:"known"`
-	Conflicts int `json:"conflicts"`
-	Unsent    int `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
-	Rejected  int `json:"rejected"` // SQS refused the entry; the reclaim counts
-	Errors    int `json:"errors"`
-	// Marked is how many shards' marks the run moved on (ledger.DueMarks).
-	Marked  int   `json:"marked"`
-	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
-	RunMS   int64 `json:"run_ms"`   // wall time of the run
-	// DeadLetters is what the run did with the dead-letter queue (with
-	// DeadLetters configured).
-	DeadLetters DeadLetterReport `json:"dead_letters"`
+	Known       int              `json:"known"`
+	Conflicts   int              `json:"conflicts"`
+	Unsent      int              `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
+	Rejected    int              `json:"rejected"` // SQS refused the entry; the reclaim counts
+	Errors      int              `json:"errors"`
+	Marked      int              `json:"marked"`       // shards whose mark the run moved on (ledger.DueMarks)
+	PacedMS     int64            `json:"paced_ms"`     // time workers spent waiting for room on the queue, summed
+	RunMS       int64            `json:"run_ms"`       // wall time of the run
+	DeadLetters DeadLetterReport `json:"dead_letters"` // what the run did with the DLQ
 
-	// held are the records of a page that the run left where they were, so
-	// that their shard's mark must not pass them (see hold).
-	held map[ledger.Key]bool
+	held map[ledger.Key]bool // records of a page the run left where they were (hold)
 }
 
 // hold keeps the shard's mark before id's entry, for the next run to read

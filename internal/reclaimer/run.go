@@ -17,8 +17,7 @@ type run struct {
 	chain int
 	start time.Time // by the handler's clock
 	wall  time.Time // by the wall clock
-	// end is when the budget is spent (zero: no deadline, run until drained).
-	end   time.Time
+	end   time.Time // when the budget is spent (zero: no deadline)
 	pace  *pacer
 	limit int
 

@@ -20,9 +20,8 @@ import (
 type Spec struct {
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`
-	// Credential is a secret reference, resolved like the sources' secrets,
-	// to the provider API credential: a Stripe secret or restricted key
-	// (Events: read), a GitHub token (Webhooks: read; write to redeliver).
+	// Credential is a secret reference to the provider API credential: a
+	// Stripe key with Events read, a GitHub token with Webhooks read.
 	Credential string `json:"credential"`
 	// APIURL overrides the provider's API base URL. The credential goes
 	// there and its answers get signed, so a host other than the
@@ -32,11 +31,9 @@ type Spec struct {
 	// https://HOST/api/v3, a proxy, a test stand-in).
 	TrustAPIURL bool `json:"trust_api_url,omitempty"`
 	// Window is how far back to look (Go duration); default: as far as the
-	// provider keeps events (Stripe 30 days, GitHub 3 days), capped at the
-	// ledger's retention minus RetentionMargin.
+	// provider keeps events, within the ledger's retention.
 	Window string `json:"window,omitempty"`
-	// MinAge leaves younger events to the sender (default 10m).
-	MinAge string `json:"min_age,omitempty"`
+	MinAge string `json:"min_age,omitempty"` // younger events are left to the sender (DefaultMinAge)
 	// Stripe: All lists every event in the window, not only those Stripe
 	// could not deliver; Types keeps only these types (the endpoint's
 	// enabled events; "invoice.*" matches a family); Account is a connected
@@ -86,9 +83,8 @@ type Config struct {
 	// CredentialGrants is what the deployed reconciler's role may read for
 	// credentials (HOOKLEDGER_RECONCILE_GRANTS); nil: not checked (the CLI).
 	CredentialGrants *source.Grants
-	// Interval is the schedule's interval (the scheduled reconciler); 0:
-	// not checked (the CLI, or a cron schedule). A spec whose window minus
-	// min_age is shorter leaves events that no run judges.
+	// Interval is the schedule's (0: not checked, as in the CLI or on cron):
+	// Check refuses a window minus min_age shorter than it.
 	Interval time.Duration
 }
 

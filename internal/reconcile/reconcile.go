@@ -29,16 +29,14 @@ import (
 // Event is one event a provider says it sent, or tried to send, to the
 // endpoint.
 type Event struct {
-	// ID is the provider's id of the event: the key the receiver extracts
-	// by default (Stripe's event id, GitHub's delivery GUID).
-	ID string
-	// Type is the event type the delivery carries.
-	Type string
+	// ID is the provider's id of the event, the receiver's default key
+	// (Stripe's event id, GitHub's delivery GUID).
+	ID   string
+	Type string // the delivery's event type
 	// At is when the provider created the event or first tried to deliver
 	// it; no ledger record of it can be older.
-	At time.Time
-	// Failed is set when the provider records no successful delivery.
-	Failed bool
+	At     time.Time
+	Failed bool // the provider records no successful delivery
 
 	ref  string // provider handle to fetch the delivery (GitHub: a delivery id)
 	body []byte // the body, when the list already carried it (Stripe)
@@ -53,10 +51,8 @@ type Delivery struct {
 
 // Provider is what reconcile needs from a provider's API.
 type Provider interface {
-	// Name is the provider scheme ("stripe", "github").
-	Name() string
-	// Retention is how far back the provider's API reaches.
-	Retention() time.Duration
+	Name() string             // the provider scheme ("stripe", "github")
+	Retention() time.Duration // how far back the provider's API reaches
 	// List calls fn with every event sent or attempted at or after since,
 	// each once. It stops at fn's first error and returns it.
 	List(ctx context.Context, since time.Time, fn func(Event) error) error
@@ -92,8 +88,7 @@ type Outcome struct {
 // (HTTPFeeder), or by invoking the receiver function (LambdaFeeder).
 type Feeder interface {
 	Feed(ctx context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error)
-	// URL is the URL the receiver sees the delivery at, for schemes that
-	// sign it.
+	// URL is where the receiver sees the delivery, for schemes that sign it.
 	URL(source, tenant string) string
 }
 
@@ -114,12 +109,9 @@ type Job struct {
 	// KeyFromDelivery: the source keys events by key_path or key_header,
 	// so the key is read from the rebuilt delivery, as the receiver would.
 	KeyFromDelivery bool
-	// Window is how far back to look.
-	Window time.Duration
-	// MinAge leaves younger events to the sender's own retries.
-	MinAge time.Duration
-	// Retention is the ledger's retention; Window must stay RetentionMargin
-	// inside it.
+	Window          time.Duration // how far back to look
+	MinAge          time.Duration // younger events are left to the sender's retries
+	// Retention is the ledger's; Window stays RetentionMargin inside it.
 	Retention time.Duration
 	DryRun    bool
 	// Redeliver asks the provider to deliver missing events again itself,
@@ -185,18 +177,16 @@ type Report struct {
 
 // Reconciler runs jobs. Its fields are its dependencies.
 type Reconciler struct {
-	Ledger existence
-	Feeder Feeder // nil only for dry runs and redelivery
-	Log    *slog.Logger
-	Now    func() time.Time
-	// Concurrency is how many events are checked and fed at once (default 8).
-	Concurrency int
+	Ledger      existence
+	Feeder      Feeder // nil only for dry runs and redelivery
+	Log         *slog.Logger
+	Now         func() time.Time
+	Concurrency int // events checked and fed at once (default 8)
 	// Retries is how often a feed answered 5xx or unreachable is tried
 	// again (default 3), Backoff the first wait (default 1s, doubling).
 	Retries int
 	Backoff time.Duration
-	// Sleep pauses between feed attempts (tests inject it; nil: a timer).
-	Sleep func(ctx context.Context, d time.Duration) error
+	Sleep   func(ctx context.Context, d time.Duration) error // between feed attempts (nil: a timer)
 }
 
 func (r *Reconciler) now() time.Time { return fallback.Now(r.Now) }
