@@ -35,8 +35,7 @@ type Options struct {
 	// (which reads a connected account's data through the event's context).
 	// Read it from a secret reference (docs/eventbridge.md).
 	Key string
-	// Keys are per-tenant API keys, for tenants that are separate Stripe
-	// accounts.
+	// Keys are per-tenant keys, for tenants that are separate accounts.
 	Keys map[string]string
 	// APIVersion is the Stripe-Version sent (default DefaultAPIVersion).
 	APIVersion string
@@ -56,8 +55,7 @@ type Fetcher struct {
 }
 
 // NewFetcher checks o and returns a Fetcher. A key that cannot call the API
-// (a publishable key, a webhook signing secret) is refused here, at cold
-// start, rather than on every event.
+// (publishable, a signing secret) is refused here, not on every event.
 func NewFetcher(o Options) (*Fetcher, error) {
 	if o.Key == "" && len(o.Keys) == 0 {
 		return nil, errors.New("stripe: NewFetcher: no API key (Options.Key, or Options.Keys per tenant)")
@@ -148,9 +146,8 @@ func baseURL(v string, trusted bool) (string, error) {
 	return strings.TrimRight(v, "/"), nil
 }
 
-// FetchEvent fetches the full event of a thin notification (GET
-// /v2/core/events/{id}, within 30 days of it), with its data and changes,
-// as JSON.
+// FetchEvent fetches a thin notification's full event as JSON (GET
+// /v2/core/events/{id}, within 30 days).
 func (f *Fetcher) FetchEvent(ctx context.Context, ev *hookledger.Event) (json.RawMessage, error) {
 	t, err := Parse(ev)
 	if err != nil {
@@ -159,9 +156,8 @@ func (f *Fetcher) FetchEvent(ctx context.Context, ev *hookledger.Event) (json.Ra
 	return f.get(ctx, ev.Tenant, t, "/v2/core/events/"+url.PathEscape(t.ID))
 }
 
-// FetchObject fetches the current state of the thin event's related
-// object (GET related_object.url) as JSON. An event without one is a
-// permanent error.
+// FetchObject fetches the current state of the thin event's related object
+// as JSON (GET related_object.url); without one, a permanent error.
 func (f *Fetcher) FetchObject(ctx context.Context, ev *hookledger.Event) (json.RawMessage, error) {
 	t, err := Parse(ev)
 	if err != nil {

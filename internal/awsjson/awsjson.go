@@ -41,8 +41,7 @@ type Client struct {
 	now    func() time.Time
 }
 
-// New returns a client for cfg's region, credentials and base endpoint
-// (AWS_ENDPOINT_URL, for an emulator).
+// New returns a client for cfg's region, credentials and base endpoint.
 func New(cfg aws.Config) *Client {
 	c := &Client{cfg: cfg, http: noRedirects(cfg.HTTPClient), signer: v4.NewSigner(), now: time.Now}
 	if cfg.Retryer != nil {
@@ -118,8 +117,7 @@ func (e *APIError) HTTPStatusCode() int { return e.Status }
 
 var _ smithy.APIError = (*APIError)(nil)
 
-// endpoint is the service's base URL: cfg's base endpoint, else the
-// Region's public one.
+// endpoint is cfg's base endpoint, else the service's public one.
 func (c *Client) endpoint(service string) string {
 	if c.cfg.BaseEndpoint != nil && *c.cfg.BaseEndpoint != "" {
 		return strings.TrimRight(*c.cfg.BaseEndpoint, "/")
@@ -241,8 +239,7 @@ type SSM struct{ c *Client }
 // NewSSM returns an SSM reader on cfg.
 func NewSSM(cfg aws.Config) SSM { return SSM{New(cfg)} }
 
-// GetParameter returns the decrypted value of the parameter name ("" when it
-// has none).
+// GetParameter returns the decrypted value of parameter name ("" if none).
 func (s SSM) GetParameter(ctx context.Context, name string) (string, error) {
 	var out struct {
 		Parameter *struct{ Value *string }

@@ -13,12 +13,9 @@ import (
 
 // The message attributes a parked event carries on the dead-letter queue.
 const (
-	// AttrReason says why the event was parked.
-	AttrReason = "hookledger-parked"
-	// AttrEventSource is the event's EventBridge source.
-	AttrEventSource = "hookledger-eventbridge-source"
-	// AttrSource is the hookledger source that took it, when one did.
-	AttrSource = "hookledger-source"
+	AttrReason      = "hookledger-parked"             // why the event was parked
+	AttrEventSource = "hookledger-eventbridge-source" // the event's EventBridge source
+	AttrSource      = "hookledger-source"             // the hookledger source that took it, if one did
 )
 
 // maxReason bounds a reason in a message attribute.

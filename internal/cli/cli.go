@@ -78,8 +78,7 @@ func LocalhostTransport() *http.Transport {
 	return tr
 }
 
-// Post sends one delivery and returns the status and the receiver's result
-// header.
+// Post sends one delivery and returns the status and X-Hookledger-Result.
 func Post(ctx context.Context, client *http.Client, url string, hdr http.Header, body []byte) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -153,9 +152,8 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	return cmd.Run(ctx, args[1:], stdout, stderr)
 }
 
-// CheckInt reports, naming the flag, an int flag of fs whose value is not
-// within lo..hi (hi < lo: no upper bound), with the valid range and the
-// default, so that a usage error says what to give instead.
+// CheckInt reports an int flag of fs outside lo..hi (hi < lo: no upper
+// bound), naming the flag, the range and the default.
 func CheckInt(fs *flag.FlagSet, name string, lo, hi int) error {
 	f := fs.Lookup(name)
 	v, _ := f.Value.(flag.Getter).Get().(int)
@@ -168,8 +166,7 @@ func CheckInt(fs *flag.FlagSet, name string, lo, hi int) error {
 	return nil
 }
 
-// CheckFloat is CheckInt for a float64 flag, whose value must be within
-// lo..hi.
+// CheckFloat is CheckInt for a float64 flag, within lo..hi.
 func CheckFloat(fs *flag.FlagSet, name string, lo, hi float64) error {
 	f := fs.Lookup(name)
 	v, _ := f.Value.(flag.Getter).Get().(float64)
@@ -179,8 +176,7 @@ func CheckFloat(fs *flag.FlagSet, name string, lo, hi float64) error {
 	return nil
 }
 
-// CheckDuration reports, naming the flag, a duration flag of fs that is not
-// positive.
+// CheckDuration reports a duration flag of fs that is not positive.
 func CheckDuration(fs *flag.FlagSet, name string) error {
 	f := fs.Lookup(name)
 	if v, _ := f.Value.(flag.Getter).Get().(time.Duration); v <= 0 {

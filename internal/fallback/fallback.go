@@ -4,6 +4,7 @@
 package fallback
 
 import (
+	"context"
 	"log/slog"
 	"time"
 )
@@ -22,6 +23,22 @@ func Now(now func() time.Time) time.Time {
 		return now()
 	}
 	return time.Now()
+}
+
+// Sleep waits d, or until ctx ends, through sleep when it is not nil (a
+// test's pause).
+func Sleep(ctx context.Context, d time.Duration, sleep func(context.Context, time.Duration) error) error {
+	if sleep != nil {
+		return sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Positive is v, or def when v is zero or negative: a setting's default.

@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -33,5 +34,21 @@ func TestPositive(t *testing.T) {
 	}
 	if got := Positive(time.Duration(0), time.Second); got != time.Second {
 		t.Errorf("Positive(0s, 1s) = %v", got)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	t.Parallel()
+	var slept time.Duration
+	if err := Sleep(t.Context(), time.Hour, func(_ context.Context, d time.Duration) error { slept = d; return nil }); err != nil || slept != time.Hour {
+		t.Errorf("Sleep through a pause: %v, slept %v", err, slept)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := Sleep(ctx, time.Hour, nil); err != context.Canceled {
+		t.Errorf("Sleep after cancel: %v", err)
+	}
+	if err := Sleep(t.Context(), time.Nanosecond, nil); err != nil {
+		t.Errorf("Sleep 1ns: %v", err)
 	}
 }

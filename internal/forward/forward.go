@@ -37,9 +37,8 @@ type Identity struct {
 	ReceivedAt time.Time `json:"received_at"`
 }
 
-// Detail is the detail of a forwarded event: the ledger's identity and the
-// event (its body, or what the handler chose) as JSON, or as a string when
-// it is not JSON (a form-encoded webhook).
+// Detail is a forwarded event's detail: the ledger's identity, and the event
+// (its body, or what the handler chose) as JSON, or a string when not JSON.
 type Detail struct {
 	Hookledger Identity        `json:"hookledger"`
 	Event      json.RawMessage `json:"event"`

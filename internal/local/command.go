@@ -155,9 +155,7 @@ func (d DevCommand) parse(args []string, stdout, stderr io.Writer) (f devFlags, 
 }
 
 // deadLetterQueue sets c's DLQ, when none is configured, to the queue's
-// redrive target. The deployed reclaimer is handed the stack's DLQ; without
-// one here, the pipeline would never take back the bodies only the DLQ
-// holds. code >= 0 means exit with it.
+// redrive target (DeadLetterQueueURL); code >= 0 means exit with it.
 func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stderr io.Writer) int {
 	if c.DLQURL != "" {
 		return -1

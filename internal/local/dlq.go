@@ -20,8 +20,7 @@ type queueAttrAPI interface {
 
 var _ queueAttrAPI = (*sqs.Client)(nil)
 
-// ErrNoDeadLetterQueue means the queue has no redrive policy naming a
-// dead-letter queue.
+// ErrNoDeadLetterQueue: the queue's redrive policy names no dead-letter queue.
 var ErrNoDeadLetterQueue = errors.New("no dead-letter queue")
 
 // DeadLetterQueueURL finds the dead-letter queue of the queue at queueURL

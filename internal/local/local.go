@@ -96,9 +96,8 @@ func (d *Pipeline) tick(ctx context.Context, timeout, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			// A deadline as Lambda gives the function: the run keeps
-			// to its budget, and its run lock expires with it should
-			// the process die.
+			// A deadline, as Lambda gives: the run keeps to its budget, and
+			// its run lock expires with it should the process die.
 			rctx, cancel := context.WithTimeout(ctx, timeout)
 			d.Reclaimer.Handle(rctx, nil)
 			cancel()
@@ -195,8 +194,7 @@ func (d *Pipeline) poll(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-// New builds the three handlers from the core configuration, with the
-// processor routing events through routes.
+// New builds the three handlers, the processor routing through routes.
 func New(c config.Config, cfg aws.Config, routes engine.Routes, getenv func(string) string, log *slog.Logger) (*Pipeline, error) {
 	rcv, err := receiver.FromConfig(c, cfg, getenv, log)
 	if err != nil {

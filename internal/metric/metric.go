@@ -17,8 +17,7 @@ import (
 // Namespace is the CloudWatch namespace of every metric.
 const Namespace = "hookledger"
 
-// Emitter writes counts. A nil *Emitter discards them, so handlers need no
-// checks.
+// Emitter writes counts. A nil *Emitter discards them: handlers need no checks.
 type Emitter struct {
 	w     io.Writer
 	stage string

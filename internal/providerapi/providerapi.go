@@ -101,17 +101,14 @@ const maxPage = 16 << 20
 
 // Stripe's API v2, as the thin events' fetcher and the reconciler call it.
 const (
-	// StripeAPIVersion is the Stripe-Version sent unless told otherwise:
-	// the version of Stripe's Go library this was written against. It
-	// decides the shape of what the API returns.
+	// StripeAPIVersion is the Stripe-Version sent unless told otherwise (that
+	// of Stripe's Go library this was written against): the answers' shape.
 	StripeAPIVersion = "2026-07-29.dahlia"
-	// StripeThinObject is the "object" of a thin event (a snapshot
-	// event's is "event").
-	StripeThinObject = "v2.core.event"
+	StripeThinObject = "v2.core.event" // a thin event's "object" (a snapshot event's is "event")
 )
 
-// DefaultRetries is how many times a request is retried after a 429, a 5xx
-// or a transport error, unless Client.Retries says otherwise.
+// DefaultRetries is how often a request is retried after a 429, a 5xx or a
+// transport error.
 const DefaultRetries = 4
 
 // Hints are what an APIError says to fix, by status.
@@ -131,17 +128,7 @@ func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	if c.Sleep != nil {
-		return c.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return fallback.Sleep(ctx, d, c.Sleep)
 }
 
 func (c *Client) spread(d time.Duration) time.Duration {
@@ -160,8 +147,7 @@ func (c *Client) pastDeadline(ctx context.Context, d time.Duration) bool {
 	return ok && c.clock().Add(d).After(dl)
 }
 
-// waitQuota waits until the quota an earlier answer spent is back, or
-// stops when that is past the deadline.
+// waitQuota waits until a spent quota is back, or stops past the deadline.
 func (c *Client) waitQuota(ctx context.Context, u string) error {
 	c.mu.Lock()
 	until := c.notBefore
@@ -188,8 +174,7 @@ func (c *Client) waitMutation(ctx context.Context) error {
 	return c.pause(ctx, last.Add(c.MutationGap).Sub(c.clock()))
 }
 
-// Call makes one request (method, path as for Get) and decodes a JSON
-// answer into out when out is not nil.
+// Call makes one request (path as for Get), decoding a JSON answer into out.
 func (c *Client) Call(ctx context.Context, method, path string, out any) (http.Header, error) {
 	return c.Request(ctx, method, path, nil, out)
 }
@@ -322,10 +307,9 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, u string, out 
 }
 
 // backOff sets b.next for a throttle or a 5xx: a Retry-After in full, the
-// quota's reset (waitQuota waits for it), or for a rate limit with no
-// time at least b.limit plus jitter, doubling. It returns the APIError
-// when this was the last attempt, or when the wait would end past the
-// context's deadline.
+// quota's reset (waitQuota waits for it), or at least b.limit plus jitter,
+// doubling. It returns the APIError after the last attempt, or when the
+// wait would end past the context's deadline.
 func (c *Client) backOff(ctx context.Context, status int, body []byte, t throttling, u string, last bool, b *retrying) error {
 	apiErr := &APIError{Provider: c.Provider, Status: status, Message: apiMessage(body), URL: RedactURL(u), RateLimited: t.limited}
 	d := b.wait
@@ -432,8 +416,7 @@ func apiMessage(body []byte) string {
 	return m
 }
 
-// RedactURL drops the query string (it may carry cursors, never secrets,
-// but keeps logs short).
+// RedactURL drops the query string (cursors, never secrets) from logs.
 func RedactURL(u string) string {
 	if i := strings.IndexByte(u, '?'); i >= 0 {
 		return u[:i]

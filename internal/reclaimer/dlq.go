@@ -72,9 +72,8 @@ const (
 type DeadLetter struct {
 	Message queue.Message // decoded; zero when Left is LeftUnreadable
 	Record  ledger.Record // the record it names; zero when there is none
-	// Left is why the message must stay in the DLQ (one of the Left...
-	// constants), "" when it may be used: its body kept as its record's
-	// payload, or the message redriven to the processor. Detail says more.
+	// Left is why the message must stay in the DLQ (a Left... constant), ""
+	// when its body may be kept or the message redriven. Detail says more.
 	Left   string
 	Detail string
 }

@@ -44,8 +44,7 @@ func (w shardWalk) settled(upTo time.Time) time.Time {
 	return m
 }
 
-// upTo is the latest a shard's mark may move in this run: the lag behind
-// its start.
+// upTo is the latest a shard's mark may move in this run.
 func (r *run) upTo() time.Time {
 	return r.start.Add(-fallback.Positive(r.h.Lag, DefaultLag))
 }
@@ -65,8 +64,7 @@ func (r *run) walks() []shardWalk {
 	return append(append([]shardWalk(nil), r.ended...), r.ready...)
 }
 
-// nextMarks is the marks the run leaves, and how many shards' marks it
-// moved on.
+// nextMarks is the marks the run leaves, and how many of them it moved.
 func (r *run) nextMarks() (ledger.DueMarks, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

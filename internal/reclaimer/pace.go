@@ -29,10 +29,8 @@ type pacer struct {
 }
 
 const (
-	// paceFresh is how old a reading may be before a page is admitted on it.
-	paceFresh = time.Second
-	// paceRetry is the wait before reading again while the queue is full.
-	paceRetry = 200 * time.Millisecond
+	paceFresh = time.Second            // how old a reading may be to admit a page on it
+	paceRetry = 200 * time.Millisecond // the wait before reading again while the queue is full
 )
 
 // admit waits until n more messages fit (or the queue is empty: a page

@@ -113,29 +113,23 @@ type Handler struct {
 	Continue continuer
 	// Lock makes runs take turns (StopLocked). nil: runs may overlap,
 	// which is safe but reads the same shards twice.
-	Lock     locker
-	PerShard int // the page size: due records read per shard query
-	Workers  int // shards worked on at once (default DefaultWorkers)
-	// MaxQueue: re-driving pauses while at least this many messages wait
-	// on the queue (default DefaultMaxQueue; negative: never pause).
-	MaxQueue int
-	// MaxChain bounds the chain of continuations (default DefaultMaxChain;
-	// negative: no continuations).
-	MaxChain   int
+	Lock       locker
+	PerShard   int           // the page size: due records read per shard query
+	Workers    int           // shards worked on at once (default DefaultWorkers)
+	MaxQueue   int           // the queue depth at which re-driving pauses (default DefaultMaxQueue; negative: never)
+	MaxChain   int           // continuations in a chain (default DefaultMaxChain; negative: none)
 	Margin     time.Duration // kept free before the deadline (default DefaultMargin)
 	RetryAfter time.Duration // when a record SQS failed to send is due again
 	LeaseGrace time.Duration // how long after a live lease ends to look again
 	Lag        time.Duration // how far behind the run's start marks stay
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour; see next).
-	Backoff func(reclaims int) time.Duration
-	Log     *slog.Logger
-	Metrics *metric.Emitter // nil: no metrics
-	Now     func() time.Time
-	Store   *blob.Store // the S3 payload store (nil: none)
-	// DeadLetters, when set, takes the bodies the ledger lacks out of the
-	// dead-letter queue at the start of each run (see DeadLetters).
-	DeadLetters *DeadLetters
+	Backoff     func(reclaims int) time.Duration
+	Log         *slog.Logger
+	Metrics     *metric.Emitter // nil: no metrics
+	Now         func() time.Time
+	Store       *blob.Store  // the S3 payload store (nil: none)
+	DeadLetters *DeadLetters // takes the bodies the ledger lacks out of the DLQ each run (nil: not)
 
 	mu    sync.Mutex
 	known map[ledger.Key]time.Time // see remember
@@ -146,9 +140,8 @@ type Handler struct {
 type Input struct {
 	// Chain is how many runs came before this one in an unbroken chain of
 	// continuations; 0 for a scheduled or manual run.
-	Chain int `json:"hookledger_reclaim_chain,omitempty"`
-	// Lock is the run lock's owner token a continuation takes over.
-	Lock string `json:"hookledger_reclaim_lock,omitempty"`
+	Chain int    `json:"hookledger_reclaim_chain,omitempty"`
+	Lock  string `json:"hookledger_reclaim_lock,omitempty"` // the run lock's owner token a continuation takes over
 }
 
 // Handle runs the shards until they are drained or the budget is spent.

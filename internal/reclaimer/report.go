@@ -15,20 +15,18 @@ const (
 
 // Report counts what one run did.
 type Report struct {
-	Chain     int    `json:"chain"`
-	Stopped   string `json:"stopped"`
-	Backlog   bool   `json:"backlog"`   // due records were left when the run stopped
-	Continued bool   `json:"continued"` // the run started its continuation
-	Pages     int    `json:"pages"`
-	Scanned   int    `json:"scanned"`
-	Requeued  int    `json:"requeued"`
-	Reset     int    `json:"reset"`
-	Postponed int    `json:"postponed"`
-	Buried    int    `json:"buried"`
-	Skipped   int    `json:"skipped"`
-	// Known is how many of the skipped entries were passed without a read:
-	// the run before, in this process, found them terminal (see remember).
-	Known       int              `json:"known"`
+	Chain       int              `json:"chain"`
+	Stopped     string           `json:"stopped"`
+	Backlog     bool             `json:"backlog"`   // due records were left when the run stopped
+	Continued   bool             `json:"continued"` // the run started its continuation
+	Pages       int              `json:"pages"`
+	Scanned     int              `json:"scanned"`
+	Requeued    int              `json:"requeued"`
+	Reset       int              `json:"reset"`
+	Postponed   int              `json:"postponed"`
+	Buried      int              `json:"buried"`
+	Skipped     int              `json:"skipped"`
+	Known       int              `json:"known"` // skipped unread: the run before, in this process, found them terminal
 	Conflicts   int              `json:"conflicts"`
 	Unsent      int              `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
 	Rejected    int              `json:"rejected"` // SQS refused the entry; the reclaim counts

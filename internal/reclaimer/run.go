@@ -174,11 +174,10 @@ func (r *run) report() Report {
 }
 
 // page handles the next page of one shard's due records and returns where
-// the shard's walk goes on. It reads the page's records with eventually
-// consistent reads first (half the price): on the happy path they are done,
-// and passed on that word (see ledger.Peek); only the others are read
-// again, consistently, before anything is done with them. It records in w
-// how far the page took the walk and which entries it left where they were.
+// the walk goes on. It reads the records eventually consistently first (half
+// the price): done ones pass on that word (ledger.Peek), the others are read
+// again, consistently. It records in w how far the page took the walk and
+// which entries it held.
 func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	h, ctx := r.h, r.ctx
 	now := h.now()

@@ -86,9 +86,7 @@ var _ invoker = (*lambda.Client)(nil)
 type LambdaFeeder struct {
 	API      invoker
 	Function string // the receiver function's name or ARN
-	// Host is the domain name the event claims (the API's), for schemes
-	// that sign the URL; default "reconcile.invalid".
-	Host string
+	Host     string // the domain the event claims, for schemes that sign the URL (default reconcile.invalid)
 }
 
 func (f *LambdaFeeder) host() string {
@@ -128,8 +126,7 @@ func (f *LambdaFeeder) Event(source, tenant string, hdr http.Header, body []byte
 	return ev
 }
 
-// Feed implements Feeder: a synchronous invoke; the function's answer is
-// read like an HTTP response.
+// Feed implements Feeder with a synchronous invoke, read as an HTTP answer.
 func (f *LambdaFeeder) Feed(ctx context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error) {
 	payload, err := json.Marshal(f.Event(source, tenant, hdr, body))
 	if err != nil {

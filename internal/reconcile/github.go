@@ -169,8 +169,7 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 			return fmt.Errorf("github API: the next page's link %q leaves %s", providerapi.RedactURL(next), g.api.Base)
 		}
 	}
-	// Redeliveries whose original is before the window (or was not listed):
-	// not judged.
+	// Redeliveries whose original is before the window: not judged.
 	rest := make([]*ghEvent, 0, len(pending))
 	for _, e := range pending {
 		rest = append(rest, e)

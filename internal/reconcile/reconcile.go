@@ -484,7 +484,7 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 		if attempt >= retries {
 			return "failed: " + last
 		}
-		if err := r.pause(ctx, d); err != nil {
+		if err := fallback.Sleep(ctx, d, r.Sleep); err != nil {
 			return "failed: " + err.Error()
 		}
 		wait *= 2
@@ -498,17 +498,3 @@ const (
 	conflictResult    = "rejected_conflict"
 	conflictDuplicate = "duplicate_rejected_conflict"
 )
-
-func (r *Reconciler) pause(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -208,8 +208,7 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 	}
 }
 
-// Rebuild implements Provider: the Event object the list returned is the
-// body.
+// Rebuild implements Provider: the listed Event object is the body.
 func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
 	if len(ev.body) == 0 {
 		return Delivery{}, fmt.Errorf("stripe event %s: no body listed", ev.ID)

@@ -65,8 +65,7 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 	return &Config{Sources: srcs, Registry: reg, Secrets: secrets, Retention: c.Retention, Client: &http.Client{Timeout: 30 * time.Second}}, l, nil
 }
 
-// configReader is the slice of the Lambda client that reads a function's
-// configuration.
+// configReader is the slice of the Lambda client ReceiverSources calls.
 type configReader interface {
 	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
 }
@@ -110,8 +109,7 @@ func ReceiverSources(ctx context.Context, c *config.Config, api configReader, fu
 	return nil
 }
 
-// receiverRetention is the retention a receiver with HOOKLEDGER_RETENTION
-// v writes records with.
+// receiverRetention is the retention of a receiver with HOOKLEDGER_RETENTION=v.
 func receiverRetention(v string) (time.Duration, error) {
 	c, err := config.Load(func(k string) string {
 		if k == "HOOKLEDGER_RETENTION" {
@@ -224,8 +222,7 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 	return &Handler{Config: rc, Specs: specs, Reconciler: &Reconciler{Ledger: l, Feeder: feeder, Log: log}, Metrics: c.Metrics(), Log: log}, nil
 }
 
-// Handler is the scheduled reconciler: one run reconciles every configured
-// source and tenant.
+// Handler is the scheduled reconciler: a run reconciles every spec.
 type Handler struct {
 	Config     *Config
 	Specs      []Spec
