@@ -17,8 +17,7 @@ import (
 )
 
 // ItemAPI is the slice of the DynamoDB client that writes and reads one
-// item: all a store of package idempotency calls, and the core of what the
-// ledger calls.
+// item: all an idempotency store calls, and the core of the ledger's calls.
 type ItemAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)

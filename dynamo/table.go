@@ -27,8 +27,7 @@ const (
 )
 
 // CreateTable creates the table in unless it exists, waits until it is
-// active and enables TTL on the attribute ttl. For tests and local runs:
-// in AWS a template owns the table. Each store passes its own definition.
+// active and enables TTL on ttl: for tests and local runs (in AWS, a template).
 func CreateTable(ctx context.Context, db TableAPI, in *dynamodb.CreateTableInput, ttl string) error {
 	name := aws.ToString(in.TableName)
 	_, err := db.CreateTable(ctx, in)

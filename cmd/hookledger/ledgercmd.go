@@ -29,8 +29,7 @@ func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledg
 	return l, ok
 }
 
-// openLedgerAndStore opens the ledger and, when HOOKLEDGER_PAYLOAD_BUCKET is
-// set, the S3 payload store that holds the bodies too large for it.
+// openLedgerAndStore opens the ledger and the S3 payload store, if any.
 func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, *blob.Store, bool) {
 	c, err := config.Load(os.Getenv)
 	if err != nil {
@@ -103,8 +102,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	if until := reclaimer.GiveUpAt(rec); !rec.Status.Terminal() && !until.IsZero() {
-		// When the reclaimer stops re-driving it, should its runs keep
-		// being interrupted, and marks it dead instead.
+		// When the reclaimer marks it dead, should its runs keep being interrupted.
 		out["gives_up_at"] = until
 	}
 	if body, err := blob.Body(ctx, l, store, rec); err == nil {
@@ -206,10 +204,9 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// setupFlags checks setup's flags before anything is created, so that a bad
-// one cannot leave a table without its queues. Unlike queue.CreateQueues, it
-// takes no zero for a default: --visibility 0 and --max-receives 0 are
-// refused rather than silently replaced.
+// setupFlags checks setup's flags before anything is created, so a bad one
+// cannot leave a table without its queues. Unlike queue.CreateQueues, it
+// refuses zeros rather than take them for defaults.
 func setupFlags(table string, spec queue.QueueSpec) error {
 	switch {
 	case !validTableName(table):
@@ -238,8 +235,7 @@ func validTableName(name string) bool {
 }
 
 // awsHint returns a line saying how to reach the ledger when err looks like
-// the AWS SDK found no credentials or could not reach its endpoint, else "".
-// setup says the same before it starts.
+// missing credentials or an unreachable endpoint, else "".
 func awsHint(err error, getenv func(string) string) string {
 	if err == nil {
 		return ""

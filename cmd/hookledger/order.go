@@ -83,15 +83,13 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// orderQuery is what hookledger order was asked: show or reset, and which
-// resource.
+// orderQuery is what hookledger order was asked: show or reset, and what.
 type orderQuery struct {
 	sub, cmd              string
 	src, tenant, resource string
 }
 
-// parseOrder reads order's subcommand and flags; code >= 0 means exit with
-// it.
+// parseOrder reads order's subcommand and flags; code >= 0 means exit.
 func parseOrder(args []string, stdout, stderr io.Writer) (q orderQuery, code int) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, orderUsage+orderHelp)

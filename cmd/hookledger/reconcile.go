@@ -126,8 +126,8 @@ type reconcileFlags struct {
 	url, fn, cfgFile string
 }
 
-// parseReconcile reads reconcile's flags, and the credential from a file
-// or stdin; code >= 0 means exit with it.
+// parseReconcile reads reconcile's flags and a credential from a file or
+// stdin; code >= 0 means exit with it.
 func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, code int) {
 	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
 	sp := &f.sp
@@ -201,14 +201,12 @@ func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	return -1
 }
 
-// retention sets c's retention to the deployed receiver's, which the
-// window must stay inside; code >= 0 means exit with it.
+// retention sets c's retention to the deployed receiver's, which bounds the
+// window; code >= 0 means exit with it.
 func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg aws.Config, stderr io.Writer) int {
 	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
 	case f.fn != "":
-		// The deployed receiver's configuration: its sources when there are
-		// no local ones, and always its retention (a different
-		// HOOKLEDGER_RETENTION here is refused).
+		// Its sources when there are no local ones, and always its retention.
 		if err := reconcile.ReceiverSources(ctx, c, lambda.NewFromConfig(awsCfg), f.fn, shellRetention); err != nil {
 			fmt.Fprintf(stderr, "reconcile: %v\n", err)
 			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
@@ -217,18 +215,16 @@ func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg
 			return 1
 		}
 	case shellRetention == "":
-		// No retention in the shell and no receiver function to ask: the
-		// shell's default (168h) may be longer than the receiver's. Assume
-		// the least any receiver keeps (raised, per source, to its
-		// provider's retry horizon).
+		// Nothing to ask, and the default (168h) may exceed the receiver's:
+		// assume the least any receiver keeps.
 		c.Retention = ledger.MinRetention
 		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
 	}
 	return -1
 }
 
-// feeder gives r the way to feed missing events through the receiver: its
-// webhook URL or its function; code >= 0 means exit with it.
+// feeder gives r the receiver's webhook URL or function to feed through;
+// code >= 0 means exit with it.
 func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, awsCfg aws.Config, stderr io.Writer) int {
 	switch {
 	case f.url != "" && f.fn != "" && f.set["url"] && f.set["receiver-function"]:
@@ -252,12 +248,12 @@ func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, aw
 // reconcileStdin is where --credential - reads from (a test swaps it).
 var reconcileStdin io.Reader = os.Stdin
 
-// maxCredential bounds what --credential-file and --credential - read: an
-// API key or token is a few hundred bytes.
+// maxCredential bounds what --credential-file and --credential - read: a
+// key or token is a few hundred bytes.
 const maxCredential = 16 << 10
 
-// readCredential reads a credential given as a file or on stdin and returns
-// it as a literal reference, which stays in this process's memory.
+// readCredential reads a credential from a file or stdin into a literal
+// reference, which stays in this process's memory.
 func readCredential(r io.Reader, from string) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxCredential+1))
 	if err != nil {
@@ -276,8 +272,7 @@ func readCredential(r io.Reader, from string) (string, error) {
 	return "literal:" + v, nil
 }
 
-// reconcileSpec merges the configured entry for source/tenant (if any) with
-// the flags given.
+// reconcileSpec lays the flags given over the source/tenant's entry, if any.
 func reconcileSpec(flags reconcile.Spec, set map[string]bool, file string) (reconcile.Spec, error) {
 	data := []byte(os.Getenv("HOOKLEDGER_RECONCILE"))
 	if file != "" {

@@ -293,8 +293,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	return 0
 }
 
-// one replays a record: payload first (no payload, no replay), then the
-// ledger transition, then the message.
+// one replays a record: payload (none, no replay), ledger, then message.
 func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) error {
 	dry := o.dry
 	var changes []ledger.StepChange
@@ -371,14 +370,12 @@ func indeterminateStep(rec ledger.Record) (string, bool) {
 }
 
 // redrive moves the DLQ's messages back to the processing queue: receive,
-// judge (reclaimer.JudgeDeadLetter, the filter the reclaimer's DLQ pass
-// applies), send, delete. A message the filter leaves stays in the DLQ and
-// is listed with why (or, with --drop-skipped, deleted). If a delete fails
-// after the send, the message is processed twice, which the ledger absorbs.
-// With --dry-run it receives and judges the messages without moving or
-// deleting any. Every message it leaves in the DLQ is made visible again
-// when it is done, for the reclaimer and for the next run (--drop-skipped
-// right after a review).
+// judge (reclaimer.JudgeDeadLetter, as the reclaimer's DLQ pass), send,
+// delete. A message the filter leaves stays and is listed with why (or,
+// with --drop-skipped, deleted). A delete that fails after the send means
+// the message is processed twice, which the ledger absorbs. Messages left
+// in the DLQ are made visible again at the end, for the reclaimer and the
+// next run (--drop-skipped right after a review).
 func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 	if code := r.sameQueue(ctx, o.dlq); code >= 0 {
 		return code
@@ -473,11 +470,8 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 		}
 	}
 	t.moved++
-	// The processor acknowledges the message of a dead event without
-	// running it (a dead event runs again only when an operator replays
-	// it), keeping its body if the ledger has none: the reclaimer buries a
-	// record whose body survives only in this queue. Say which events need
-	// that replay.
+	// The processor acks a dead event's message unrun, keeping its body if
+	// the ledger has none: such events need a replay afterwards.
 	if dl.Record.Status == ledger.Dead {
 		t.dead++
 		fmt.Fprintf(r.stdout, "%sredriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --id %s)\n",
@@ -525,14 +519,12 @@ func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
 }
 
 // sameQueue guards the redrive against moving a queue into itself, which
-// would receive, resend and delete the same messages until --limit, or
-// forever. Two URLs can name one queue in more ways than a string compare
-// sees (host case, a trailing slash, the regional and legacy endpoints, an
-// emulator's several host names), so it compares the queues' ARNs, which SQS
-// itself spells one way, after a cheap check of the normalised URLs. It
-// returns -1 to go on, or the exit code: 2 when --dlq is the processing
-// queue, 1 when either ARN cannot be read (it fails closed: without the ARNs
-// it cannot tell).
+// would cycle the same messages forever. Two URLs can name one queue in
+// more ways than a string compare sees (host case, regional and legacy
+// endpoints, an emulator's host names), so it compares the queues' ARNs
+// after a cheap check of the normalised URLs. It returns -1 to go on, or
+// the exit code: 2 when --dlq is the processing queue, 1 when an ARN
+// cannot be read (it fails closed).
 func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
 	if normalQueueURL(dlq) == normalQueueURL(r.queueURL) {
 		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL (the processing queue's name with -dlq)")
@@ -567,8 +559,7 @@ func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
 	return -1
 }
 
-// normalQueueURL is u with its scheme and host in lower case and no trailing
-// slash, or u itself if it does not parse.
+// normalQueueURL is u with scheme and host lower-cased and no trailing slash.
 func normalQueueURL(u string) string {
 	p, err := url.Parse(strings.TrimSpace(u))
 	if err != nil {

@@ -51,8 +51,7 @@ type deliveryFlags struct {
 	algorithm string
 }
 
-// newDeliveryFlags declares the shared flags on a flag set whose errors go
-// to stderr and whose --help is handled by parseDelivery.
+// newDeliveryFlags declares the shared flags; parse handles --help.
 func newDeliveryFlags(name, synopsis string, stderr io.Writer) *deliveryFlags {
 	d := &deliveryFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	fs := d.fs
@@ -81,8 +80,7 @@ type delivery struct {
 	body     []byte
 }
 
-// parse parses args and resolves the shared flags. It returns the exit code
-// to stop with, or -1 to go on.
+// parse parses args and resolves the shared flags; code >= 0 means exit.
 func (d *deliveryFlags) parse(args []string, stdout, stderr io.Writer) (delivery, int) {
 	name := d.fs.Name()
 	usageErr := func(format string, a ...any) (delivery, int) {

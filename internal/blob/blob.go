@@ -1,8 +1,7 @@
 // Package blob is hookledger's optional payload store: an S3 bucket for the
-// bodies too large for a ledger item or, with a threshold, every body from
-// a given size. The receiver writes an event's object before it answers
-// 2xx; the record and the message carry its key, and the processor, the
-// reclaimer and replay read it back. The bucket's lifecycle rule expires
+// bodies too large for a ledger item (or, with a threshold, from a size on).
+// The receiver writes an event's object before it answers 2xx; the record
+// and the message carry its key. The bucket's lifecycle rule expires
 // objects with the ledger's retention.
 package blob
 
@@ -49,9 +48,8 @@ type Store struct {
 	Prefix string // e.g. "payloads/"; the template grants each role this prefix only
 }
 
-// NewClient returns an S3 client for cfg. Against an emulator
-// (cfg.BaseEndpoint set) it addresses buckets by path, since a local
-// endpoint has no per-bucket host names.
+// NewClient returns an S3 client for cfg, addressing buckets by path against
+// an emulator (cfg.BaseEndpoint set), which has no per-bucket host names.
 func NewClient(cfg aws.Config) *s3.Client {
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = cfg.BaseEndpoint != nil

@@ -260,10 +260,9 @@ func (h *Handler) read(raw string) (delivery, string) {
 	return dl, ""
 }
 
-// accountOf is the account an event is from, which decides its tenant:
-// for Stripe the connected account (a snapshot event's "account", a thin
-// event's "context"; "" for the account's own events), for an eventbridge
-// source the AWS account that put it.
+// accountOf is the account that decides an event's tenant: for Stripe the
+// connected account ("account", or a thin event's "context"; "" for the
+// account's own), for an eventbridge source the AWS account that put it.
 func accountOf(provider string, env events.CloudWatchEvent, detail []byte) (string, error) {
 	if provider == source.ProviderEventBridge {
 		return env.AccountID, nil
@@ -292,9 +291,8 @@ func accountOf(provider string, env events.CloudWatchEvent, detail []byte) (stri
 	return account, nil
 }
 
-// park keeps the message on the bus's dead-letter queue with the reason.
-// The message is acknowledged only once it is parked: a parking that
-// fails hands it back to the intake queue.
+// park keeps the message on the bus's dead-letter queue with the reason; a
+// parking that fails hands the message back to the intake queue.
 func (h *Handler) park(ctx context.Context, log *slog.Logger, body, reason string, dl delivery) Outcome {
 	attrs := map[string]string{}
 	if dl.envelope.Source != "" {

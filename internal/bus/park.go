@@ -50,9 +50,8 @@ func (p *Parking) Park(ctx context.Context, body, reason string, attrs map[strin
 	return nil
 }
 
-// attrText makes s a message attribute SQS takes: at most maxReason bytes
-// of valid UTF-8 without control characters (a reason quotes what the
-// event carried), never empty.
+// attrText makes s a message attribute SQS takes (a reason quotes what the
+// event carried): valid UTF-8, no control characters, not empty, bounded.
 func attrText(s string) string {
 	if len(s) > maxReason {
 		s = s[:maxReason]

@@ -11,8 +11,7 @@ import (
 	"github.com/hookledger/hookledger/internal/receiver"
 )
 
-// FromConfig builds the bus door: the sources (from their store, within
-// HOOKLEDGER_SECRET_GRANTS, when a reference), the ledger, the processing
+// FromConfig builds the bus door: the sources, the ledger, the processing
 // queue and the dead-letter queue it parks on. It refuses sources none of
 // which takes bus events: every event would be parked.
 func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {

@@ -1,5 +1,4 @@
-// Package cli holds what the two command-line programs share: the operator
-// CLI (cmd/hookledger) and the proof tooling's CLI (lab/cmd/hooklab). Flag
+// Package cli holds what cmd/hookledger and the lab's hooklab share: flag
 // sets whose --help goes to stdout, an HTTP transport that reaches emulated
 // API hosts, and signed-delivery plumbing.
 package cli
@@ -62,9 +61,8 @@ func RandomHex(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-// LocalhostTransport dials every *.localhost host name on the loopback
-// address: emulators name a deployed HTTP API {id}.execute-api.localhost,
-// which not every resolver knows.
+// LocalhostTransport dials *.localhost on the loopback address: emulators
+// name an HTTP API {id}.execute-api.localhost, which not all resolvers know.
 func LocalhostTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64

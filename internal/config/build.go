@@ -10,11 +10,10 @@ import (
 	"github.com/hookledger/hookledger/internal/metric"
 )
 
-// Logger returns a JSON slog logger at the configured level. Each line's
-// time goes under "timestamp" (RFC 3339, UTC, milliseconds), the key
-// Lambda's JSON log format reads: without it Lambda files the line as INFO
-// and bills a timestamp of its own (Lambda developer guide, "Log-level
-// filtering").
+// Logger returns a JSON slog logger at the configured level, each line's
+// time under "timestamp" (RFC 3339, UTC, ms): without it Lambda files the
+// line as INFO and bills a timestamp of its own (Lambda developer guide,
+// "Log-level filtering").
 func (c Config) Logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))

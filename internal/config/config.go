@@ -1,7 +1,6 @@
-// Package config holds hookledger's core settings: read from the
-// environment once, in a function's main, with defaults and validation. It
-// builds nothing and knows no effect: each handler package turns it into a
-// handler (FromConfig), and effects read their own settings.
+// Package config holds hookledger's core settings, read from the environment
+// once in main, with defaults and validation. It builds nothing and knows no
+// effect: handler packages build from it (FromConfig).
 package config
 
 import (
@@ -45,9 +44,8 @@ const (
 // DefaultPayloadPrefix is the key prefix of the S3 payload store.
 const DefaultPayloadPrefix = "payloads/"
 
-// Defaults of the settings this package uses itself. Every other setting
-// left unset stays zero here and takes the default of the code that uses
-// it (receiver.DefaultMaxBody, processor.DefaultMaxAttempts,
+// Defaults of the settings this package uses itself. Others stay zero here
+// and take the default of the code that uses them (receiver.DefaultMaxBody,
 // reclaimer.DefaultPerShard, ...), so each default is written once.
 const (
 	DefaultTable    = "hookledger" // HOOKLEDGER_TABLE, outside the template (hookledger dev)
@@ -99,10 +97,9 @@ type Config struct {
 	EmitMetrics      bool   // write CloudWatch EMF lines: in Lambda, or with HOOKLEDGER_METRICS=1
 }
 
-// SettingsVar holds the pipeline's settings as one JSON object keyed by
-// their variable names, e.g. {"HOOKLEDGER_MAX_ATTEMPTS":"8","LOG_LEVEL":"warn"}
-// (template.yaml sets it from the PipelineSettings parameter). Only the
-// variables SettingNames lists may be set there.
+// SettingsVar holds settings as one JSON object keyed by variable name, e.g.
+// {"HOOKLEDGER_MAX_ATTEMPTS":"8"} (template.yaml's PipelineSettings); only
+// the variables SettingNames lists.
 const SettingsVar = "HOOKLEDGER_SETTINGS"
 
 // settingNames are the variables SettingsVar may set: settings with a
@@ -198,10 +195,9 @@ func parseRetention(v string) (time.Duration, bool) {
 	return d, err == nil && d > 0
 }
 
-// Load reads the configuration through getenv (os.Getenv in main), with
-// HOOKLEDGER_SETTINGS laid over it, and applies the defaults this package
-// owns. It does not validate; call the Validate method that fits the
-// function.
+// Load reads the configuration through getenv, with HOOKLEDGER_SETTINGS laid
+// over it, and applies this package's defaults. Validate with the method
+// that fits the function.
 func Load(getenv func(string) string) (Config, error) {
 	getenv, err := withSettings(getenv)
 	if err != nil {

@@ -8,11 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// LambdaAWS builds a function's SDK configuration from the variables the
-// Lambda runtime sets (region, the role's credentials), plus
-// AWS_ENDPOINT_URL for emulators. It does not link the credential chain
-// (profiles, SSO, IMDS), which a function never uses: binaries and cold
-// starts stay small.
+// LambdaAWS builds a function's SDK configuration from what the runtime sets
+// (region, the role's credentials), plus AWS_ENDPOINT_URL for emulators. It
+// does not link the credential chain (profiles, SSO, IMDS), which a
+// function never uses: binaries and cold starts stay small.
 func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 	region := getenv("AWS_REGION")
 	if region == "" {

@@ -1,6 +1,5 @@
-// Package fallback holds what a handler uses when a dependency field is
-// left nil: the default logger and the system clock. Tests set the fields;
-// Lambda wiring sets the logger.
+// Package fallback holds what a handler uses for a field left unset: the
+// default logger, the system clock, a timer, a setting's default.
 package fallback
 
 import (

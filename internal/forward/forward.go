@@ -1,8 +1,7 @@
-// Package forward publishes events to an EventBridge bus for other services:
-// the engine behind hookledger's Event.Forward. Each entry carries the
-// event and the ledger's identity of it (source, tenant, event id and the
-// forward step's downstream idempotency key), so that consumers can drop the
-// repeats an at-least-once publisher and bus make.
+// Package forward publishes events to an EventBridge bus for other services
+// (Event.Forward). Each entry carries the event and the ledger's identity
+// of it, with the forward step's downstream idempotency key, so consumers
+// can drop the repeats an at-least-once publisher and bus make.
 package forward
 
 import (

@@ -49,9 +49,8 @@ const (
 	childEnv     = "HOOKLEDGER_DEV_CHILD"
 )
 
-// Run parses args and runs the pipeline until ctx ends. It returns the
-// process's exit code: 2 for a usage or configuration error, 1 for a
-// failure at run time.
+// Run parses args and runs the pipeline until ctx ends. It returns the exit
+// code: 2 for a usage or configuration error, 1 for a failure at run time.
 func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, code := d.parse(args, stdout, stderr)
 	if code >= 0 {
@@ -171,9 +170,8 @@ func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stde
 	return -1
 }
 
-// supervise runs the pipeline as a child process with the crash points
-// armed, each to fire once across restarts, and starts it again whenever
-// it crashes, as Lambda starts a new instance after one dies.
+// supervise runs the pipeline as a child with the crash points armed (each
+// fires once), and restarts it after each crash, as Lambda would.
 func (d DevCommand) supervise(ctx context.Context, crash string, points bool, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {

@@ -1,7 +1,6 @@
 // Package local drives the three functions' handlers on one machine, as
-// hookledger dev does: an HTTP server in place of API Gateway, SQS long
-// polling in place of the event source mapping, a ticker in place of the
-// EventBridge schedule. The handlers are the very same code the Lambdas run.
+// hookledger dev does: an HTTP server, SQS pollers and a ticker in place of
+// API Gateway, the event source mapping and the schedule.
 package local
 
 import (

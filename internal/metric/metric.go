@@ -1,7 +1,6 @@
-// Package metric writes CloudWatch Embedded Metric Format lines: one JSON
-// object per outcome on the function's output, which CloudWatch Logs turns
-// into metrics in the "hookledger" namespace with a Stage dimension. No
-// agent, no extra dependency, no API call on the hot path.
+// Package metric writes CloudWatch Embedded Metric Format lines on the
+// function's output, which CloudWatch Logs turns into metrics with a Stage
+// dimension: no agent, no dependency, no API call on the hot path.
 //
 // Format: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
 package metric

@@ -1,7 +1,6 @@
-// Package providerapi calls a provider's REST API (Stripe's, GitHub's) the
-// way the providers ask: authentication, retries under their documented
-// rate-limit rules, and errors that say what to fix. The reconciler and
-// package stripe share it.
+// Package providerapi calls Stripe's and GitHub's REST APIs as they ask:
+// authentication, retries under their rate-limit rules, and errors that say
+// what to fix. The reconciler and package stripe share it.
 package providerapi
 
 import (
