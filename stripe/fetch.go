@@ -20,8 +20,7 @@ import (
 const API = "https://api.stripe.com"
 
 // DefaultAPIVersion is the Stripe-Version a Fetcher sends unless told
-// otherwise: the version of Stripe's Go library this was written against.
-// It decides the shape of the objects a fetch returns; pin the one your
+// otherwise. It decides the shape of what a fetch returns: pin the one your
 // handlers are written for.
 const DefaultAPIVersion = providerapi.StripeAPIVersion
 
@@ -46,9 +45,8 @@ type Options struct {
 	Client       *http.Client // default: DefaultTimeout
 }
 
-// Fetcher fetches what thin events point at with the tenant's key,
-// retrying throttling and server errors as Stripe asks. Safe for
-// concurrent use.
+// Fetcher fetches what thin events point at with the tenant's key, retrying
+// as Stripe asks. Safe for concurrent use.
 type Fetcher struct {
 	key  *providerapi.Client            // Options.Key's; nil without one
 	keys map[string]*providerapi.Client // per tenant

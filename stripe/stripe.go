@@ -79,8 +79,7 @@ func IsThin(ev *hookledger.Event) bool {
 }
 
 // Parse reads ev's body as a thin event notification. An error wraps
-// ErrNotThin; it is permanent (hookledgertest.IsPermanent): no retry changes a
-// body.
+// ErrNotThin, and is permanent: no retry changes a body.
 func Parse(ev *hookledger.Event) (Thin, error) {
 	var t Thin
 	if ev == nil {

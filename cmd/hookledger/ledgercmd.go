@@ -204,9 +204,8 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// setupFlags checks setup's flags before anything is created, so a bad one
-// cannot leave a table without its queues. Unlike queue.CreateQueues, it
-// refuses zeros rather than take them for defaults.
+// setupFlags checks the flags before anything is created, so a bad one cannot
+// leave a table without its queues; unlike queue.CreateQueues, it refuses zeros.
 func setupFlags(table string, spec queue.QueueSpec) error {
 	switch {
 	case !validTableName(table):

@@ -369,13 +369,11 @@ func indeterminateStep(rec ledger.Record) (string, bool) {
 	return name, name != ""
 }
 
-// redrive moves the DLQ's messages back to the processing queue: receive,
-// judge (reclaimer.JudgeDeadLetter, as the reclaimer's DLQ pass), send,
-// delete. A message the filter leaves stays and is listed with why (or,
-// with --drop-skipped, deleted). A delete that fails after the send means
-// the message is processed twice, which the ledger absorbs. Messages left
-// in the DLQ are made visible again at the end, for the reclaimer and the
-// next run (--drop-skipped right after a review).
+// redrive moves the DLQ's messages to the processing queue: receive, judge
+// (reclaimer.JudgeDeadLetter), send, delete. A message the filter leaves
+// stays, listed with why (--drop-skipped deletes it). A failed delete after
+// the send means a second processing, which the ledger absorbs. Messages
+// left are made visible again at the end, for the reclaimer and the next run.
 func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 	if code := r.sameQueue(ctx, o.dlq); code >= 0 {
 		return code
@@ -518,13 +516,10 @@ func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
 	return 0
 }
 
-// sameQueue guards the redrive against moving a queue into itself, which
-// would cycle the same messages forever. Two URLs can name one queue in
-// more ways than a string compare sees (host case, regional and legacy
-// endpoints, an emulator's host names), so it compares the queues' ARNs
-// after a cheap check of the normalised URLs. It returns -1 to go on, or
-// the exit code: 2 when --dlq is the processing queue, 1 when an ARN
-// cannot be read (it fails closed).
+// sameQueue guards the redrive against cycling a queue into itself. URLs can
+// name one queue in many ways (host case, regional and legacy endpoints), so
+// it compares the queues' ARNs after the normalised URLs. It returns -1 to
+// go on, 2 when --dlq is the processing queue, 1 when an ARN cannot be read.
 func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
 	if normalQueueURL(dlq) == normalQueueURL(r.queueURL) {
 		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL (the processing queue's name with -dlq)")

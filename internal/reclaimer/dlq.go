@@ -15,17 +15,14 @@ import (
 )
 
 // DeadLetters takes out of the dead-letter queue the bodies that exist
-// nowhere else. A message reaches the DLQ after the processor failed it
-// maxReceiveCount times; under HOOKLEDGER_PAYLOAD=on-trouble (or after a
-// failed payload write) it may hold the only copy of the body, and a record
-// without one cannot be re-driven. So each run reads a few DLQ messages
-// and, for each that is its record's event, stores the body in the ledger
-// (EnsurePayload) and deletes the message; the usual path then re-drives
-// the record (or an operator replays it, if dead). A message
-// JudgeDeadLetter leaves, or whose body belongs in the payload store, stays
-// for the operator and `hookledger replay --dlq`. Every message read needs
-// a person, and so does an unreadable DLQ: the handler counts them as
-// NeedsOperator.
+// nowhere else: under HOOKLEDGER_PAYLOAD=on-trouble (or after a failed
+// payload write) a DLQ message may hold the only copy, and a record without
+// one cannot be re-driven. Each run reads a few messages and, for each that
+// is its record's event, stores the body (EnsurePayload) and deletes the
+// message; the record is then re-driven (or replayed, if dead). Messages
+// JudgeDeadLetter leaves, or whose body belongs in the payload store, stay
+// for `hookledger replay --dlq`. Every message read, and an unreadable DLQ,
+// counts as NeedsOperator.
 type DeadLetters struct {
 	API    dlqAPI
 	URL    string

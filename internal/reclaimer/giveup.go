@@ -14,10 +14,9 @@ import (
 const MessageLifetime = 14 * 24 * time.Hour
 
 // ExpiryMargin is at most how long before a record expires the reclaimer
-// gives up on it (GiveUpAt). A day leaves time for a reclaimer that is down
-// or paced then, and for the operator to fix the cause and replay the event
-// once the Dead alarm fires. A record that expired non-terminal would be
-// lost without an alarm.
+// gives up on it (GiveUpAt): time for a reclaimer that is down then, and for
+// the operator to act on the Dead alarm. A record that expired non-terminal
+// would be lost without an alarm.
 const ExpiryMargin = 24 * time.Hour
 
 // GiveUpAt is when the reclaimer stops re-driving rec and marks it dead
@@ -27,11 +26,9 @@ const ExpiryMargin = 24 * time.Hour
 //
 // This bounds trouble that is not the handler's. Crashes, timeouts, lost
 // leases and AWS errors do not spend MaxAttempts; they are re-driven, up to
-// an hour apart, until GiveUpAt. A source's retention is by default at
-// least its provider's retry horizon plus a day, so an event keeps trying
-// as long as its sender would have. Such trouble is transient, and a short
-// bound would kill events that patience completes; alarms tell the operator
-// within minutes.
+// an hour apart, until GiveUpAt: by default as long as the sender would
+// have retried. Such trouble is transient, and a short bound would kill
+// events that patience completes; alarms tell the operator within minutes.
 func GiveUpAt(rec ledger.Record) time.Time {
 	if rec.ExpiresAt.IsZero() {
 		return time.Time{}
@@ -93,9 +90,8 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 	return true, nil
 }
 
-// bodyless handles a due record whose body is stored nowhere the
-// reclaimer can read: it waits for the event's message (awaitMessage), then
-// buries the record before it expires, saying where the body may be.
+// bodyless handles a due record without a readable body: it waits for the
+// event's message (awaitMessage), then buries it (buryBodiless).
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
 	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
@@ -110,9 +106,8 @@ func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time
 }
 
 // buryBodiless marks dead a record whose body was never stored and whose
-// message did not come back. The cause says where the body may be: the
-// dead-letter queue, whose redrive (hookledger replay --dlq) lets the
-// processor store it, so the event can then be replayed.
+// message did not come back. The cause says the body may be in the DLQ,
+// whose redrive (hookledger replay --dlq) lets the processor store it.
 func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
 	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d interrupted, %d reclaims, last status %s): the body was never stored in the ledger "+
 		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --id %s",

@@ -20,10 +20,9 @@ type shardWalk struct {
 	terminal []ledger.DueEntry // entries it found terminal (see Handler.remember)
 }
 
-// settled is where the walk leaves the shard's mark. A complete walk
-// moves it up to upTo; else to just before the last entry it handled
-// (others with that due time may be on the next page). Either way it stays
-// before every entry the walk held, and never goes back.
+// settled is where the walk leaves the shard's mark: upTo when complete,
+// else just before the last entry it handled (the next page may share its
+// due time); always before every entry it held, and never back.
 func (w shardWalk) settled(upTo time.Time) time.Time {
 	m := w.mark
 	switch {

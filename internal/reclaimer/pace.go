@@ -34,10 +34,9 @@ const (
 )
 
 // admit waits until n more messages fit (or the queue is empty: a page
-// larger than max still goes, alone) and books them. It gives up, ok false,
-// when the run's end (by the handler's clock; zero: none) comes first or
-// ctx ends; err is a failure to read the depth. waited is the time spent
-// waiting for room (not reading the depth).
+// larger than max goes alone) and books them. It gives up (ok false) at the
+// run's end (zero: none) or ctx's; err is a failure to read the depth.
+// waited is the time spent waiting for room.
 func (p *pacer) admit(ctx context.Context, n int, end time.Time) (waited time.Duration, ok bool, err error) {
 	for {
 		p.mu.Lock()

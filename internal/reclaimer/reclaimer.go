@@ -245,10 +245,9 @@ func decodeInput(ev any) Input {
 	return in
 }
 
-// lock takes the run lock (a continuation takes over its predecessor's)
-// and returns the marks it carries. ok is false when another run holds it;
-// token is "" and marks nil when the run goes on without the lock (none
-// configured, or it could not be written: running unlocked is safe).
+// lock takes the run lock (a continuation takes its predecessor's) and
+// returns its marks. ok is false when another run holds it; token is "" and
+// marks nil when the run goes on unlocked (no lock, or a failed write).
 func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledger.DueMarks, ok bool) {
 	if h.Lock == nil {
 		return "", nil, true

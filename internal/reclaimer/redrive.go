@@ -116,11 +116,10 @@ func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (
 	return took, err
 }
 
-// send sends the messages of the records redrive took (taken[i] as its
-// write left it; reset[i]: it was processing) and books SQS's answers. An
-// entry SQS failed is taken back (Unsent) and due again soon. One whose
-// fate is unknown stays counted, due after its backoff, as if the run had
-// died before sending.
+// send sends the messages of the records redrive took (reset[i]: it was
+// processing) and books SQS's answers. An entry SQS failed is taken back
+// (Unsent), due again soon; one whose fate is unknown stays counted, due
+// after its backoff, as if the run had died before sending.
 func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger.Record, reset []bool, now time.Time, idle bool, rep *Report) {
 	sent, retry := 0, fallback.Positive(h.RetryAfter, DefaultRetryAfter)
 	for i, err := range h.Queue.SendBatch(ctx, msgs) {

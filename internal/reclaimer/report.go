@@ -39,9 +39,8 @@ type Report struct {
 	held map[ledger.Key]bool // records of a page the run left where they were (hold)
 }
 
-// hold keeps the shard's mark before id's entry, for the next run to read
-// again. The run could not settle the record: an error, or a conflict with
-// a writer that may have claimed it without moving its due time.
+// hold keeps the shard's mark before id's entry, which the run could not
+// settle (an error, or a conflict with a claim that left its due time).
 func (r *Report) hold(id ledger.Key) {
 	if r.held == nil {
 		r.held = map[ledger.Key]bool{}

@@ -243,9 +243,8 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	return next, nil
 }
 
-// read reads a page's records: all with eventually consistent reads
-// (Peek), then consistently those it did not find terminal. A record
-// missing from both after an error waits for the next run.
+// read reads a page's records eventually consistently (Peek), then
+// consistently those not found terminal.
 func (r *run) read(shard int, ids []ledger.Key) (peeked, recs map[ledger.Key]ledger.Record, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil

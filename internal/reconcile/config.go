@@ -14,9 +14,8 @@ import (
 	"github.com/hookledger/hookledger/jsoncheck"
 )
 
-// Spec is one configured reconciliation: a source and tenant of the sources
-// JSON and how to reach its provider's API. HOOKLEDGER_RECONCILE holds a JSON
-// array of them; the CLI also builds one from its flags.
+// Spec is one reconciliation: a source and tenant and how to reach its
+// provider's API (HOOKLEDGER_RECONCILE holds a JSON array; the CLI's flags).
 type Spec struct {
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`

@@ -193,9 +193,8 @@ func (r *Reconciler) now() time.Time { return fallback.Now(r.Now) }
 
 func (r *Reconciler) log() *slog.Logger { return fallback.Logger(r.Log) }
 
-// Run reconciles one job. The report holds what was done even when an
-// error stopped the run early (a provider API failure); per-event feed
-// failures are counted, not returned.
+// Run reconciles one job. The report holds what was done even when an error
+// stopped the run; per-event feed failures are counted, not returned.
 func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	now := r.now()
 	rep := Report{Source: job.Source, Tenant: job.Tenant, Provider: job.Provider.Name(), Since: now.Add(-job.Window).UTC(), DryRun: job.DryRun, Scope: "every event"}
@@ -491,9 +490,8 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 	}
 }
 
-// conflictResult is the receiver's answer (409) to a key it holds with
-// other bytes under HOOKLEDGER_MISMATCH=reject; conflictDuplicate is what
-// reconcile records for it (counted as duplicate).
+// conflictResult is the receiver's 409 under HOOKLEDGER_MISMATCH=reject;
+// conflictDuplicate is what reconcile records for it (a duplicate).
 const (
 	conflictResult    = "rejected_conflict"
 	conflictDuplicate = "duplicate_rejected_conflict"

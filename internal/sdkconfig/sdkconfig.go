@@ -1,8 +1,6 @@
-// Package sdkconfig loads the AWS SDK configuration for hookledger's CLI and
-// local runs: the SDK's full default chain, pointed at an emulator by
-// AWS_ENDPOINT_URL, with dummy credentials there so that local runs need no
-// account. The Lambda functions use config.LambdaAWS instead, which links
-// none of the chain.
+// Package sdkconfig loads the AWS SDK configuration for the CLI and local
+// runs: the full default chain, and dummy credentials for an emulator
+// (AWS_ENDPOINT_URL). Functions use config.LambdaAWS, which links no chain.
 package sdkconfig
 
 import (
