@@ -46,8 +46,7 @@ func GetS(item map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
-// GetN returns item's number attribute name as an integer, 0 when it has
-// none.
+// GetN returns item's number attribute name as an integer, 0 when it has none.
 func GetN(item map[string]types.AttributeValue, name string) int64 {
 	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 		i, _ := strconv.ParseInt(v.Value, 10, 64)
@@ -56,8 +55,7 @@ func GetN(item map[string]types.AttributeValue, name string) int64 {
 	return 0
 }
 
-// GetMillis reverses Millis: the zero time when item has no such attribute
-// (or holds 0), UTC otherwise.
+// GetMillis reverses Millis: UTC, or the zero time for a missing (or 0) attribute.
 func GetMillis(item map[string]types.AttributeValue, name string) time.Time {
 	v := GetN(item, name)
 	if v == 0 {

@@ -19,8 +19,7 @@ type TableAPI interface {
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
-// How long CreateTable waits for a new table to become active, and how often
-// it looks.
+// How long CreateTable waits for a new table to become active, and how often it looks.
 const (
 	activeWait = 60 * time.Second
 	activePoll = 200 * time.Millisecond

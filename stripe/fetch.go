@@ -144,8 +144,7 @@ func baseURL(v string, trusted bool) (string, error) {
 	return strings.TrimRight(v, "/"), nil
 }
 
-// FetchEvent fetches a thin notification's full event as JSON (GET
-// /v2/core/events/{id}, within 30 days).
+// FetchEvent fetches a thin notification's full event (GET /v2/core/events/{id}, 30 days).
 func (f *Fetcher) FetchEvent(ctx context.Context, ev *hookledger.Event) (json.RawMessage, error) {
 	t, err := Parse(ev)
 	if err != nil {

@@ -38,8 +38,7 @@ import (
 	"github.com/hookledger/hookledger/internal/providerapi"
 )
 
-// ThinObject is the "object" of a thin event notification; a snapshot
-// event's is "event".
+// ThinObject is a thin event notification's "object"; a snapshot event's is "event".
 const ThinObject = providerapi.StripeThinObject
 
 // Thin is a thin event notification, as Stripe delivers it.

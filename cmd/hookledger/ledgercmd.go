@@ -233,8 +233,7 @@ func validTableName(name string) bool {
 	return true
 }
 
-// awsHint returns a line saying how to reach the ledger when err looks like
-// missing credentials or an unreachable endpoint, else "".
+// awsHint says how to reach the ledger when err looks like missing credentials or endpoint, else "".
 func awsHint(err error, getenv func(string) string) string {
 	if err == nil {
 		return ""

@@ -126,8 +126,7 @@ type reconcileFlags struct {
 	url, fn, cfgFile string
 }
 
-// parseReconcile reads reconcile's flags and a credential from a file or
-// stdin; code >= 0 means exit with it.
+// parseReconcile reads reconcile's flags and credential; code >= 0 means exit with it.
 func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, code int) {
 	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
 	sp := &f.sp
@@ -223,8 +222,7 @@ func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg
 	return -1
 }
 
-// feeder gives r the receiver's webhook URL or function to feed through;
-// code >= 0 means exit with it.
+// feeder gives r the receiver's webhook URL or function; code >= 0 means exit with it.
 func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, awsCfg aws.Config, stderr io.Writer) int {
 	switch {
 	case f.url != "" && f.fn != "" && f.set["url"] && f.set["receiver-function"]:
@@ -252,8 +250,7 @@ var reconcileStdin io.Reader = os.Stdin
 // key or token is a few hundred bytes.
 const maxCredential = 16 << 10
 
-// readCredential reads a credential from a file or stdin into a literal
-// reference, which stays in this process's memory.
+// readCredential reads a credential into a literal reference, kept in this process's memory.
 func readCredential(r io.Reader, from string) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxCredential+1))
 	if err != nil {

@@ -423,8 +423,7 @@ type redriveTally struct {
 	skipped                      map[string]int // by reason
 }
 
-// redriveOne judges one DLQ message and moves, drops or leaves it; it
-// reports whether the message left the DLQ.
+// redriveOne judges one DLQ message, moves, drops or leaves it, and says whether it left.
 func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.Message, t *redriveTally) (gone bool) {
 	would := ""
 	if o.dry {

@@ -173,8 +173,7 @@ func (d signed) post(ctx context.Context, repeat, conc int) map[string]int {
 	return counts
 }
 
-// report prints the answers' counts and hints for the usual mistakes; it
-// returns 1 if any answer was not 2xx.
+// report prints the answers' counts and hints; it returns 1 if any answer was not 2xx.
 func (o *sendOpts) report(counts map[string]int, stdout, stderr io.Writer) int {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {

@@ -73,8 +73,7 @@ func noRedirects(h aws.HTTPClient) aws.HTTPClient {
 	return &cp
 }
 
-// firstAnswer refuses an answer that came from elsewhere than the request
-// went: a client that followed a redirect.
+// firstAnswer refuses an answer from elsewhere than the request went (a followed redirect).
 type firstAnswer struct{ aws.HTTPClient }
 
 func (f firstAnswer) Do(req *http.Request) (*http.Response, error) {
@@ -129,8 +128,7 @@ func (c *Client) endpoint(service string) string {
 	return "https://" + service + "." + c.cfg.Region + "." + suffix
 }
 
-// do sends one request (retried as the standard retryer decides) and
-// returns the answer's body, or an APIError built by errorOf.
+// do sends one request, retried as the standard retryer decides; errorOf builds its error.
 func (c *Client) do(ctx context.Context, service, path string, header http.Header, body []byte, errorOf func(int, http.Header, []byte) *APIError) ([]byte, error) {
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
@@ -259,8 +257,7 @@ type SecretsManager struct{ c *Client }
 // NewSecretsManager returns a Secrets Manager reader on cfg.
 func NewSecretsManager(cfg aws.Config) SecretsManager { return SecretsManager{New(cfg)} }
 
-// GetSecretValue returns the current string value of the secret id (""
-// when it holds only a binary value).
+// GetSecretValue returns secret id's current string value ("" for a binary one).
 func (s SecretsManager) GetSecretValue(ctx context.Context, id string) (string, error) {
 	var out struct{ SecretString *string }
 	if err := s.c.call(ctx, "secretsmanager", "secretsmanager.GetSecretValue", map[string]any{"SecretId": id}, &out); err != nil {

@@ -198,8 +198,7 @@ func claimReason(r receiver.Result, body string) string {
 	return fmt.Sprintf("refused by the claim path (%s)", r)
 }
 
-// read turns an intake message into a delivery, or says why it cannot be
-// one.
+// read turns an intake message into a delivery, or says why it cannot be one.
 func (h *Handler) read(raw string) (delivery, string) {
 	var dl delivery
 	if err := jsoncheck.Strict([]byte(raw)); err != nil {

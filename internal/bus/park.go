@@ -26,8 +26,7 @@ type sendAPI interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// Parking parks events on the bus's dead-letter queue: the message as it
-// came from the intake queue, the reason in its attributes.
+// Parking parks intake messages on the bus's dead-letter queue, the reason in attributes.
 type Parking struct {
 	API sendAPI
 	URL string

@@ -129,8 +129,7 @@ func (p Program) Usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's flags.\n%s\n", p.Name, p.Footer)
 }
 
-// Run runs the subcommand args name and returns the exit code: 2 for a
-// missing or unknown command, 0 for help.
+// Run runs the subcommand args names; it returns 2 for a missing or unknown one.
 func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		p.Usage(stderr)

@@ -33,8 +33,7 @@ func timestampKey(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// Metrics returns the EMF emitter (stdout, as Lambda ships it to CloudWatch
-// Logs), or nil when metrics are off.
+// Metrics returns the EMF emitter on stdout (Lambda ships it), or nil when metrics are off.
 func (c Config) Metrics() *metric.Emitter {
 	if !c.EmitMetrics {
 		return nil
@@ -42,8 +41,7 @@ func (c Config) Metrics() *metric.Emitter {
 	return metric.New(os.Stdout, c.Stage)
 }
 
-// Fatal prints a configuration error the way every entry point does and
-// exits 2.
+// Fatal prints a configuration error the way every entry point does, and exits 2.
 func Fatal(what string, err error) {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 	os.Exit(2)

@@ -28,8 +28,7 @@ const MaxBodyLimit = 1 << 20
 // store: the 6 MB a Lambda function can receive, event JSON included.
 const MaxBodyWithStore = 6 << 20
 
-// Payload policies (HOOKLEDGER_PAYLOAD): when a new event's body is stored
-// in the ledger's payload item.
+// Payload policies (HOOKLEDGER_PAYLOAD): when a new event's body is stored in the ledger.
 const (
 	// PayloadAlways stores every body as the event is received, in parallel
 	// with the enqueue: every event, done ones included, keeps its body for
@@ -111,8 +110,7 @@ var settingNames = []string{
 	"HOOKLEDGER_SHARDS", "HOOKLEDGER_RECLAIM_AFTER", "HOOKLEDGER_RECLAIM_BATCH", "HOOKLEDGER_RECLAIM_MAX_QUEUE", "HOOKLEDGER_RECLAIM_CHAIN",
 }
 
-// setByParameter names the template parameter that sets a variable, for
-// the message that refuses it in SettingsVar.
+// setByParameter names the template parameter that sets a variable SettingsVar refuses.
 var setByParameter = map[string]string{
 	"HOOKLEDGER_RETENTION":          "RetentionDays",
 	"HOOKLEDGER_PAYLOAD_STORE_DAYS": "LargeBodyStoreDays",
@@ -325,8 +323,7 @@ func (v *vars) retention(dst *time.Duration) {
 	}
 }
 
-// sourcesFile reads the sources from HOOKLEDGER_SOURCES_FILE, which must
-// not come with HOOKLEDGER_SOURCES.
+// sourcesFile reads HOOKLEDGER_SOURCES_FILE, which must not come with HOOKLEDGER_SOURCES.
 func (v *vars) sourcesFile(dst *string) {
 	f := v.getenv("HOOKLEDGER_SOURCES_FILE")
 	switch {

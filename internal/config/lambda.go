@@ -34,8 +34,7 @@ func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 	return cfg, nil
 }
 
-// MustLoad reads a Lambda function's configuration and SDK configuration
-// from its environment, or stops the cold start naming what is wrong.
+// MustLoad reads a function's configurations, or stops the cold start naming what is wrong.
 func MustLoad(function string) (Config, aws.Config) {
 	c, err := Load(os.Getenv)
 	if err != nil {

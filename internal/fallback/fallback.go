@@ -24,8 +24,7 @@ func Now(now func() time.Time) time.Time {
 	return time.Now()
 }
 
-// Sleep waits d, or until ctx ends, through sleep when it is not nil (a
-// test's pause).
+// Sleep waits d, or until ctx ends, through sleep when it is not nil (a test's).
 func Sleep(ctx context.Context, d time.Duration, sleep func(context.Context, time.Duration) error) error {
 	if sleep != nil {
 		return sleep(ctx, d)

@@ -19,8 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/source"
 )
 
-// MaxEntryBytes is EventBridge's limit on one PutEvents entry (256 KB,
-// source, detail-type and detail counted together).
+// MaxEntryBytes is EventBridge's limit on a PutEvents entry (source, detail-type and detail).
 const MaxEntryBytes = 256 * 1024
 
 // Identity is the ledger's identity of a forwarded event, the "hookledger"

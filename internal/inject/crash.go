@@ -32,6 +32,5 @@ func ParseCrash(spec string) (map[string]int, error) {
 	return out, nil
 }
 
-// CrashMarkFile is the mark a crash at point leaves when HOOKLEDGER_CRASH_MARK
-// is base: one file per point.
+// CrashMarkFile is the mark a crash at point leaves under HOOKLEDGER_CRASH_MARK=base.
 func CrashMarkFile(base, point string) string { return base + "-" + point }

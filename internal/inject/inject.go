@@ -9,8 +9,7 @@
 // the first process to create BASE-POINT crashes there: a respawn goes on.
 package inject
 
-// The named crash points. Steps add their own, named after the step (see
-// StepStarted and StepRan).
+// The named crash points; steps add their own (StepStarted, StepRan).
 const (
 	ReceiverAfterVerify  = "receiver.after_verify"
 	ReceiverAfterRecord  = "receiver.after_record"

@@ -40,8 +40,7 @@ type DevCommand struct {
 	APIOptions []func(*middleware.Stack) error // added to every AWS client
 }
 
-// crashEnv and crashMarkEnv are read by the crash points of a crashpoints
-// build (internal/inject).
+// The variables a crashpoints build's crash points read (internal/inject).
 const (
 	crashEnv     = "HOOKLEDGER_CRASH"
 	crashMarkEnv = "HOOKLEDGER_CRASH_MARK"

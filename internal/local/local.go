@@ -104,8 +104,7 @@ func (d *Pipeline) tick(ctx context.Context, timeout, every time.Duration) {
 	}
 }
 
-// ServeHTTP turns an HTTP request into API Gateway's v2 event, as the HTTP
-// API would, and writes the receiver's answer.
+// ServeHTTP turns a request into the HTTP API's event and writes the receiver's answer.
 func (d *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
 		w.Write([]byte("ok\n"))

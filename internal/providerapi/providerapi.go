@@ -106,8 +106,7 @@ const (
 	StripeThinObject = "v2.core.event" // a thin event's "object" (a snapshot event's is "event")
 )
 
-// DefaultRetries is how often a request is retried after a 429, a 5xx or a
-// transport error.
+// DefaultRetries is how often a request is retried after a 429, a 5xx or a transport error.
 const DefaultRetries = 4
 
 // Hints are what an APIError says to fix, by status.
@@ -236,8 +235,7 @@ type retrying struct {
 	wait, limit, next time.Duration
 }
 
-// prepare waits for the request's turn (the quota, the gap between
-// mutations) and builds it. An error ends the call.
+// prepare waits for the request's turn (quota, gap between mutations) and builds it.
 func (c *Client) prepare(ctx context.Context, method, u string, extra http.Header, mutation bool) (*http.Request, error) {
 	if err := c.waitQuota(ctx, u); err != nil {
 		return nil, err
@@ -393,8 +391,7 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// apiMessage picks the message out of Stripe's {"error":{"message"}} or
-// GitHub's {"message"}.
+// apiMessage picks the message out of Stripe's {"error":{"message"}} or GitHub's {"message"}.
 func apiMessage(body []byte) string {
 	var e struct {
 		Message string `json:"message"`

@@ -33,8 +33,7 @@ type DeadLetters struct {
 // DefaultDeadLetters is how many DLQ messages a run reads at most.
 const DefaultDeadLetters = 50
 
-// deadLetterVisibility (seconds) hides a message the run left until past
-// the run; the next run counts it again.
+// deadLetterVisibility (seconds) hides a message the run left until the next run.
 const deadLetterVisibility = 20
 
 type dlqAPI interface {

@@ -9,8 +9,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MessageLifetime is the longest a message can stay on an SQS queue: 14
-// days, SQS's longest retention, which the template's queues use.
+// MessageLifetime is SQS's longest retention, which the template's queues use.
 const MessageLifetime = 14 * 24 * time.Hour
 
 // ExpiryMargin is at most how long before a record expires the reclaimer
@@ -90,8 +89,7 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 	return true, nil
 }
 
-// bodyless handles a due record without a readable body: it waits for the
-// event's message (awaitMessage), then buries it (buryBodiless).
+// bodyless waits for a bodiless record's message (awaitMessage), then buries it.
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
 	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
@@ -118,8 +116,7 @@ func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Repo
 	h.bury(ctx, rec, cause, rep, "reclaims", rec.Reclaims)
 }
 
-// giveUp marks dead a record whose give-up time has come (GiveUpAt), with
-// a cause that says what kept it from being done.
+// giveUp marks dead a record at its give-up time, saying what kept it from being done.
 func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time, rep *Report) {
 	cause := fmt.Sprintf("gave up at %s, %s before the record expires: not done since %s %s, after %s (%s, %s) and %s. "+
 		"Interrupted runs are crashes, timeouts, lost leases and AWS errors, not failures of the handler: fix what interrupts it "+

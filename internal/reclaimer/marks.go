@@ -7,8 +7,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// shardWalk is where one shard's walk stands: it reads the shard's entries
-// due after its mark, page by page.
+// shardWalk is where a shard's walk stands: it reads entries due after its mark.
 type shardWalk struct {
 	shard    int
 	mark     time.Time // where the walk started (the stored mark; zero: the oldest entry)

@@ -82,8 +82,7 @@ func (p *pacer) release(n, sent int) {
 
 func (p *pacer) estimate() int { return p.depth + p.sent + p.inflight }
 
-// wasIdle reports whether the queue was idle when the run began; false
-// before the first reading.
+// wasIdle reports whether the first reading found the queue idle.
 func (p *pacer) wasIdle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

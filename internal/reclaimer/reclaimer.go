@@ -61,22 +61,19 @@ type store interface {
 	BuryStale(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
 }
 
-// sender enqueues events for the processor in batches and tells how many
-// wait on the queue and how many are in flight.
+// sender enqueues events in batches and tells how many wait and how many are in flight.
 type sender interface {
 	SendBatch(ctx context.Context, msgs []queue.Message) []error
 	Depth(ctx context.Context) (waiting, inFlight int, err error)
 }
 
-// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun), which
-// also carries the marks in the due index.
+// locker is the run lock (ledger.LockRun), which also carries the due marks.
 type locker interface {
 	LockRun(ctx context.Context, owner string, until time.Time) (ledger.DueMarks, error)
 	UnlockRun(ctx context.Context, owner string, marks ledger.DueMarks) error
 }
 
-// continuer starts the next run asynchronously (the function invoking
-// itself with InvocationType Event).
+// continuer starts the next run asynchronously (the function invoking itself).
 type continuer interface {
 	Continue(ctx context.Context, in Input) error
 }
@@ -202,8 +199,7 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	return rep, nil
 }
 
-// deadLetters runs the DLQ pass within its budget (at most a quarter of
-// the time the invocation has) and counts it.
+// deadLetters runs the DLQ pass within its budget (at most a quarter of the time left).
 func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterReport {
 	budget := deadLetterBudget
 	if dl, ok := ctx.Deadline(); ok {

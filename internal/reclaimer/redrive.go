@@ -12,8 +12,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// decide postpones a record under a live lease, and reports whether the
-// record goes on to redrive.
+// decide postpones a record under a live lease, and reports whether it goes on to redrive.
 func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
 	if rec.LeaseLive(now) {
 		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(fallback.Positive(h.LeaseGrace, DefaultLeaseGrace))); err != nil {
@@ -103,8 +102,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	}
 }
 
-// take makes rec this reclaimer's to send, with one conditional write:
-// Reset for an expired lease, Requeue otherwise.
+// take makes rec this reclaimer's to send: Reset for an expired lease, else Requeue.
 func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error) {
 	if rec.Status != ledger.Processing {
 		return h.Ledger.Requeue(ctx, rec, next)

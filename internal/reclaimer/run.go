@@ -65,8 +65,7 @@ func (r *run) work() {
 	wg.Wait()
 }
 
-// next hands out the shard whose turn it is, or false when the run is over
-// for this worker.
+// next hands out the shard whose turn it is, or false when the run is over.
 func (r *run) next() (shardWalk, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,8 +143,7 @@ func (r *run) worker() {
 	}
 }
 
-// giveBack stops the run for why and puts the shard back untouched: its
-// due records stay for the next run.
+// giveBack stops the run for why and puts the shard back untouched, for the next run.
 func (r *run) giveBack(w shardWalk, why string) {
 	r.mu.Lock()
 	r.ready = append(r.ready, w)
@@ -243,8 +241,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	return next, nil
 }
 
-// read reads a page's records eventually consistently (Peek), then
-// consistently those not found terminal.
+// read reads a page's records with Peek, then consistently those not terminal.
 func (r *run) read(shard int, ids []ledger.Key) (peeked, recs map[ledger.Key]ledger.Record, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil

@@ -87,8 +87,7 @@ type Config struct {
 	Interval time.Duration
 }
 
-// Check validates a spec against the sources without any network call, so
-// that a misconfiguration stops the function at cold start.
+// Check validates a spec without a network call, so a misconfiguration stops the cold start.
 func (c *Config) Check(s Spec) error {
 	name := s.Source + "/" + s.Tenant
 	src, ok := c.Sources[s.Source]
@@ -143,8 +142,7 @@ func (c *Config) Check(s Spec) error {
 	return nil
 }
 
-// providerSettings checks the settings that depend on the provider p: the
-// API URL, and no setting of the other provider's.
+// providerSettings checks the API URL and that no setting is the other provider's.
 func providerSettings(name, p string, s Spec) error {
 	def := StripeAPI
 	if p == "github" {
@@ -178,8 +176,7 @@ func providerSettings(name, p string, s Spec) error {
 	return nil
 }
 
-// retention is how long the ledger keeps the source's records, as the
-// receiver decides it (docs/providers.md).
+// retention is how long the ledger keeps src's records, as the receiver decides it.
 func (c *Config) retention(src string) time.Duration {
 	if c.Registry != nil && c.Retention > 0 {
 		if r, ok := c.Registry.Retentions(c.Retention)[src]; ok {

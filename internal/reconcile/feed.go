@@ -19,8 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/providerapi"
 )
 
-// HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the
-// sender would: through API Gateway to the receiver.
+// HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the sender would.
 type HTTPFeeder struct {
 	// Webhook is the stack's WebhookUrl output (.../{source}/{tenant},
 	// filled in) or its base.
@@ -101,8 +100,7 @@ func (f *LambdaFeeder) URL(source, tenant string) string {
 	return "https://" + f.host() + "/webhooks/" + source + "/" + tenant
 }
 
-// Event builds the API Gateway v2 event of a delivery, as the HTTP API
-// route POST /webhooks/{source}/{tenant} would.
+// Event builds the event the route POST /webhooks/{source}/{tenant} would.
 func (f *LambdaFeeder) Event(source, tenant string, hdr http.Header, body []byte) events.APIGatewayV2HTTPRequest {
 	path := "/webhooks/" + source + "/" + tenant
 	ev := events.APIGatewayV2HTTPRequest{

@@ -18,12 +18,10 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// GitHubAPI is GitHub's REST API base URL (GitHub Enterprise Server:
-// https://HOST/api/v3).
+// GitHubAPI is GitHub's REST API base URL (GitHub Enterprise Server's: https://HOST/api/v3).
 const GitHubAPI = "https://api.github.com"
 
-// githubRetention is how long github.com keeps deliveries (GitHub
-// Enterprise Server: 7 days).
+// githubRetention is how long github.com keeps deliveries (Enterprise Server: 7 days).
 const githubRetention = 3 * 24 * time.Hour
 
 // hookPattern is a repository or organization webhook's API path.
@@ -261,8 +259,7 @@ func (g *GitHub) Rebuild(ctx context.Context, ev Event) (Delivery, error) {
 	return Delivery{Message: webhook.Message{ID: ev.ID, Type: typ, Body: b}, Header: hdr}, nil
 }
 
-// Redeliver implements Redeliverer: GitHub delivers the event again, with
-// the same GUID, genuinely signed.
+// Redeliver implements Redeliverer: GitHub sends the event again, with its GUID.
 func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
 	if ev.ref == "" {
 		return fmt.Errorf("github delivery %s: no delivery id", ev.ID)

@@ -26,8 +26,7 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// Event is one event a provider says it sent, or tried to send, to the
-// endpoint.
+// Event is one event a provider says it sent, or tried to send, to the endpoint.
 type Event struct {
 	// ID is the provider's id of the event, the receiver's default key
 	// (Stripe's event id, GitHub's delivery GUID).
@@ -97,8 +96,7 @@ type Feeder interface {
 // had its record expire, and feeding it again would run its effects twice.
 const RetentionMargin = time.Hour
 
-// Job is one reconciliation: one source and tenant against one provider
-// API.
+// Job is one reconciliation: one source and tenant against one provider API.
 type Job struct {
 	Source, Tenant string
 	Provider       Provider
