@@ -64,8 +64,7 @@ func GetMillis(item map[string]types.AttributeValue, name string) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-// NewToken returns 32 random hex digits: what a conditional write stores so
-// that Settle can recognise it as the caller's own.
+// NewToken returns 32 random hex digits, by which Settle recognises the caller's write.
 func NewToken() string {
 	var b [16]byte
 	rand.Read(b[:])

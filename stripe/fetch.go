@@ -45,8 +45,7 @@ type Options struct {
 	Client       *http.Client // default: DefaultTimeout
 }
 
-// Fetcher fetches what thin events point at with the tenant's key, retrying
-// as Stripe asks. Safe for concurrent use.
+// Fetcher fetches what thin events point at, with the tenant's key. Safe for concurrent use.
 type Fetcher struct {
 	key  *providerapi.Client            // Options.Key's; nil without one
 	keys map[string]*providerapi.Client // per tenant

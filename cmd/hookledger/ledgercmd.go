@@ -24,11 +24,6 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, bool) {
-	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
-	return l, ok
-}
-
 // openLedgerAndStore opens the ledger and the S3 payload store, if any.
 func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, *blob.Store, bool) {
 	c, err := config.Load(os.Getenv)
@@ -148,7 +143,7 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect ID)\n", fs.Arg(0))
 		return 2
 	}
-	l, ok := openLedger(ctx, stderr, "list")
+	l, _, ok := openLedgerAndStore(ctx, stderr, "list")
 	if !ok {
 		return 1
 	}

@@ -36,7 +36,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	cmd, src, tenant, res := q.cmd, q.src, q.tenant, q.resource
-	l, ok := openLedger(ctx, stderr, cmd)
+	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
 	if !ok {
 		return 1
 	}

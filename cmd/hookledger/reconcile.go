@@ -172,8 +172,7 @@ func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, 
 	return f, f.credential(*credFile, stderr)
 }
 
-// credential reads the credential from --credential-file or stdin (--credential -)
-// into a literal reference; code >= 0 means exit with it.
+// credential reads --credential-file or stdin into a literal; code >= 0 means exit with it.
 func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	if !f.set["credential-file"] && f.sp.Credential != "-" {
 		return -1
@@ -200,8 +199,7 @@ func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	return -1
 }
 
-// retention sets c's retention to the deployed receiver's, which bounds the
-// window; code >= 0 means exit with it.
+// retention sets c's retention to the deployed receiver's; code >= 0 means exit with it.
 func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg aws.Config, stderr io.Writer) int {
 	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
 	case f.fn != "":
@@ -246,8 +244,7 @@ func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, aw
 // reconcileStdin is where --credential - reads from (a test swaps it).
 var reconcileStdin io.Reader = os.Stdin
 
-// maxCredential bounds what --credential-file and --credential - read: a
-// key or token is a few hundred bytes.
+// maxCredential bounds a credential read: a key or token is a few hundred bytes.
 const maxCredential = 16 << 10
 
 // readCredential reads a credential into a literal reference, kept in this process's memory.

@@ -235,8 +235,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
 }
 
-// run replays what o selects and returns the exit code: 0 when everything
-// selected was replayed (or, with --dry-run, would be), 1 otherwise.
+// run replays what o selects; it returns 1 unless all of it was (or would be) replayed.
 func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	if o.dlq != "" {
 		return r.redrive(ctx, o)
@@ -479,8 +478,7 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 	return !o.dry
 }
 
-// redriveSummary prints what a redrive did and returns its exit code: 1
-// when something failed or a skipped message stays in the DLQ.
+// redriveSummary prints what a redrive did; 1 if something failed or a skipped message stays.
 func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
 	moved, failed, dead, dropped, skipped := t.moved, t.failed, t.dead, t.dropped, t.skipped
 	verb, dropVerb := "redrove", "dropped"

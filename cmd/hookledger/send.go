@@ -127,8 +127,7 @@ func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
 	return signed{v: v, url: u, hdr: hdr, payload: payload}, -1
 }
 
-// announce says what is sent, with the key the receiver will find by the
-// provider's defaults, so the event can be inspected.
+// announce says what is sent, with the key the receiver will find, for hookledger inspect.
 func (o *sendOpts) announce(d signed, stdout, stderr io.Writer) {
 	where := ""
 	if o.target == "" {

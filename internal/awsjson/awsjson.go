@@ -275,8 +275,7 @@ type Lambda struct{ c *Client }
 // NewLambda returns a Lambda invoker on cfg.
 func NewLambda(cfg aws.Config) Lambda { return Lambda{New(cfg)} }
 
-// InvokeAsync invokes function (a name or ARN) with payload asynchronously
-// (InvocationType Event): Lambda queues the event and answers 202.
+// InvokeAsync invokes function (a name or ARN) with payload asynchronously (Lambda answers 202).
 func (l Lambda) InvokeAsync(ctx context.Context, function string, payload []byte) error {
 	h := http.Header{"Content-Type": {"application/json"}, "X-Amz-Invocation-Type": {"Event"}}
 	if function == "" || strings.ContainsAny(function, "/?#% ") {

@@ -21,8 +21,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxObjectBytes bounds an object read back: Lambda takes requests of at
-// most 6 MB, so no accepted body is larger.
+// MaxObjectBytes bounds an object read back: no body larger than Lambda's 6 MB is accepted.
 const MaxObjectBytes = 8 << 20
 
 // API is the slice of the S3 client the store calls.
@@ -106,8 +105,7 @@ type payloads interface {
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 }
 
-// ErrMissing marks a body found in neither place: errors.Is matches it for
-// both ledger.ErrNotFound and ErrNotFound.
+// ErrMissing marks a body in neither place (with ledger.ErrNotFound or ErrNotFound).
 var ErrMissing = errors.New("payload missing")
 
 // Body returns rec's stored body: from the store when the record references

@@ -85,8 +85,7 @@ const (
 	Retry     Outcome = "retry"
 )
 
-// Handle takes a batch from the intake queue and reports the messages to
-// hand back (a ledger or queue outage, a parking that failed).
+// Handle takes an intake batch and reports the messages to hand back (outages, failed parkings).
 func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(batch.Records))
 	var wg sync.WaitGroup

@@ -19,8 +19,7 @@ import (
 	"time"
 )
 
-// NewFlags returns a flag set whose --help prints to stdout and exits 0, and
-// whose usage errors print to stderr. program is the binary's name.
+// NewFlags returns a flag set for program's command name, with usage errors to stderr (see Parse).
 func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -248,8 +248,7 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, errors.Join(v.errs...)
 }
 
-// vars reads typed variables through getenv and gathers what is wrong with
-// them; a variable left unset leaves its field as it is.
+// vars reads typed variables, gathering errors; an unset variable leaves its field alone.
 type vars struct {
 	getenv func(string) string
 	errs   []error

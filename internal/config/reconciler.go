@@ -2,8 +2,7 @@ package config
 
 import "errors"
 
-// ValidateReconciler checks what the reconciler (the CLI and the function)
-// needs: the ledger and the sources, whose secrets sign what it feeds.
+// ValidateReconciler checks what the reconciler needs: the ledger and the sources.
 func (c Config) ValidateReconciler() error {
 	errs := c.validateCommon()
 	if c.SourcesJSON == "" {

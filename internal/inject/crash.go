@@ -9,8 +9,7 @@ import (
 // CrashExitCode is the status a crash exits with.
 const CrashExitCode = 86
 
-// ParseCrash reads a crash spec: comma-separated NAME[:N] entries, each firing
-// at the N-th hit of its point (default the first).
+// ParseCrash reads comma-separated NAME[:N] entries, each firing at its point's N-th hit (default 1).
 func ParseCrash(spec string) (map[string]int, error) {
 	out := map[string]int{}
 	for _, e := range strings.Split(spec, ",") {

@@ -40,7 +40,7 @@ type DevCommand struct {
 	APIOptions []func(*middleware.Stack) error // added to every AWS client
 }
 
-// The variables a crashpoints build's crash points read (internal/inject).
+// The crash points' variables (internal/inject), and the supervised child's mark.
 const (
 	crashEnv     = "HOOKLEDGER_CRASH"
 	crashMarkEnv = "HOOKLEDGER_CRASH_MARK"
@@ -48,8 +48,7 @@ const (
 	childEnv     = "HOOKLEDGER_DEV_CHILD"
 )
 
-// Run parses args and runs the pipeline until ctx ends. It returns the exit
-// code: 2 for a usage or configuration error, 1 for a failure at run time.
+// Run parses args and runs the pipeline until ctx ends: exit 2 on bad usage or configuration, 1 later.
 func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, code := d.parse(args, stdout, stderr)
 	if code >= 0 {
@@ -152,8 +151,7 @@ func (d DevCommand) parse(args []string, stdout, stderr io.Writer) (f devFlags, 
 	return f, -1
 }
 
-// deadLetterQueue sets c's DLQ, when none is configured, to the queue's
-// redrive target (DeadLetterQueueURL); code >= 0 means exit with it.
+// deadLetterQueue sets an unset DLQ to the queue's redrive target; code >= 0 means exit.
 func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stderr io.Writer) int {
 	if c.DLQURL != "" {
 		return -1

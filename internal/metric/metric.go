@@ -52,8 +52,7 @@ func (e *Emitter) Count(names ...string) {
 	e.write(names, counts)
 }
 
-// Add writes one line adding each count to its metric; zero counts are
-// left out, and nothing is written when all are zero.
+// Add writes one line adding each non-zero count to its metric (none when all are zero).
 func (e *Emitter) Add(counts map[string]int) {
 	if e == nil {
 		return

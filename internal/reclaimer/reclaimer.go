@@ -132,8 +132,7 @@ type Handler struct {
 	known map[ledger.Key]time.Time // see remember
 }
 
-// Input is what a run is invoked with: the schedule's event (whose fields
-// are ignored) or a continuation's.
+// Input is what a run is invoked with: a continuation's, or the schedule's (fields ignored).
 type Input struct {
 	// Chain is how many runs came before this one in an unbroken chain of
 	// continuations; 0 for a scheduled or manual run.

@@ -71,8 +71,7 @@ func ParseSpecs(data []byte) ([]Spec, error) {
 // Providers are the provider schemes reconcile can ask.
 var Providers = []string{"stripe", "github"}
 
-// Config is what building jobs needs: the sources (verifiers, tenants and
-// their signing secrets) and the resolver of credential references.
+// Config is what building jobs needs: the sources and the credential resolver.
 type Config struct {
 	Sources   map[string]source.Source
 	Registry  *source.Registry
@@ -221,8 +220,7 @@ func minAge(s Spec) (time.Duration, error) {
 	return d, nil
 }
 
-// Job builds the job of a spec: it resolves the provider credential and,
-// unless a dry run needs none, the tenant's signing secrets.
+// Job builds a spec's job: it resolves the credential and, unless a dry run needs none, the secrets.
 func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	if err := c.Check(s); err != nil {
 		return Job{}, err

@@ -275,8 +275,7 @@ type tally struct {
 	firstErr error // what stopped the run
 }
 
-// judged books what checking one event came to: res is "" for an event in
-// the ledger, else what became of the missing one.
+// judged books one event: res is "" when it is in the ledger, else what became of it.
 func (t *tally) judged(key string, ev Event, res string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -402,8 +401,7 @@ func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) 
 	return hdr, nil
 }
 
-// verified signs d for url and verifies it with the source's verifier, as
-// the receiver will; it returns the headers and the key that yields.
+// verified signs d for url and verifies it as the receiver will, returning headers and key.
 func (r *Reconciler) verified(job Job, url string, d Delivery) (http.Header, string, error) {
 	hdr, err := r.sign(job, url, d)
 	if err != nil {

@@ -11,8 +11,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 )
 
-// Load reads the SDK configuration with the full default chain; with an
-// endpoint and no credentials, outside Lambda, it uses dummy ones.
+// Load reads the SDK configuration (dummy credentials for an emulator, outside Lambda).
 func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 	var opts []func(*awsconfig.LoadOptions) error
 	if getenv("AWS_ENDPOINT_URL") != "" && getenv("AWS_ACCESS_KEY_ID") == "" && getenv("AWS_LAMBDA_FUNCTION_NAME") == "" {
