@@ -1,6 +1,7 @@
 package stripe
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,14 +62,8 @@ func NewFetcher(o Options) (*Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: DefaultTimeout}
-	}
-	version := o.APIVersion
-	if version == "" {
-		version = DefaultAPIVersion
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: DefaultTimeout})
+	version := cmp.Or(o.APIVersion, DefaultAPIVersion)
 	// One client per key: each keeps its own quota (a rate-limit answer
 	// makes that key's next request wait, not another account's).
 	client := func(key string) *providerapi.Client {

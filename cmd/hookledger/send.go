@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -109,16 +110,9 @@ func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
 	if o.body == "" && o.bodyFile == "" {
 		payload = sampleBody
 	}
-	if o.typ == "" {
-		o.typ = sampleType
-	}
-	u := o.target
-	if u == "" {
-		u = o.base + "/webhooks/" + o.src + "/" + o.tenant
-	}
-	if o.id == "" {
-		o.id = "msg_" + cli.RandomHex(12)
-	}
+	o.typ = cmp.Or(o.typ, sampleType)
+	o.id = cmp.Or(o.id, "msg_"+cli.RandomHex(12))
+	u := cmp.Or(o.target, o.base+"/webhooks/"+o.src+"/"+o.tenant)
 	hdr, err := v.Sign(webhook.Message{ID: o.id, Type: o.typ, Body: payload, URL: u, Now: time.Now()}, o.secret)
 	if err != nil {
 		fmt.Fprintf(stderr, "send: sign: %v\n", err)

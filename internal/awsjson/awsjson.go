@@ -11,6 +11,7 @@ package awsjson
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -194,24 +195,14 @@ func jsonError(status int, h http.Header, body []byte) *APIError {
 		MessageU string `json:"Message"`
 	}
 	json.Unmarshal(body, &doc)
-	code := doc.Type
-	if code == "" {
-		code = h.Get("X-Amzn-ErrorType")
-	}
+	code := cmp.Or(doc.Type, h.Get("X-Amzn-ErrorType"))
 	if i := strings.LastIndex(code, "#"); i >= 0 {
 		code = code[i+1:]
 	}
 	if i := strings.Index(code, ":"); i >= 0 {
 		code = code[:i]
 	}
-	if code == "" {
-		code = http.StatusText(status)
-	}
-	msg := doc.Message
-	if msg == "" {
-		msg = doc.MessageU
-	}
-	return &APIError{Status: status, Code: code, Message: msg}
+	return &APIError{Status: status, Code: cmp.Or(code, http.StatusText(status)), Message: cmp.Or(doc.Message, doc.MessageU)}
 }
 
 // call is one JSON 1.1 protocol operation (SSM, Secrets Manager).

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -61,8 +62,5 @@ func attrText(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	if s == "" {
-		return "-"
-	}
-	return s
+	return cmp.Or(s, "-")
 }

@@ -5,6 +5,7 @@
 package forward
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,10 +52,7 @@ func Build(f engine.Forwarded) (src, detailType string, detail []byte, err error
 		}
 		event, _ = json.Marshal(string(event))
 	}
-	detailType = f.Type
-	if detailType == "" {
-		detailType = "event"
-	}
+	detailType = cmp.Or(f.Type, "event")
 	detail, err = json.Marshal(Detail{Hookledger: Identity{Source: f.Source, Tenant: f.Tenant, EventID: f.ID, Type: f.Type, Key: f.Key,
 		Attempt: f.Attempt, ReceivedAt: f.ReceivedAt.UTC()}, Event: event})
 	if err != nil {

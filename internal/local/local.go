@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/reclaimer"
@@ -110,10 +111,7 @@ func (d *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
 		return
 	}
-	limit := int64(d.Receiver.MaxBody)
-	if limit <= 0 {
-		limit = receiver.DefaultMaxBody
-	}
+	limit := int64(fallback.Positive(d.Receiver.MaxBody, receiver.DefaultMaxBody))
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		http.Error(w, `{"error":"could not read body"}`, http.StatusBadRequest)

@@ -4,6 +4,7 @@
 package providerapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -358,10 +359,8 @@ func (c *Client) throttle(resp *http.Response, body []byte) throttling {
 	var t throttling
 	code := resp.StatusCode
 	if v := resp.Header.Get("Retry-After"); v != "" && (code == http.StatusTooManyRequests || code == http.StatusForbidden || code == http.StatusServiceUnavailable) {
-		t.retryAfter = ParseRetryAfter(v, c.clock())
-		if t.retryAfter <= 0 {
-			t.retryAfter = time.Millisecond // "now": still a throttle, retried at once
-		}
+		// "now" is still a throttle, retried at once.
+		t.retryAfter = fallback.Positive(ParseRetryAfter(v, c.clock()), time.Millisecond)
 	}
 	spent := resp.Header.Get("X-RateLimit-Remaining") == "0"
 	switch {
@@ -402,10 +401,7 @@ func apiMessage(body []byte) string {
 	if json.Unmarshal(body, &e) != nil {
 		return ""
 	}
-	m := e.Error.Message
-	if m == "" {
-		m = e.Message
-	}
+	m := cmp.Or(e.Error.Message, e.Message)
 	if len(m) > 300 {
 		m = m[:300] + "..."
 	}

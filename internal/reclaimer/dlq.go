@@ -1,6 +1,7 @@
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,12 +107,7 @@ func JudgeDeadLetter(ctx context.Context, l RecordReader, body string) (DeadLett
 	return dl, nil
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
+func orNone(s string) string { return cmp.Or(s, "(none)") }
 
 // DeadLetterReport counts what a run did with the DLQ.
 type DeadLetterReport struct {

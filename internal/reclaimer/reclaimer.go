@@ -27,6 +27,7 @@
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -274,11 +275,7 @@ func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledge
 // a backlog, re-drove something, and the chain is not at its bound. A run
 // that could not put anything on the queue would only wait again.
 func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report, marks ledger.DueMarks) bool {
-	max := h.MaxChain
-	if max == 0 {
-		max = DefaultMaxChain
-	}
-	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= max {
+	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= cmp.Or(h.MaxChain, DefaultMaxChain) {
 		return false
 	}
 	if err := h.Ledger.SaveDueMarks(context.WithoutCancel(ctx), marks); err != nil {

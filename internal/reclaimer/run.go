@@ -1,6 +1,7 @@
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -43,11 +44,7 @@ func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *
 		r.end = r.start.Add(left - min(fallback.Positive(h.Margin, DefaultMargin), left/4))
 	}
 	if h.MaxQueue >= 0 {
-		max := h.MaxQueue
-		if max == 0 {
-			max = DefaultMaxQueue
-		}
-		r.pace = &pacer{max: max, read: h.Queue.Depth, now: h.now}
+		r.pace = &pacer{max: cmp.Or(h.MaxQueue, DefaultMaxQueue), read: h.Queue.Depth, now: h.now}
 	}
 	for s := range h.Ledger.Shards() {
 		r.ready = append(r.ready, shardWalk{shard: s, mark: marks[s]})
@@ -147,9 +144,7 @@ func (r *run) worker() {
 func (r *run) giveBack(w shardWalk, why string) {
 	r.mu.Lock()
 	r.ready = append(r.ready, w)
-	if r.stop == "" {
-		r.stop = why
-	}
+	r.stop = cmp.Or(r.stop, why)
 	r.mu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -55,11 +56,7 @@ func (f *HTTPFeeder) Feed(ctx context.Context, source, tenant string, hdr http.H
 		return Outcome{}, err
 	}
 	req.Header = hdr.Clone()
-	c := f.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := cmp.Or(f.Client, http.DefaultClient).Do(req)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -88,12 +85,7 @@ type LambdaFeeder struct {
 	Host     string // the domain the event claims, for schemes that sign the URL (default reconcile.invalid)
 }
 
-func (f *LambdaFeeder) host() string {
-	if f.Host != "" {
-		return f.Host
-	}
-	return "reconcile.invalid"
-}
+func (f *LambdaFeeder) host() string { return cmp.Or(f.Host, "reconcile.invalid") }
 
 // URL implements Feeder.
 func (f *LambdaFeeder) URL(source, tenant string) string {

@@ -68,10 +68,7 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	h.Set("Authorization", "Bearer "+o.Token)
 	h.Set("Accept", "application/vnd.github+json")
 	h.Set("X-GitHub-Api-Version", "2022-11-28")
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: 30 * time.Second})
 	// GitHub's REST API best practices: requests one at a time, at least
 	// one second between mutating requests (the redelivery POSTs), and at
 	// least a minute after a rate-limit answer that names no time.
@@ -252,11 +249,7 @@ func (g *GitHub) Rebuild(ctx context.Context, ev Event) (Delivery, error) {
 		b = []byte("payload=" + url.QueryEscape(body.String()))
 	}
 	hdr.Set("Content-Type", ctype)
-	typ := d.Event
-	if typ == "" {
-		typ = ev.Type
-	}
-	return Delivery{Message: webhook.Message{ID: ev.ID, Type: typ, Body: b}, Header: hdr}, nil
+	return Delivery{Message: webhook.Message{ID: ev.ID, Type: cmp.Or(d.Event, ev.Type), Body: b}, Header: hdr}, nil
 }
 
 // Redeliver implements Redeliverer: GitHub sends the event again, with its GUID.

@@ -11,6 +11,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -454,10 +455,7 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 		d := wait
 		switch {
 		case err == nil && out.Status >= 200 && out.Status < 300:
-			if out.Result == "" {
-				return "accepted"
-			}
-			return out.Result
+			return cmp.Or(out.Result, "accepted")
 		case err == nil && out.Status == http.StatusConflict && out.Result == conflictResult:
 			// HOOKLEDGER_MISMATCH=reject: the key is held with other
 			// bytes. A rebuilt body never equals the original, so the

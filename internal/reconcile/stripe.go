@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,10 +89,7 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 	case o.Thin:
 		h.Set("Stripe-Version", thinAPIVersion)
 	}
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: 30 * time.Second})
 	return &Stripe{api: &providerapi.Client{Provider: "stripe", Base: base, HTTP: c, Header: h, UserAgent: userAgent, Hints: stripeHints}, All: o.All, Types: o.Types, Thin: o.Thin}, nil
 }
 
