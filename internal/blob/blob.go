@@ -56,10 +56,9 @@ func NewClient(cfg aws.Config) *s3.Client {
 }
 
 // Key is the object key of an event's body: the prefix and the SHA-256 of
-// the partition key and the body digest, of fixed length whatever the parts
-// (S3 keys are at most 1,024 bytes). The digest is in it because a key may
-// be used again once its record expired, before the lifecycle removes the
-// old object: the newer record must never name the earlier body.
+// the partition key and the body digest (S3 keys are at most 1,024 bytes).
+// The digest is in it because a key may be used again before the lifecycle
+// removes the old object: the newer record must never name the earlier body.
 func (s *Store) Key(id ledger.Key, digest string) string {
 	sum := sha256.Sum256([]byte(id.PK() + "\x00" + digest))
 	return s.Prefix + hex.EncodeToString(sum[:])

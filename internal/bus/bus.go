@@ -172,9 +172,8 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	}
 }
 
-// metrics names the counts an outcome adds to. An event taken or known
-// adds to none: a custom metric costs for every hour it receives data, and
-// the intake queue's NumberOfMessagesDeleted counts what the door took.
+// metrics names the counts an outcome adds to. Taken events add to none: a
+// metric costs every hour it gets data, and SQS counts what the door took.
 func (o Outcome) metrics() []string {
 	switch o {
 	case Accepted, Duplicate:

@@ -53,9 +53,8 @@ const (
 	DefaultPayload  = PayloadOnTrouble // a receiver's whose Payload is "" too
 )
 
-// Off is what a count whose 0 turns its feature off (HOOKLEDGER_RECLAIM_MAX_QUEUE,
-// HOOKLEDGER_RECLAIM_CHAIN) holds when set to 0: the handlers read a
-// negative as off, and a zero as unset.
+// Off is what a count whose 0 turns its feature off holds when set to 0: the
+// handlers read a negative as off, and a zero as unset.
 const Off = -1
 
 // Config is every setting, with its environment variable. A zero field is

@@ -229,9 +229,8 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 	}
 }
 
-// retrying is one request's backoff: the wait after a transport error, a
-// failed read or a 5xx, doubling; the least wait after a rate limit that
-// names no time, doubling; and the wait answer chose.
+// retrying is one request's backoff: the doubling waits after errors and
+// after rate limits that name no time, and the next wait answer chose.
 type retrying struct {
 	wait, limit, next time.Duration
 }
@@ -262,9 +261,8 @@ func (c *Client) prepare(ctx context.Context, method, u string, extra http.Heade
 	return req, nil
 }
 
-// answer reads an answer: a 2xx decodes into out; a throttle, a 5xx or a
-// failed read is retried (again, after b.next) unless this was the last
-// attempt; anything else is an APIError with a hint.
+// answer decodes a 2xx into out; a throttle, 5xx or failed read is retried
+// (again, after b.next) until the last attempt; the rest are APIErrors.
 func (c *Client) answer(ctx context.Context, resp *http.Response, u string, out any, last bool, b *retrying) (hdr http.Header, again bool, err error) {
 	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 	resp.Body.Close()

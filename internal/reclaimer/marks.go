@@ -85,9 +85,8 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 // minute of new events at 800 a second); the rest are read again.
 const maxKnown = 50000
 
-// remember keeps, for this process's next run, the terminal entries it
-// will read again. Only a replay takes a record out of a terminal status,
-// with a new due time, so an entry found at the same due time needs no read.
+// remember keeps the terminal entries this process's next run will read
+// again: only a replay, with a new due time, takes a record out of them.
 func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 	known := map[ledger.Key]time.Time{}
 	for _, w := range walks {

@@ -141,11 +141,10 @@ type Input struct {
 	Lock  string `json:"hookledger_reclaim_lock,omitempty"` // the run lock's owner token a continuation takes over
 }
 
-// Handle runs the shards until they are drained or the budget is spent.
-// ev is the invocation's payload: an Input, its JSON (a continuation's) or
-// anything else (the schedule's event, nil), which counts as a new chain.
-// It returns an error only when every shard failed, so that a broken table
-// alarms while a single throttled shard does not.
+// Handle runs the shards until they are drained or the budget is spent. ev
+// is an Input, its JSON, or anything else (the schedule's event): a new
+// chain. It fails only when every shard failed, so a broken table alarms
+// while a single throttled shard does not.
 func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	in := inputOf(ev)
 	log := h.logger()
@@ -271,9 +270,8 @@ func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledge
 	return token, marks, true
 }
 
-// continueRun stores the marks and starts the next run when this one left
-// a backlog, re-drove something, and the chain is not at its bound. A run
-// that could not put anything on the queue would only wait again.
+// continueRun stores the marks and starts the next run when this one left a
+// backlog and re-drove something (else the next would only wait again).
 func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report, marks ledger.DueMarks) bool {
 	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= cmp.Or(h.MaxChain, DefaultMaxChain) {
 		return false

@@ -92,9 +92,8 @@ type Feeder interface {
 	URL(source, tenant string) string
 }
 
-// RetentionMargin is kept between the reconcile window and the ledger's
-// retention: an event older than the retention minus this margin may have
-// had its record expire, and feeding it again would run its effects twice.
+// RetentionMargin is kept between the window and the ledger's retention: an
+// older event's record may have expired, and feeding it would run it twice.
 const RetentionMargin = time.Hour
 
 // Job is one reconciliation: one source and tenant against one provider API.
@@ -149,9 +148,8 @@ type Counts struct {
 	TooOld    int `json:"too_old"`    // original delivery outside the window: not judged
 }
 
-// Recovered is how many missing events are now in the ledger: fed and
-// accepted, or answered duplicate. A requested redelivery shows only in a
-// later run.
+// Recovered is how many missing events are now in the ledger (fed, or
+// answered duplicate); a requested redelivery shows only in a later run.
 func (c Counts) Recovered() int { return c.Fed + c.Duplicate }
 
 // Found is one missing event and what became of it.
