@@ -117,9 +117,9 @@ type Handler struct {
 	MaxQueue   int           // the queue depth at which re-driving pauses (default DefaultMaxQueue; negative: never)
 	MaxChain   int           // continuations in a chain (default DefaultMaxChain; negative: none)
 	Margin     time.Duration // kept free before the deadline (default DefaultMargin)
-	RetryAfter time.Duration // when a record SQS failed to send is due again
-	LeaseGrace time.Duration // how long after a live lease ends to look again
-	Lag        time.Duration // how far behind the run's start marks stay
+	RetryAfter time.Duration // when a record SQS failed to send is due again (DefaultRetryAfter)
+	LeaseGrace time.Duration // how long after a live lease ends to look again (DefaultLeaseGrace)
+	Lag        time.Duration // how far behind the run's start marks stay (DefaultLag)
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour; see next).
 	Backoff     func(reclaims int) time.Duration
