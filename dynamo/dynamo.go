@@ -1,11 +1,8 @@
 // Package dynamo holds the DynamoDB mechanics that package ledger and the
-// idempotency module share: the attribute codec, write tokens and the rule
-// that settles a conditional write (Settle), bounded gzip (the queue's
-// message bodies use it too), and table creation for tests and local runs.
-//
-// Each store keeps its own stored format: attribute names, keys, table
-// definition. Only the mechanics live here, once. The package imports the
-// standard library and the AWS SDK only.
+// idempotency module share: the attribute codec, write tokens, the rule
+// that settles a conditional write (Settle), bounded gzip, and table
+// creation for tests and local runs. Each store keeps its own stored
+// format. The package imports only the standard library and the AWS SDK.
 package dynamo
 
 import (
@@ -20,8 +17,7 @@ import (
 )
 
 // ItemAPI is the slice of the DynamoDB client that writes and reads one
-// item: all a store of package idempotency calls, and the core of what the
-// ledger calls.
+// item: all an idempotency store calls, and the core of the ledger's calls.
 type ItemAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -50,8 +46,7 @@ func GetS(item map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
-// GetN returns item's number attribute name as an integer, 0 when it has
-// none.
+// GetN returns item's number attribute name as an integer, 0 when it has none.
 func GetN(item map[string]types.AttributeValue, name string) int64 {
 	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 		i, _ := strconv.ParseInt(v.Value, 10, 64)
@@ -60,8 +55,7 @@ func GetN(item map[string]types.AttributeValue, name string) int64 {
 	return 0
 }
 
-// GetMillis reverses Millis: the zero time when item has no such attribute
-// (or holds 0), UTC otherwise.
+// GetMillis reverses Millis: UTC, or the zero time for a missing (or 0) attribute.
 func GetMillis(item map[string]types.AttributeValue, name string) time.Time {
 	v := GetN(item, name)
 	if v == 0 {
@@ -70,8 +64,7 @@ func GetMillis(item map[string]types.AttributeValue, name string) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
-// NewToken returns 32 random hex digits: what a conditional write stores so
-// that Settle can recognise it as the caller's own.
+// NewToken returns 32 random hex digits, by which Settle recognises the caller's write.
 func NewToken() string {
 	var b [16]byte
 	rand.Read(b[:])

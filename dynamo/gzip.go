@@ -28,8 +28,7 @@ func Compress(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// Shrink returns b gzip-compressed and true when b has at least from bytes
-// and compression makes it smaller; b and false otherwise.
+// Shrink returns b gzipped and true when b has from bytes or more and shrinks; else b, false.
 func Shrink(b []byte, from int) ([]byte, bool) {
 	if len(b) >= from {
 		if z := Compress(b); len(z) < len(b) {

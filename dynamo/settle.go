@@ -24,19 +24,15 @@ type Settler[R any] struct {
 }
 
 // Settle decides what a conditional write that returned err (not nil) did.
-//
 // A refused condition comes with the item that refused it, or costs one
 // consistent read where an endpoint leaves ALL_OLD out. If that item holds
-// the caller's token, the write is the caller's: the SDK retried a write
-// whose first answer was lost, and the first attempt's item refused the
-// retry. Any other error may also hide a write that happened (the answer
-// was lost and the SDK gave up): while ctx lives, one consistent read
-// tells.
+// the caller's token, the SDK retried a write whose first answer was lost:
+// the write is the caller's. Any other error may also hide a write that
+// happened; while ctx lives, one consistent read tells.
 //
-// Settle returns the record and mine == true when the write is the
-// caller's. Otherwise, with a nil error, the condition refused the write,
-// and the record is the one that refused it (nil: none, or expired).
-// Any other outcome is an error.
+// It returns the record and mine == true when the write is the caller's.
+// Otherwise, with a nil error, the condition refused the write and the
+// record is the one that refused it (nil: none, or expired).
 func Settle[R any](ctx context.Context, err error, s Settler[R]) (rec *R, mine bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {

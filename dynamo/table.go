@@ -19,16 +19,14 @@ type TableAPI interface {
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
-// How long CreateTable waits for a new table to become active, and how often
-// it looks.
+// How long CreateTable waits for a new table to become active, and how often it looks.
 const (
 	activeWait = 60 * time.Second
 	activePoll = 200 * time.Millisecond
 )
 
 // CreateTable creates the table in unless it exists, waits until it is
-// active and enables TTL on the attribute ttl. For tests and local runs:
-// in AWS a template owns the table. Each store passes its own definition.
+// active and enables TTL on ttl: for tests and local runs (in AWS, a template).
 func CreateTable(ctx context.Context, db TableAPI, in *dynamodb.CreateTableInput, ttl string) error {
 	name := aws.ToString(in.TableName)
 	_, err := db.CreateTable(ctx, in)

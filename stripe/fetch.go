@@ -1,6 +1,7 @@
 package stripe
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,7 @@ import (
 const API = "https://api.stripe.com"
 
 // DefaultAPIVersion is the Stripe-Version a Fetcher sends unless told
-// otherwise: the version of Stripe's Go library this was written against.
-// It decides the shape of the objects a fetch returns; pin the one your
+// otherwise. It decides the shape of what a fetch returns: pin the one your
 // handlers are written for.
 const DefaultAPIVersion = providerapi.StripeAPIVersion
 
@@ -31,36 +31,29 @@ const DefaultTimeout = 10 * time.Second
 // Options configure NewFetcher.
 type Options struct {
 	// Key is the secret or restricted API key (sk_..., rk_...) of every
-	// tenant Keys does not list: one account's, or a Connect platform's,
-	// which reads a connected account's data through the thin event's
-	// context. Read it from an effect setting that is a secret reference
-	// (docs/eventbridge.md, "The tenant's API key").
+	// tenant Keys does not list: one account's, or a Connect platform's
+	// (which reads a connected account's data through the event's context).
+	// Read it from a secret reference (docs/eventbridge.md).
 	Key string
-	// Keys are per-tenant API keys, for tenants that are separate Stripe
-	// accounts.
+	// Keys are per-tenant keys, for tenants that are separate accounts.
 	Keys map[string]string
 	// APIVersion is the Stripe-Version sent (default DefaultAPIVersion).
 	APIVersion string
-	// BaseURL is Stripe's API (default API). Another host needs
-	// TrustBaseURL; plain http is allowed only to a loopback host (a local
-	// stand-in), since the key goes with every request.
+	// BaseURL is Stripe's API (default API). The key goes there: another
+	// host needs TrustBaseURL, and plain http only goes to loopback.
 	BaseURL      string
 	TrustBaseURL bool
 	Client       *http.Client // default: DefaultTimeout
 }
 
-// Fetcher fetches what thin events point at from Stripe's API, with the
-// tenant's key, retrying throttling and server errors as Stripe asks (the
-// reconciler's rules: Retry-After honoured in full, backoff with jitter,
-// never past the context's deadline). Safe for concurrent use.
+// Fetcher fetches what thin events point at, with the tenant's key. Safe for concurrent use.
 type Fetcher struct {
 	key  *providerapi.Client            // Options.Key's; nil without one
 	keys map[string]*providerapi.Client // per tenant
 }
 
 // NewFetcher checks o and returns a Fetcher. A key that cannot call the API
-// (a publishable key, a webhook signing secret) is refused here, at cold
-// start, rather than on every event.
+// (publishable, a signing secret) is refused here, not on every event.
 func NewFetcher(o Options) (*Fetcher, error) {
 	if o.Key == "" && len(o.Keys) == 0 {
 		return nil, errors.New("stripe: NewFetcher: no API key (Options.Key, or Options.Keys per tenant)")
@@ -69,14 +62,8 @@ func NewFetcher(o Options) (*Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: DefaultTimeout}
-	}
-	version := o.APIVersion
-	if version == "" {
-		version = DefaultAPIVersion
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: DefaultTimeout})
+	version := cmp.Or(o.APIVersion, DefaultAPIVersion)
 	// One client per key: each keeps its own quota (a rate-limit answer
 	// makes that key's next request wait, not another account's).
 	client := func(key string) *providerapi.Client {
@@ -151,9 +138,7 @@ func baseURL(v string, trusted bool) (string, error) {
 	return strings.TrimRight(v, "/"), nil
 }
 
-// FetchEvent fetches the full event of a thin notification (GET
-// /v2/core/events/{id}, within 30 days of it), with its data and changes,
-// as JSON.
+// FetchEvent fetches a thin notification's full event (GET /v2/core/events/{id}, 30 days).
 func (f *Fetcher) FetchEvent(ctx context.Context, ev *hookledger.Event) (json.RawMessage, error) {
 	t, err := Parse(ev)
 	if err != nil {
@@ -162,9 +147,8 @@ func (f *Fetcher) FetchEvent(ctx context.Context, ev *hookledger.Event) (json.Ra
 	return f.get(ctx, ev.Tenant, t, "/v2/core/events/"+url.PathEscape(t.ID))
 }
 
-// FetchObject fetches the current state of the thin event's related
-// object (GET related_object.url) as JSON. An event without one is a
-// permanent error.
+// FetchObject fetches the current state of the thin event's related object
+// as JSON (GET related_object.url); without one, a permanent error.
 func (f *Fetcher) FetchObject(ctx context.Context, ev *hookledger.Event) (json.RawMessage, error) {
 	t, err := Parse(ev)
 	if err != nil {

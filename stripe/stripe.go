@@ -1,15 +1,12 @@
 // Package stripe helps effects handle Stripe's events: Object keeps a
-// route's events in order per object, and the rest reads thin events: API v2 event
-// notifications that carry only the event's id, type and creation time, the
-// connected account it belongs to (context) and a reference to the object
-// that changed (related_object), so the handler fetches the rest.
+// route's events in order per object, and the rest reads thin events, the
+// API v2 notifications that carry only the event's id, type, time, account
+// (context) and changed object (related_object): the handler fetches the rest.
 //
-// hookledger takes thin events like snapshot ones, over HTTP (signed with
-// Stripe-Signature, as every Stripe event) and from Stripe's EventBridge
-// partner event source: the key is the event's id, the type its type, and
-// one source may take both kinds while you migrate. A handler reads the
-// notification with Parse and fetches the full event or the object's
-// current state with a Fetcher:
+// hookledger takes thin events like snapshot ones, over HTTP and from
+// Stripe's EventBridge partner source; one source may take both kinds. A
+// handler reads the notification with Parse and fetches the full event or
+// the object's current state with a Fetcher:
 //
 //	f, err := stripe.NewFetcher(stripe.Options{Key: s.String("STRIPE_API_KEY")})
 //	...
@@ -24,11 +21,10 @@
 //		return err
 //	})
 //
-// A fetch is a read, and deliberately not a step: a step recorded done is
-// skipped on a retry, which would leave the steps after it without the
-// document, and the point of a thin event is to act on the object's current
-// state, which a retry should read again. Fetch at the start of every
-// attempt, and return ids, not documents, from the steps that follow.
+// A fetch is a read, deliberately not a step: a step recorded done is
+// skipped on a retry, leaving later steps without the document, and a
+// retry should read the object's current state again. Fetch at the start of
+// every attempt, and return ids, not documents, from the steps that follow.
 package stripe
 
 import (
@@ -42,8 +38,7 @@ import (
 	"github.com/hookledger/hookledger/internal/providerapi"
 )
 
-// ThinObject is the "object" of a thin event notification; a snapshot
-// event's is "event".
+// ThinObject is a thin event notification's "object"; a snapshot event's is "event".
 const ThinObject = providerapi.StripeThinObject
 
 // Thin is a thin event notification, as Stripe delivers it.
@@ -83,8 +78,7 @@ func IsThin(ev *hookledger.Event) bool {
 }
 
 // Parse reads ev's body as a thin event notification. An error wraps
-// ErrNotThin; it is permanent (hookledgertest.IsPermanent): no retry changes a
-// body.
+// ErrNotThin, and is permanent: no retry changes a body.
 func Parse(ev *hookledger.Event) (Thin, error) {
 	var t Thin
 	if ev == nil {

@@ -11,12 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hookledger/hookledger/internal/cli"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -25,13 +24,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-func openLedger(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, bool) {
-	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
-	return l, ok
-}
-
-// openLedgerAndStore opens the ledger and, when HOOKLEDGER_PAYLOAD_BUCKET is
-// set, the S3 payload store that holds the bodies too large for it.
+// openLedgerAndStore opens the ledger and the S3 payload store, if any.
 func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*ledger.Ledger, *blob.Store, bool) {
 	c, err := config.Load(os.Getenv)
 	if err != nil {
@@ -104,8 +97,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	if until := reclaimer.GiveUpAt(rec); !rec.Status.Terminal() && !until.IsZero() {
-		// When the reclaimer stops re-driving it, should its runs keep
-		// being interrupted, and marks it dead instead.
+		// When the reclaimer marks it dead, should its runs keep being interrupted.
 		out["gives_up_at"] = until
 	}
 	if body, err := blob.Body(ctx, l, store, rec); err == nil {
@@ -151,7 +143,7 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect ID)\n", fs.Arg(0))
 		return 2
 	}
-	l, ok := openLedger(ctx, stderr, "list")
+	l, _, ok := openLedgerAndStore(ctx, stderr, "list")
 	if !ok {
 		return 1
 	}
@@ -194,26 +186,21 @@ func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	if err := ledger.CreateTable(ctx, dynamodb.NewFromConfig(cfg), *table); err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	q, dlq, err := queue.CreateQueues(ctx, sqs.NewFromConfig(cfg), spec)
 	if err != nil {
-		fmt.Fprintf(stderr, "setup: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "setup", 1, err)
 	}
 	fmt.Fprintf(stdout, "export HOOKLEDGER_TABLE=%s\nexport HOOKLEDGER_QUEUE_URL=%s\nexport HOOKLEDGER_DLQ_URL=%s\n", *table, q, dlq)
 	return 0
 }
 
-// setupFlags checks setup's flags before anything is created, so that a bad
-// one cannot leave a table without its queues. Unlike queue.CreateQueues, it
-// takes no zero for a default: --visibility 0 and --max-receives 0 are
-// refused rather than silently replaced.
+// setupFlags checks the flags before anything is created, so a bad one cannot
+// leave a table without its queues; unlike queue.CreateQueues, it refuses zeros.
 func setupFlags(table string, spec queue.QueueSpec) error {
 	switch {
 	case !validTableName(table):
@@ -241,9 +228,7 @@ func validTableName(name string) bool {
 	return true
 }
 
-// awsHint returns a line saying how to reach the ledger when err looks like
-// the AWS SDK found no credentials or could not reach its endpoint, else "".
-// setup says the same before it starts.
+// awsHint says how to reach the ledger when err looks like missing credentials or endpoint, else "".
 func awsHint(err error, getenv func(string) string) string {
 	if err == nil {
 		return ""

@@ -16,16 +16,15 @@ import (
 const orderUsage = "usage: hookledger order show|reset --source S --tenant T [--yes] RESOURCE\n\n"
 
 const orderHelp = `An InOrder route keeps, per (source, tenant, resource), the newest position
-an event of the resource took and which event took it. Older events are
-stale. show prints that order item; reset forgets it, so that the
-resource's next event takes it as its first.
+an event of the resource took, and which event took it; older events are
+stale. show prints that order item; reset forgets it, so the resource's
+next event takes it as its first.
 
-Reset when a wrong position holds the resource: a sequence number a broken
-producer sent, or a time position taken before hookledger refused those
-more than 5 minutes after their arrival. Events it made stale
-stay done (skipped); the resource's next event brings its current state.
-reset needs --yes, and refuses while the holding event's run may still be
-applying it.
+Reset when a wrong position holds the resource: a broken producer's
+sequence number, or a time position taken before hookledger refused those
+more than 5 minutes after their arrival. Events it made stale stay done
+(skipped); the next event brings the current state. reset needs --yes, and
+refuses while the holding event's run may still be applying it.
 
   hookledger order show --source stripe --tenant acme sub_123
   hookledger order reset --source stripe --tenant acme --yes sub_123
@@ -37,7 +36,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	cmd, src, tenant, res := q.cmd, q.src, q.tenant, q.resource
-	l, ok := openLedger(ctx, stderr, cmd)
+	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
 	if !ok {
 		return 1
 	}
@@ -84,15 +83,13 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// orderQuery is what hookledger order was asked: show or reset, and which
-// resource.
+// orderQuery is what hookledger order was asked: show or reset, and what.
 type orderQuery struct {
 	sub, cmd              string
 	src, tenant, resource string
 }
 
-// parseOrder reads order's subcommand and flags; code >= 0 means exit with
-// it.
+// parseOrder reads order's subcommand and flags; code >= 0 means exit.
 func parseOrder(args []string, stdout, stderr io.Writer) (q orderQuery, code int) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, orderUsage+orderHelp)

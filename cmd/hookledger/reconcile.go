@@ -23,29 +23,25 @@ import (
 )
 
 const reconcileHelp = `Asks the provider's API which events it sent, or failed to send, to the
-source's endpoint in the window, looks each one up in the ledger, and feeds
-every missing one through the receiver: the event is rebuilt from the API's
-copy, signed with the tenant's webhook secret and posted to the webhook URL
-(or handed to the receiver function as API Gateway would), so the receiver
-verifies, keys, dedups and enqueues it like any delivery. Run it after an
-outage longer than the sender retries (Stripe: 3 days, then the endpoint is
-disabled; GitHub: never), or after a wrong secret made the sender give up.
-Running it twice is safe: the second run finds nothing missing.
+source's endpoint in the window, and feeds each one the ledger lacks
+through the receiver: rebuilt from the API's copy, signed with the tenant's
+webhook secret, and posted to the webhook URL (or handed to the receiver
+function), so it is verified, keyed and deduplicated like any delivery.
+Run it after an outage longer than the sender retries (Stripe: 3 days;
+GitHub: never), or after a wrong secret made the sender give up. A second
+run finds nothing missing.
 
-Providers: stripe (List Events; by default only the events Stripe could not
-deliver, --all for every event, e.g. after the endpoint was disabled) and
-github (the hook's deliveries, 3 days; --redeliver asks GitHub to send them
-again itself). The source's provider, verifier and tenant secrets come from
-HOOKLEDGER_SOURCES (or, without it, from the --receiver-function's own
-configuration); the API credential, hook and options from the entry for
---source/--tenant in HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
-Secret references (--credential) resolve like the sources' secrets.
+Providers: stripe (List Events; only undelivered events unless --all, e.g.
+after the endpoint was disabled) and github (the hook's deliveries, 3 days;
+--redeliver asks GitHub to send them again). The source's verifier and
+secrets come from HOOKLEDGER_SOURCES (or the --receiver-function's
+configuration); the credential, hook and options from the --source/--tenant
+entry of HOOKLEDGER_RECONCILE (or --config FILE), or from flags.
 
 Keep the API key off the command line: --credential literal:VALUE lands in
-your shell history and, while the command runs, in every process listing
-(ps). Give --credential-file PATH (the file holds the key alone), or
---credential - to read it from stdin, or a reference: env:NAME, ssm:/name,
-secretsmanager:id.
+your shell history and in process listings (ps). Use --credential-file
+PATH (the key alone), --credential - (stdin), or a reference: env:NAME,
+ssm:/name, secretsmanager:id.
 
   hookledger reconcile --source stripe --tenant acme --dry-run
   hookledger reconcile --source stripe --tenant acme --since 72h --url "$WEBHOOK_URL"
@@ -53,21 +49,19 @@ secretsmanager:id.
       --hook repos/acme/shop/hooks/123 --receiver-function mystack-receiver
 
 The window must stay inside the deployed receiver's retention: with
---receiver-function its HOOKLEDGER_RETENTION is read (a different one in
-this shell is refused); without it, set HOOKLEDGER_RETENTION to the deployed
-value, or the least a receiver keeps is assumed. Raising the retention
-protects only records written after the change. When running this by hand
-on a schedule (cron), keep --since at least the interval plus --min-age, or
-events between two runs are never checked.
+--receiver-function its HOOKLEDGER_RETENTION is read (a different one here
+is refused); without it, set HOOKLEDGER_RETENTION to the deployed value, or
+the least a receiver keeps is assumed. A raised retention protects only
+records written after it. Run by cron, keep --since at least the interval
+plus --min-age, or events between runs are never checked.
 
---api-url may point only at the provider's API (api.stripe.com,
-api.github.com) or a local stub (localhost, 127.0.0.1, ::1; plain http is
-allowed only there): the credential goes there, and what it answers is
-signed with the tenant's webhook secret. For GitHub Enterprise Server
+--api-url may point only at the provider's API or a local stub (localhost,
+127.0.0.1, ::1; the only hosts plain http may reach): the credential goes
+there, and its answers get signed. For GitHub Enterprise Server
 (https://HOST/api/v3), a proxy or a test host you run, add --trust-api-url.
 
-Exit status: 0 when every missing event was fed (or, with --dry-run, listed),
-1 when any could not be fed or the provider's API failed, 2 on bad usage.
+Exit status: 0 when every missing event was fed (or, with --dry-run,
+listed), 1 when any could not be or the provider's API failed, 2 on bad usage.
 `
 
 func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -77,26 +71,22 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	c, err := config.Load(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	spec, err := reconcileSpec(f.sp, f.set, f.cfgFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	awsCfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "reconcile", 1, err)
 	}
 	if code := f.retention(ctx, &c, awsCfg, stderr); code >= 0 {
 		return code
 	}
 	rc, l, err := reconcile.NewConfig(c, awsCfg, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	if err := rc.Check(spec); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -120,8 +110,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		printReconcile(stdout, rep, job)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "reconcile", 1, err)
 	}
 	if rep.Failed > 0 {
 		return 1
@@ -137,8 +126,7 @@ type reconcileFlags struct {
 	url, fn, cfgFile string
 }
 
-// parseReconcile reads reconcile's flags, and the credential from a file
-// or stdin; code >= 0 means exit with it.
+// parseReconcile reads reconcile's flags and credential; code >= 0 means exit with it.
 func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, code int) {
 	fs := cli.NewFlags("hookledger", "reconcile", "reconcile --source S --tenant T [--since DURATION] [--dry-run] [--url WEBHOOK_URL | --receiver-function NAME] [flags]", stderr)
 	sp := &f.sp
@@ -184,8 +172,7 @@ func parseReconcile(args []string, stdout, stderr io.Writer) (f reconcileFlags, 
 	return f, f.credential(*credFile, stderr)
 }
 
-// credential reads the credential from --credential-file or stdin (--credential -)
-// into a literal reference; code >= 0 means exit with it.
+// credential reads --credential-file or stdin into a literal; code >= 0 means exit with it.
 func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	if !f.set["credential-file"] && f.sp.Credential != "-" {
 		return -1
@@ -206,21 +193,17 @@ func (f *reconcileFlags) credential(file string, stderr io.Writer) int {
 	}
 	ref, err := readCredential(r, from)
 	if err != nil {
-		fmt.Fprintf(stderr, "reconcile: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "reconcile", 2, err)
 	}
 	f.sp.Credential, f.set["credential"] = ref, true
 	return -1
 }
 
-// retention sets c's retention to the deployed receiver's, which the
-// window must stay inside; code >= 0 means exit with it.
+// retention sets c's retention to the deployed receiver's; code >= 0 means exit with it.
 func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg aws.Config, stderr io.Writer) int {
 	switch shellRetention := strings.TrimSpace(os.Getenv("HOOKLEDGER_RETENTION")); {
 	case f.fn != "":
-		// The deployed receiver's configuration: its sources when there are
-		// no local ones, and always its retention (a different
-		// HOOKLEDGER_RETENTION here is refused).
+		// Its sources when there are no local ones, and always its retention.
 		if err := reconcile.ReceiverSources(ctx, c, lambda.NewFromConfig(awsCfg), f.fn, shellRetention); err != nil {
 			fmt.Fprintf(stderr, "reconcile: %v\n", err)
 			if strings.Contains(err.Error(), "HOOKLEDGER_RETENTION=") {
@@ -229,18 +212,15 @@ func (f *reconcileFlags) retention(ctx context.Context, c *config.Config, awsCfg
 			return 1
 		}
 	case shellRetention == "":
-		// No retention in the shell and no receiver function to ask: the
-		// shell's default (168h) may be longer than the receiver's. Assume
-		// the least any receiver keeps (raised, per source, to its
-		// provider's retry horizon).
+		// Nothing to ask, and the default (168h) may exceed the receiver's:
+		// assume the least any receiver keeps.
 		c.Retention = ledger.MinRetention
 		fmt.Fprintf(stderr, "reconcile: HOOKLEDGER_RETENTION is not set and no --receiver-function gives the deployed one: assuming the least a receiver keeps records (%v, raised to the provider's retry horizon); set HOOKLEDGER_RETENTION to the deployed value to look further back\n", ledger.MinRetention)
 	}
 	return -1
 }
 
-// feeder gives r the way to feed missing events through the receiver: its
-// webhook URL or its function; code >= 0 means exit with it.
+// feeder gives r the receiver's webhook URL or function; code >= 0 means exit with it.
 func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, awsCfg aws.Config, stderr io.Writer) int {
 	switch {
 	case f.url != "" && f.fn != "" && f.set["url"] && f.set["receiver-function"]:
@@ -264,12 +244,10 @@ func (f *reconcileFlags) feeder(r *reconcile.Reconciler, spec reconcile.Spec, aw
 // reconcileStdin is where --credential - reads from (a test swaps it).
 var reconcileStdin io.Reader = os.Stdin
 
-// maxCredential bounds what --credential-file and --credential - read: an
-// API key or token is a few hundred bytes.
+// maxCredential bounds a credential read: a key or token is a few hundred bytes.
 const maxCredential = 16 << 10
 
-// readCredential reads a credential given as a file or on stdin and returns
-// it as a literal reference, which stays in this process's memory.
+// readCredential reads a credential into a literal reference, kept in this process's memory.
 func readCredential(r io.Reader, from string) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxCredential+1))
 	if err != nil {
@@ -288,8 +266,7 @@ func readCredential(r io.Reader, from string) (string, error) {
 	return "literal:" + v, nil
 }
 
-// reconcileSpec merges the configured entry for source/tenant (if any) with
-// the flags given.
+// reconcileSpec lays the flags given over the source/tenant's entry, if any.
 func reconcileSpec(flags reconcile.Spec, set map[string]bool, file string) (reconcile.Spec, error) {
 	data := []byte(os.Getenv("HOOKLEDGER_RECONCILE"))
 	if file != "" {

@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/hookledger/hookledger/internal/cli"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
@@ -26,35 +24,32 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-const replayHelp = `Replays dead (or failed) events: each record goes back to received in the
-ledger (attempts and reclaims reset) and its stored payload is enqueued
-again. Or, with --dlq, moves the messages of a dead-letter queue back into
-the processing queue, except those the ledger cannot use (they stay, each
-listed with the reason): unreadable ones, those of events past the ledger's
-retention, and those that are not the event their record holds (an earlier
-event's message under a key used again, one with another type or none).
-Review what it skipped, then delete those messages with --drop-skipped.
+const replayHelp = `Replays dead (or failed) events: each record goes back to received
+(attempts and reclaims reset) and its stored payload is enqueued again.
+With --dlq, moves a dead-letter queue's messages back into the processing
+queue, except those the ledger cannot use, which stay, listed with the
+reason: unreadable, past the ledger's retention, or not the event their
+record holds (an earlier event's under a key used again, or another type).
+Review them, then delete them with --drop-skipped.
 
-Replaying is safe to repeat: the events' effects carry the same downstream
-idempotency keys as before, and steps recorded done do not run again.
+Replaying is safe to repeat: effects carry the same downstream idempotency
+keys as before, and steps recorded done do not run again.
 
-An event that died as "indeterminate step NAME" (an at-most-once step was
-started and nobody could prove whether its effect happened) is replayed only
-once you resolve that step: check downstream by hand, then --mark-done (it
-happened; --result gives what later steps read back) or --rerun (it did not;
-the step runs again). Bulk replays (--status) skip such events and list them.
+An event dead as "indeterminate step NAME" (an at-most-once step started,
+and nobody could prove whether it happened) is replayed only once you check
+that step downstream: --mark-done (it happened; --result gives what later
+steps read back) or --rerun (it did not). Bulk replays (--status) skip and
+list such events.
 
-An event of a route that keeps its events in order (InOrder) is judged
-again when it runs: if a newer event of its resource was applied meanwhile,
-the replayed event is stale (a route with SkipStale marks it done without
-running it). --apply-stale runs it anyway, and makes its position the
-resource's newest, as if it were the latest event: replay that way only
-the event whose state you want the resource to have.
-Reads HOOKLEDGER_TABLE and HOOKLEDGER_QUEUE_URL, and HOOKLEDGER_PAYLOAD_BUCKET
-when bodies too large for the ledger are kept in the S3 payload store (the
-stack output PayloadBucketName). An event with no stored payload (with
-HOOKLEDGER_PAYLOAD=on-trouble, one done on its first delivery) cannot be
-replayed from the ledger.
+An InOrder route judges a replayed event again: if a newer event of its
+resource was applied meanwhile, it is stale (SkipStale marks it done
+unrun). --apply-stale runs it anyway and makes its position the resource's
+newest: use it only for the event whose state you want the resource to have.
+
+Reads HOOKLEDGER_TABLE, HOOKLEDGER_QUEUE_URL and, for the S3 payload store,
+HOOKLEDGER_PAYLOAD_BUCKET (the stack output PayloadBucketName). An event
+with no stored payload (under HOOKLEDGER_PAYLOAD=on-trouble, one done on its
+first delivery) cannot be replayed from the ledger.
 
   hookledger replay --source stripe --tenant acme --id evt_123
   hookledger replay --source stripe --tenant acme --id evt_123 --step notify --mark-done --result ntf_42
@@ -157,34 +152,29 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.until, err = parseWhen(*until, now)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	o.status = ledger.Status(*status)
 	if o.status == "" && (!o.since.IsZero() || !o.until.IsZero()) {
 		o.status = ledger.Dead
 	}
 	if err := o.validate(); err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	c, err := config.Load(os.Getenv)
 	if err == nil && c.QueueURL == "" {
 		err = errors.New("HOOKLEDGER_QUEUE_URL is empty: set it to the processing queue's URL (hookledger setup prints it)")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "replay", 1, err)
 	}
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "replay", 2, err)
 	}
 	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, store: payloadStore(c, cfg), now: time.Now, stdout: stdout, stderr: stderr}
 	return r.run(ctx, o)
@@ -245,8 +235,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
 }
 
-// run replays what o selects and returns the exit code: 0 when everything
-// selected was replayed (or, with --dry-run, would be), 1 otherwise.
+// run replays what o selects; it returns 1 unless all of it was (or would be) replayed.
 func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	if o.dlq != "" {
 		return r.redrive(ctx, o)
@@ -303,8 +292,7 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	return 0
 }
 
-// one replays a record: payload first (no payload, no replay), then the
-// ledger transition, then the message.
+// one replays a record: payload (none, no replay), ledger, then message.
 func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) error {
 	dry := o.dry
 	var changes []ledger.StepChange
@@ -380,15 +368,11 @@ func indeterminateStep(rec ledger.Record) (string, bool) {
 	return name, name != ""
 }
 
-// redrive moves the DLQ's messages back to the processing queue: receive,
-// judge (reclaimer.JudgeDeadLetter, the filter the reclaimer's DLQ pass
-// applies), send, delete. A message the filter leaves stays in the DLQ and
-// is listed with why (or, with --drop-skipped, deleted). If a delete fails
-// after the send, the message is processed twice, which the ledger absorbs.
-// With --dry-run it receives and judges the messages without moving or
-// deleting any. Every message it leaves in the DLQ is made visible again
-// when it is done, for the reclaimer and for the next run (--drop-skipped
-// right after a review).
+// redrive moves the DLQ's messages to the processing queue: receive, judge
+// (reclaimer.JudgeDeadLetter), send, delete. A message the filter leaves
+// stays, listed with why (--drop-skipped deletes it). A failed delete after
+// the send means a second processing, which the ledger absorbs. Messages
+// left are made visible again at the end, for the reclaimer and the next run.
 func (r *replayer) redrive(ctx context.Context, o replayOptions) int {
 	if code := r.sameQueue(ctx, o.dlq); code >= 0 {
 		return code
@@ -438,8 +422,7 @@ type redriveTally struct {
 	skipped                      map[string]int // by reason
 }
 
-// redriveOne judges one DLQ message and moves, drops or leaves it; it
-// reports whether the message left the DLQ.
+// redriveOne judges one DLQ message, moves, drops or leaves it, and says whether it left.
 func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.Message, t *redriveTally) (gone bool) {
 	would := ""
 	if o.dry {
@@ -483,11 +466,8 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 		}
 	}
 	t.moved++
-	// The processor acknowledges the message of a dead event without
-	// running it (a dead event runs again only when an operator replays
-	// it), keeping its body if the ledger has none: the reclaimer buries a
-	// record whose body survives only in this queue. Say which events need
-	// that replay.
+	// The processor acks a dead event's message unrun, keeping its body if
+	// the ledger has none: such events need a replay afterwards.
 	if dl.Record.Status == ledger.Dead {
 		t.dead++
 		fmt.Fprintf(r.stdout, "%sredriven %s (dead: once the processor has kept its body, run hookledger replay --source %s --tenant %s --id %s)\n",
@@ -498,8 +478,7 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 	return !o.dry
 }
 
-// redriveSummary prints what a redrive did and returns its exit code: 1
-// when something failed or a skipped message stays in the DLQ.
+// redriveSummary prints what a redrive did; 1 if something failed or a skipped message stays.
 func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
 	moved, failed, dead, dropped, skipped := t.moved, t.failed, t.dead, t.dropped, t.skipped
 	verb, dropVerb := "redrove", "dropped"
@@ -534,15 +513,10 @@ func (r *replayer) redriveSummary(o replayOptions, t redriveTally) int {
 	return 0
 }
 
-// sameQueue guards the redrive against moving a queue into itself, which
-// would receive, resend and delete the same messages until --limit, or
-// forever. Two URLs can name one queue in more ways than a string compare
-// sees (host case, a trailing slash, the regional and legacy endpoints, an
-// emulator's several host names), so it compares the queues' ARNs, which SQS
-// itself spells one way, after a cheap check of the normalised URLs. It
-// returns -1 to go on, or the exit code: 2 when --dlq is the processing
-// queue, 1 when either ARN cannot be read (it fails closed: without the ARNs
-// it cannot tell).
+// sameQueue guards the redrive against cycling a queue into itself. URLs can
+// name one queue in many ways (host case, regional and legacy endpoints), so
+// it compares the queues' ARNs after the normalised URLs. It returns -1 to
+// go on, 2 when --dlq is the processing queue, 1 when an ARN cannot be read.
 func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
 	if normalQueueURL(dlq) == normalQueueURL(r.queueURL) {
 		fmt.Fprintln(r.stderr, "replay: --dlq is HOOKLEDGER_QUEUE_URL itself; give the dead-letter queue's URL (the processing queue's name with -dlq)")
@@ -577,8 +551,7 @@ func (r *replayer) sameQueue(ctx context.Context, dlq string) int {
 	return -1
 }
 
-// normalQueueURL is u with its scheme and host in lower case and no trailing
-// slash, or u itself if it does not parse.
+// normalQueueURL is u with scheme and host lower-cased and no trailing slash.
 func normalQueueURL(u string) string {
 	p, err := url.Parse(strings.TrimSpace(u))
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -87,8 +88,7 @@ type signed struct {
 	payload []byte
 }
 
-// delivery builds and signs the delivery: the body given or a sample, the
-// URL, the id and type; code >= 0 means exit with it.
+// delivery builds and signs the delivery; code >= 0 means exit with it.
 func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
 	v, err := webhook.New(webhook.Config{Provider: o.provider})
 	if err != nil {
@@ -110,16 +110,9 @@ func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
 	if o.body == "" && o.bodyFile == "" {
 		payload = sampleBody
 	}
-	if o.typ == "" {
-		o.typ = sampleType
-	}
-	u := o.target
-	if u == "" {
-		u = o.base + "/webhooks/" + o.src + "/" + o.tenant
-	}
-	if o.id == "" {
-		o.id = "msg_" + cli.RandomHex(12)
-	}
+	o.typ = cmp.Or(o.typ, sampleType)
+	o.id = cmp.Or(o.id, "msg_"+cli.RandomHex(12))
+	u := cmp.Or(o.target, o.base+"/webhooks/"+o.src+"/"+o.tenant)
 	hdr, err := v.Sign(webhook.Message{ID: o.id, Type: o.typ, Body: payload, URL: u, Now: time.Now()}, o.secret)
 	if err != nil {
 		fmt.Fprintf(stderr, "send: sign: %v\n", err)
@@ -128,9 +121,7 @@ func (o *sendOpts) delivery(stderr io.Writer) (d signed, code int) {
 	return signed{v: v, url: u, hdr: hdr, payload: payload}, -1
 }
 
-// announce says what is sent, with the idempotency key the receiver will
-// derive by the provider's defaults (a source's key_header or key_path
-// changes it), so that the event can be inspected.
+// announce says what is sent, with the key the receiver will find, for hookledger inspect.
 func (o *sendOpts) announce(d signed, stdout, stderr io.Writer) {
 	where := ""
 	if o.target == "" {
@@ -151,8 +142,7 @@ func (o *sendOpts) announce(d signed, stdout, stderr io.Writer) {
 	}
 }
 
-// post sends the delivery repeat times, conc at once each time, and counts
-// the answers by status and result.
+// post sends the delivery repeat times, conc at once, and counts answers.
 func (d signed) post(ctx context.Context, repeat, conc int) map[string]int {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: cli.LocalhostTransport()}
 	counts := map[string]int{}
@@ -176,8 +166,7 @@ func (d signed) post(ctx context.Context, repeat, conc int) map[string]int {
 	return counts
 }
 
-// report prints the answers' counts and a hint for the usual mistakes; it
-// returns 1 if any answer was not 2xx.
+// report prints the answers' counts and hints; it returns 1 if any answer was not 2xx.
 func (o *sendOpts) report(counts map[string]int, stdout, stderr io.Writer) int {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
@@ -205,8 +194,7 @@ func (o *sendOpts) report(counts map[string]int, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// sourceTenant returns the {source} and {tenant} of a .../webhooks/{source}/{tenant}
-// URL.
+// sourceTenant returns the {source} and {tenant} of a .../webhooks/ URL.
 func sourceTenant(u string) (string, string, bool) {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -221,10 +209,9 @@ func sourceTenant(u string) (string, string, bool) {
 	return "", "", false
 }
 
-// sampleEvent returns send's default body and event type for provider: a
-// minimal event of a kind the provider sends, with a fresh id, whose key the
-// provider's default config finds. Twilio (a form body signed through the
-// URL) and generic get the Stripe sample.
+// sampleEvent returns send's default body and type for provider: a minimal
+// event with a fresh id that the provider's defaults key. Twilio and
+// generic get the Stripe sample.
 func sampleEvent(provider string, now time.Time) ([]byte, string) {
 	id := cli.RandomHex(12)
 	ms := now.UnixMilli()
@@ -253,9 +240,8 @@ func sampleEvent(provider string, now time.Time) ([]byte, string) {
 	return cli.SampleInvoice("evt_"+id, 4900), "invoice.paid"
 }
 
-// shopifyOrder is an orders/create body as Shopify sends one, cut to what
-// an effect reads: the customer, totals, and line items (two T-shirts at
-// 19.00 and a mug at 11.00).
+// shopifyOrder is an orders/create body, cut to what an effect reads: the
+// customer, totals, and line items (two T-shirts at 19.00, a mug at 11.00).
 func shopifyOrder(id int64, now time.Time) []byte {
 	at := now.Format(time.RFC3339)
 	return fmt.Appendf(nil, `{"id":%[1]d,"admin_graphql_api_id":"gid://shopify/Order/%[1]d","name":"#%[2]d","email":"ada@example.com",`+

@@ -12,27 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// The verify and sign contract, kept stable for scripts:
-//
-//	hookledger verify --provider NAME --secret S [--secret S2 ...] [--url URL]
-//	    [--now UNIX_SECONDS] [--header 'Name: value' ...] (--body-file F | --body STRING)
-//	    [--signature-header NAME --prefix P --encoding hex|base64 --algorithm sha1|sha256|sha512]
-//
-// exits 0 when the delivery is valid, printing its idempotency key as the
-// only line on stdout (nothing for a handshake, which has none), 1 when the
-// signature (or its timestamp) is invalid, 3 when the signature is valid but
-// no key can be extracted or derived (the reason on stderr; the receiver
-// would answer 400), and 2 on a usage error.
-//
-//	hookledger sign --provider NAME --secret S [--now UNIX_SECONDS] [--url URL]
-//	    [--id ID] [--type TYPE] (--body-file F | --body STRING)
-//
-// prints the headers a sender would send, one "Name: value" a line, sorted;
-// it exits 1 when the message cannot be signed (the reason on stderr) and 2
-// on a usage error. --help prints the usage on stdout and exits 0.
+// The verify and sign contract, kept stable for scripts; --help prints it
+// on stdout and exits 0. Exit 3 from verify is the receiver's 400.
 const (
 	verifySynopsis = "verify --provider NAME --secret S [--secret S2 ...] [--url URL] [--now UNIX_SECONDS] [--header 'Name: value' ...] (--body-file F | --body STRING)\n" +
 		"       [--signature-header NAME --prefix P --encoding hex|base64 --algorithm sha1|sha256|sha512]   (generic only)\n\n" +
@@ -66,8 +51,7 @@ type deliveryFlags struct {
 	algorithm string
 }
 
-// newDeliveryFlags declares the shared flags on a flag set whose errors go
-// to stderr and whose --help is handled by parseDelivery.
+// newDeliveryFlags declares the shared flags; parse handles --help.
 func newDeliveryFlags(name, synopsis string, stderr io.Writer) *deliveryFlags {
 	d := &deliveryFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	fs := d.fs
@@ -96,8 +80,7 @@ type delivery struct {
 	body     []byte
 }
 
-// parse parses args and resolves the shared flags. It returns the exit code
-// to stop with, or -1 to go on.
+// parse parses args and resolves the shared flags; code >= 0 means exit.
 func (d *deliveryFlags) parse(args []string, stdout, stderr io.Writer) (delivery, int) {
 	name := d.fs.Name()
 	usageErr := func(format string, a ...any) (delivery, int) {
@@ -195,8 +178,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	for _, raw := range headers {
 		name, value, err := parseHeader(raw)
 		if err != nil {
-			fmt.Fprintf(stderr, "hookledger verify: %v\n", err)
-			return 2
+			return cli.Fail(stderr, "hookledger verify", 2, err)
 		}
 		h.Add(name, value)
 	}
@@ -235,8 +217,7 @@ func runSign(args []string, stdout, stderr io.Writer) int {
 	}
 	h, err := del.verifier.Sign(webhook.Message{ID: *id, Type: *typ, Body: del.body, URL: d.url, Now: del.now}, d.secrets[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "hookledger sign: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "hookledger sign", 1, err)
 	}
 	names := make([]string, 0, len(h))
 	for name := range h {

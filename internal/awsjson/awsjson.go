@@ -1,19 +1,17 @@
 // Package awsjson makes the three AWS calls the functions need beside
-// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue and
-// an asynchronous Lambda Invoke) as plain HTTPS requests signed with
-// Signature Version 4, with the SDK's core (credentials, signer, standard
-// retryer) and not its service clients: those three clients weigh 2.2 MB of
-// every binary that links them (docs/deploy.md, "Binary sizes"), and one
-// operation each needs none of their generality.
+// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue,
+// an asynchronous Lambda Invoke) as HTTPS requests signed with SigV4, using
+// the SDK's core but not its service clients: those weigh 2.2 MB of every
+// binary that links them (docs/deploy.md, "Binary sizes").
 //
-// Errors are smithy.APIError values carrying the service's error code and
-// the HTTP status, as the clients' are, so callers classify them the same
-// way (internal/source); throttling, 5xx answers and broken connections are
-// retried with the SDK's standard retryer.
+// Errors are smithy.APIError values with the service's code and the HTTP
+// status, as the clients' are; throttling, 5xx answers and broken
+// connections are retried with the SDK's standard retryer.
 package awsjson
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,8 +42,7 @@ type Client struct {
 	now    func() time.Time
 }
 
-// New returns a client for cfg's region, credentials and base endpoint
-// (AWS_ENDPOINT_URL, for an emulator).
+// New returns a client for cfg's region, credentials and base endpoint.
 func New(cfg aws.Config) *Client {
 	c := &Client{cfg: cfg, http: noRedirects(cfg.HTTPClient), signer: v4.NewSigner(), now: time.Now}
 	if cfg.Retryer != nil {
@@ -56,10 +53,9 @@ func New(cfg aws.Config) *Client {
 	return c
 }
 
-// noRedirects returns h, made to stop at the first answer: a 3xx is an
-// error answer, never followed (the SDK's client follows 307 and 308, which
-// resend the signed request elsewhere and take the secret from there).
-// A client of another type is wrapped, and a followed answer refused.
+// noRedirects returns h made to stop at the first answer: the SDK's client
+// follows 307 and 308, which resend the signed request elsewhere and take
+// the secret from there. A client of another type is wrapped instead.
 func noRedirects(h aws.HTTPClient) aws.HTTPClient {
 	var hc *http.Client
 	switch t := h.(type) {
@@ -78,8 +74,7 @@ func noRedirects(h aws.HTTPClient) aws.HTTPClient {
 	return &cp
 }
 
-// firstAnswer refuses an answer that came from elsewhere than the request
-// went: a client that followed a redirect.
+// firstAnswer refuses an answer from elsewhere than the request went (a followed redirect).
 type firstAnswer struct{ aws.HTTPClient }
 
 func (f firstAnswer) Do(req *http.Request) (*http.Response, error) {
@@ -122,8 +117,7 @@ func (e *APIError) HTTPStatusCode() int { return e.Status }
 
 var _ smithy.APIError = (*APIError)(nil)
 
-// endpoint is the service's base URL: cfg's base endpoint, else the
-// Region's public one.
+// endpoint is cfg's base endpoint, else the service's public one.
 func (c *Client) endpoint(service string) string {
 	if c.cfg.BaseEndpoint != nil && *c.cfg.BaseEndpoint != "" {
 		return strings.TrimRight(*c.cfg.BaseEndpoint, "/")
@@ -135,8 +129,7 @@ func (c *Client) endpoint(service string) string {
 	return "https://" + service + "." + c.cfg.Region + "." + suffix
 }
 
-// do sends one request (retried as the standard retryer decides) and
-// returns the answer's body, or an APIError built by errorOf.
+// do sends one request, retried as the standard retryer decides; errorOf builds its error.
 func (c *Client) do(ctx context.Context, service, path string, header http.Header, body []byte, errorOf func(int, http.Header, []byte) *APIError) ([]byte, error) {
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
@@ -202,24 +195,14 @@ func jsonError(status int, h http.Header, body []byte) *APIError {
 		MessageU string `json:"Message"`
 	}
 	json.Unmarshal(body, &doc)
-	code := doc.Type
-	if code == "" {
-		code = h.Get("X-Amzn-ErrorType")
-	}
+	code := cmp.Or(doc.Type, h.Get("X-Amzn-ErrorType"))
 	if i := strings.LastIndex(code, "#"); i >= 0 {
 		code = code[i+1:]
 	}
 	if i := strings.Index(code, ":"); i >= 0 {
 		code = code[:i]
 	}
-	if code == "" {
-		code = http.StatusText(status)
-	}
-	msg := doc.Message
-	if msg == "" {
-		msg = doc.MessageU
-	}
-	return &APIError{Status: status, Code: code, Message: msg}
+	return &APIError{Status: status, Code: cmp.Or(code, http.StatusText(status)), Message: cmp.Or(doc.Message, doc.MessageU)}
 }
 
 // call is one JSON 1.1 protocol operation (SSM, Secrets Manager).
@@ -245,8 +228,7 @@ type SSM struct{ c *Client }
 // NewSSM returns an SSM reader on cfg.
 func NewSSM(cfg aws.Config) SSM { return SSM{New(cfg)} }
 
-// GetParameter returns the decrypted value of the parameter name ("" when it
-// has none).
+// GetParameter returns the decrypted value of parameter name ("" if none).
 func (s SSM) GetParameter(ctx context.Context, name string) (string, error) {
 	var out struct {
 		Parameter *struct{ Value *string }
@@ -266,8 +248,7 @@ type SecretsManager struct{ c *Client }
 // NewSecretsManager returns a Secrets Manager reader on cfg.
 func NewSecretsManager(cfg aws.Config) SecretsManager { return SecretsManager{New(cfg)} }
 
-// GetSecretValue returns the current string value of the secret id (""
-// when it holds only a binary value).
+// GetSecretValue returns secret id's current string value ("" for a binary one).
 func (s SecretsManager) GetSecretValue(ctx context.Context, id string) (string, error) {
 	var out struct{ SecretString *string }
 	if err := s.c.call(ctx, "secretsmanager", "secretsmanager.GetSecretValue", map[string]any{"SecretId": id}, &out); err != nil {
@@ -285,8 +266,7 @@ type Lambda struct{ c *Client }
 // NewLambda returns a Lambda invoker on cfg.
 func NewLambda(cfg aws.Config) Lambda { return Lambda{New(cfg)} }
 
-// InvokeAsync invokes function (a name or ARN) with payload asynchronously
-// (InvocationType Event): Lambda queues the event and answers 202.
+// InvokeAsync invokes function (a name or ARN) with payload asynchronously (Lambda answers 202).
 func (l Lambda) InvokeAsync(ctx context.Context, function string, payload []byte) error {
 	h := http.Header{"Content-Type": {"application/json"}, "X-Amz-Invocation-Type": {"Event"}}
 	if function == "" || strings.ContainsAny(function, "/?#% ") {

@@ -1,10 +1,8 @@
-// Package blob is hookledger's optional payload store: an S3 bucket that
-// holds the bodies too large for a ledger item (400 KB after compression)
-// or, with a threshold, every body from a given size. The receiver writes
-// an event's object before it answers 2xx; the record and the queue
-// message carry its key (ledger.Record.PayloadRef, queue.Message.Ref), and
-// the processor, the reclaimer and the operator's replay read it back. The
-// bucket's lifecycle rule expires objects with the ledger's retention.
+// Package blob is hookledger's optional payload store: an S3 bucket for the
+// bodies too large for a ledger item (or, with a threshold, from a size on).
+// The receiver writes an event's object before it answers 2xx; the record
+// and the message carry its key. The bucket's lifecycle rule expires
+// objects with the ledger's retention.
 package blob
 
 import (
@@ -23,8 +21,7 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxObjectBytes bounds an object read back: Lambda takes requests of at
-// most 6 MB, so no accepted body is larger.
+// MaxObjectBytes bounds an object read back: no body larger than Lambda's 6 MB is accepted.
 const MaxObjectBytes = 8 << 20
 
 // API is the slice of the S3 client the store calls.
@@ -50,9 +47,8 @@ type Store struct {
 	Prefix string // e.g. "payloads/"; the template grants each role this prefix only
 }
 
-// NewClient returns an S3 client for cfg. Against an emulator
-// (cfg.BaseEndpoint set) it addresses buckets by path, since a local
-// endpoint has no per-bucket host names.
+// NewClient returns an S3 client for cfg, addressing buckets by path against
+// an emulator (cfg.BaseEndpoint set), which has no per-bucket host names.
 func NewClient(cfg aws.Config) *s3.Client {
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = cfg.BaseEndpoint != nil
@@ -60,12 +56,9 @@ func NewClient(cfg aws.Config) *s3.Client {
 }
 
 // Key is the object key of an event's body: the prefix and the SHA-256 of
-// the ledger's partition key and the body digest the record keeps, so
-// every event has one key of fixed length whatever its parts (S3 keys are
-// at most 1,024 bytes; a partition key may be 2,048). The digest is in it
-// because a key can be used again once its record expired, and the bucket's
-// lifecycle removes the earlier event's object only later: the newer
-// record's reference must never name the earlier body.
+// the partition key and the body digest (S3 keys are at most 1,024 bytes).
+// The digest is in it because a key may be used again before the lifecycle
+// removes the old object: the newer record must never name the earlier body.
 func (s *Store) Key(id ledger.Key, digest string) string {
 	sum := sha256.Sum256([]byte(id.PK() + "\x00" + digest))
 	return s.Prefix + hex.EncodeToString(sum[:])
@@ -111,15 +104,12 @@ type payloads interface {
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 }
 
-// ErrMissing marks a body found in neither place: errors.Is matches it for
-// both ledger.ErrNotFound and ErrNotFound.
+// ErrMissing marks a body in neither place (with ledger.ErrNotFound or ErrNotFound).
 var ErrMissing = errors.New("payload missing")
 
-// Body returns the stored body of rec: from the store when the record
-// references an object, from the ledger's payload item otherwise (one the
-// ledger finds was written for an earlier event under the key is not
-// rec's: ledger.PayloadOf). A body that is not there (yet) is an error
-// matching ErrMissing; store may be nil when rec references nothing.
+// Body returns rec's stored body: from the store when the record references
+// an object, else from the ledger's payload item (ledger.PayloadOf). A
+// missing body matches ErrMissing; store may be nil when rec references none.
 func Body(ctx context.Context, l payloads, store *Store, rec ledger.Record) ([]byte, error) {
 	if rec.PayloadRef == "" {
 		b, err := l.PayloadOf(ctx, rec)

@@ -1,17 +1,15 @@
-// Package bus is the bus door's handler: it takes events that an
-// EventBridge rule put on its intake queue (Stripe's partner events, or any
-// producer's), finds the source and tenant each is for, reads its key and
-// type by the source's rules, and claims and enqueues it exactly as the
-// receiver does for a verified HTTP delivery (receiver.Handler.Claim). There
-// is no signature: the bus's IAM policy decided who may put events on it.
+// Package bus is the bus door's handler. It takes events an EventBridge
+// rule put on its intake queue (Stripe's partner events, or any producer's),
+// finds each one's source and tenant, reads its key and type by the
+// source's rules, and claims and enqueues it as the receiver does
+// (receiver.Handler.Claim). There is no signature: the bus's IAM policy
+// decides who may put events.
 //
-// An event that cannot become a ledger event (no source takes its
-// EventBridge source, no tenant its account, no usable key, a body the
-// ledger cannot hold, no time, a time far ahead or older than its source's
-// records live) is parked: sent to the bus's dead-letter queue with the
-// reason, counted (BusParked) and alarmed, never dropped. A ledger or queue
-// outage fails the message, which the intake queue hands back until its
-// redrive policy moves it to the same dead-letter queue.
+// An event that cannot become a ledger event (no source or tenant takes it,
+// no usable key, no time, a time far ahead or past its source's retention)
+// is parked on the bus's dead-letter queue with the reason, counted
+// (BusParked) and alarmed, never dropped. A ledger or queue outage fails
+// the message; the intake queue hands it back, then redrives it there.
 package bus
 
 import (
@@ -54,16 +52,13 @@ var (
 )
 
 // AgeMargin is kept between an event's age and its source's retention: an
-// event put on the bus longer ago than the retention minus this margin (an
-// old dead letter redriven, a replay from an archive) may have had its
-// record expire, and taking it as new could apply its effects twice, so it
-// is parked instead.
+// older event (an old dead letter redriven, an archive replay) may have lost
+// its record, and taking it could apply its effects twice, so it is parked.
 const AgeMargin = time.Hour
 
 // MaxAhead is how far past the door's clock an event's time may be: AWS
-// refuses a request signed more than 15 minutes off its clock, so no
-// producer that can put events is further off. A time beyond it, like no
-// time at all, would let the event pass the age check forever.
+// refuses requests signed more than 15 minutes off. A later time, like no
+// time, would pass the age check forever.
 const MaxAhead = 15 * time.Minute
 
 // Handler is the bus door. Its fields are its dependencies.
@@ -90,8 +85,7 @@ const (
 	Retry     Outcome = "retry"
 )
 
-// Handle takes a batch from the intake queue and reports the messages to
-// hand back (a ledger or queue outage, a parking that failed).
+// Handle takes an intake batch and reports the messages to hand back (outages, failed parkings).
 func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(batch.Records))
 	var wg sync.WaitGroup
@@ -178,9 +172,8 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	}
 }
 
-// metrics names the counts an outcome adds to. An event taken or known
-// adds to none: a custom metric costs for every hour it receives data, and
-// the intake queue's NumberOfMessagesDeleted counts what the door took.
+// metrics names the counts an outcome adds to. Taken events add to none: a
+// metric costs every hour it gets data, and SQS counts what the door took.
 func (o Outcome) metrics() []string {
 	switch o {
 	case Accepted, Duplicate:
@@ -203,8 +196,7 @@ func claimReason(r receiver.Result, body string) string {
 	return fmt.Sprintf("refused by the claim path (%s)", r)
 }
 
-// read turns an intake message into a delivery, or says why it cannot be
-// one.
+// read turns an intake message into a delivery, or says why it cannot be one.
 func (h *Handler) read(raw string) (delivery, string) {
 	var dl delivery
 	if err := jsoncheck.Strict([]byte(raw)); err != nil {
@@ -265,10 +257,9 @@ func (h *Handler) read(raw string) (delivery, string) {
 	return dl, ""
 }
 
-// accountOf is the account an event is from, which decides its tenant:
-// for Stripe the connected account (a snapshot event's "account", a thin
-// event's "context"; "" for the account's own events), for an eventbridge
-// source the AWS account that put it.
+// accountOf is the account that decides an event's tenant: for Stripe the
+// connected account ("account", or a thin event's "context"; "" for the
+// account's own), for an eventbridge source the AWS account that put it.
 func accountOf(provider string, env events.CloudWatchEvent, detail []byte) (string, error) {
 	if provider == source.ProviderEventBridge {
 		return env.AccountID, nil
@@ -297,9 +288,8 @@ func accountOf(provider string, env events.CloudWatchEvent, detail []byte) (stri
 	return account, nil
 }
 
-// park keeps the message on the bus's dead-letter queue with the reason.
-// The message is acknowledged only once it is parked: a parking that
-// fails hands it back to the intake queue.
+// park keeps the message on the bus's dead-letter queue with the reason; a
+// parking that fails hands the message back to the intake queue.
 func (h *Handler) park(ctx context.Context, log *slog.Logger, body, reason string, dl delivery) Outcome {
 	attrs := map[string]string{}
 	if dl.envelope.Source != "" {

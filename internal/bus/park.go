@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -13,12 +14,9 @@ import (
 
 // The message attributes a parked event carries on the dead-letter queue.
 const (
-	// AttrReason says why the event was parked.
-	AttrReason = "hookledger-parked"
-	// AttrEventSource is the event's EventBridge source.
-	AttrEventSource = "hookledger-eventbridge-source"
-	// AttrSource is the hookledger source that took it, when one did.
-	AttrSource = "hookledger-source"
+	AttrReason      = "hookledger-parked"             // why the event was parked
+	AttrEventSource = "hookledger-eventbridge-source" // the event's EventBridge source
+	AttrSource      = "hookledger-source"             // the hookledger source that took it, if one did
 )
 
 // maxReason bounds a reason in a message attribute.
@@ -29,8 +27,7 @@ type sendAPI interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
-// Parking parks events on the bus's dead-letter queue: the message as it
-// came from the intake queue, the reason in its attributes.
+// Parking parks intake messages on the bus's dead-letter queue, the reason in attributes.
 type Parking struct {
 	API sendAPI
 	URL string
@@ -53,9 +50,8 @@ func (p *Parking) Park(ctx context.Context, body, reason string, attrs map[strin
 	return nil
 }
 
-// attrText makes s a message attribute SQS takes: at most maxReason bytes
-// of valid UTF-8 without control characters (a reason quotes what the
-// event carried), never empty.
+// attrText makes s a message attribute SQS takes (a reason quotes what the
+// event carried): valid UTF-8, no control characters, not empty, bounded.
 func attrText(s string) string {
 	if len(s) > maxReason {
 		s = s[:maxReason]
@@ -66,8 +62,5 @@ func attrText(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	if s == "" {
-		return "-"
-	}
-	return s
+	return cmp.Or(s, "-")
 }

@@ -11,13 +11,9 @@ import (
 	"github.com/hookledger/hookledger/internal/receiver"
 )
 
-// FromConfig builds the bus door from the configuration: the sources JSON
-// (read from its store when HOOKLEDGER_SOURCES is a reference, within
-// HOOKLEDGER_SECRET_GRANTS: the template grants this function that one
-// document and no secret), the ledger with each source's retention, the
-// processing queue and the dead-letter queue it parks on. It refuses a
-// configuration in which no source takes events from the bus: every event
-// would be parked.
+// FromConfig builds the bus door: the sources, the ledger, the processing
+// queue and the dead-letter queue it parks on. It refuses sources none of
+// which takes bus events: every event would be parked.
 func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
 	if err := c.ValidateBus(); err != nil {
 		return nil, err
@@ -36,8 +32,7 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 	}
 	api := sqs.NewFromConfig(cfg)
 	// No payload store: an EventBridge event (at most 256 KB) always fits
-	// a ledger item, so the role needs no S3 grant
-	// (HOOKLEDGER_PAYLOAD_STORE_ABOVE is the receiver's alone).
+	// a ledger item, so the role needs no S3 grant.
 	claim := &receiver.Handler{
 		Ledger: l, Queue: &queue.Sender{API: api, URL: c.QueueURL},
 		Mismatch: c.Mismatch, Payload: c.Payload, Log: log, Metrics: c.Metrics(),

@@ -1,7 +1,6 @@
-// Package cfn reads a CloudFormation (SAM) template as a YAML node tree,
-// for the tests and tools that pin what template.yaml holds: the product's
-// template tests and the lab's cost model. Short-form tags such as !Ref
-// stay on the nodes.
+// Package cfn reads a CloudFormation (SAM) template as a YAML node tree (tags
+// such as !Ref stay on the nodes), for the template tests and the lab's
+// cost model.
 package cfn
 
 import (

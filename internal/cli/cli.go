@@ -1,5 +1,4 @@
-// Package cli holds what the two command-line programs share: the operator
-// CLI (cmd/hookledger) and the proof tooling's CLI (lab/cmd/hooklab). Flag
+// Package cli holds what cmd/hookledger and the lab's hooklab share: flag
 // sets whose --help goes to stdout, an HTTP transport that reaches emulated
 // API hosts, and signed-delivery plumbing.
 package cli
@@ -20,8 +19,7 @@ import (
 	"time"
 )
 
-// NewFlags returns a flag set whose --help prints to stdout and exits 0, and
-// whose usage errors print to stderr. program is the binary's name.
+// NewFlags returns a flag set for program's command name, with usage errors to stderr (see Parse).
 func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,12 +31,9 @@ func NewFlags(program, name, synopsis string, stderr io.Writer) *flag.FlagSet {
 }
 
 // Parse parses args; it returns -1 to go on, or the exit code. --help prints
-// the usage once, to stdout, and returns 0; a usage error prints the error and
-// the usage to the flag set's output (stderr) and returns 2.
-//
-// flag.FlagSet.Parse itself calls Usage, to the flag set's output, both for
-// --help and for an error; Parse silences that call and prints the usage
-// itself, to the right stream, so that --help does not print it twice.
+// the usage once, to stdout, and returns 0; a usage error prints the error
+// and the usage to stderr and returns 2. (flag.FlagSet.Parse alone prints
+// the usage to one stream for both.)
 func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
 	usage := fs.Usage
 	fs.Usage = func() {}
@@ -65,9 +60,8 @@ func RandomHex(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-// LocalhostTransport dials every *.localhost host name on the loopback
-// address: emulators name a deployed HTTP API {id}.execute-api.localhost,
-// which not every resolver knows.
+// LocalhostTransport dials *.localhost on the loopback address: emulators
+// name an HTTP API {id}.execute-api.localhost, which not all resolvers know.
 func LocalhostTransport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
@@ -81,8 +75,7 @@ func LocalhostTransport() *http.Transport {
 	return tr
 }
 
-// Post sends one delivery and returns the status and the receiver's result
-// header.
+// Post sends one delivery and returns the status and X-Hookledger-Result.
 func Post(ctx context.Context, client *http.Client, url string, hdr http.Header, body []byte) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -135,8 +128,7 @@ func (p Program) Usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's flags.\n%s\n", p.Name, p.Footer)
 }
 
-// Run runs the subcommand args name and returns the exit code: 2 for a
-// missing or unknown command, 0 for help.
+// Run runs the subcommand args names; it returns 2 for a missing or unknown one.
 func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		p.Usage(stderr)
@@ -156,9 +148,8 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	return cmd.Run(ctx, args[1:], stdout, stderr)
 }
 
-// CheckInt reports, naming the flag, an int flag of fs whose value is not
-// within lo..hi (hi < lo: no upper bound), with the valid range and the
-// default, so that a usage error says what to give instead.
+// CheckInt reports an int flag of fs outside lo..hi (hi < lo: no upper
+// bound), naming the flag, the range and the default.
 func CheckInt(fs *flag.FlagSet, name string, lo, hi int) error {
 	f := fs.Lookup(name)
 	v, _ := f.Value.(flag.Getter).Get().(int)
@@ -171,8 +162,7 @@ func CheckInt(fs *flag.FlagSet, name string, lo, hi int) error {
 	return nil
 }
 
-// CheckFloat is CheckInt for a float64 flag, whose value must be within
-// lo..hi.
+// CheckFloat is CheckInt for a float64 flag, within lo..hi.
 func CheckFloat(fs *flag.FlagSet, name string, lo, hi float64) error {
 	f := fs.Lookup(name)
 	v, _ := f.Value.(flag.Getter).Get().(float64)
@@ -182,8 +172,7 @@ func CheckFloat(fs *flag.FlagSet, name string, lo, hi float64) error {
 	return nil
 }
 
-// CheckDuration reports, naming the flag, a duration flag of fs that is not
-// positive.
+// CheckDuration reports a duration flag of fs that is not positive.
 func CheckDuration(fs *flag.FlagSet, name string) error {
 	f := fs.Lookup(name)
 	if v, _ := f.Value.(flag.Getter).Get().(time.Duration); v <= 0 {
@@ -200,4 +189,10 @@ func FirstError(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// Fail prints "what: err" to w and returns code, the command's exit code.
+func Fail(w io.Writer, what string, code int, err error) int {
+	fmt.Fprintf(w, "%s: %v\n", what, err)
+	return code
 }

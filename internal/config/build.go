@@ -10,12 +10,10 @@ import (
 	"github.com/hookledger/hookledger/internal/metric"
 )
 
-// Logger returns a JSON slog logger at the configured level. Each line's
-// time goes under "timestamp" (RFC 3339, UTC, to the millisecond as
-// CloudWatch keeps it), the key Lambda's JSON log format reads: a line
-// without a valid timestamp Lambda gives the level INFO, whatever its
-// "level", and a timestamp of its own, billed on top (Lambda developer
-// guide, "Log-level filtering").
+// Logger returns a JSON slog logger at the configured level, each line's
+// time under "timestamp" (RFC 3339, UTC, ms): without it Lambda files the
+// line as INFO and bills a timestamp of its own (Lambda developer guide,
+// "Log-level filtering").
 func (c Config) Logger(w io.Writer) *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))
@@ -25,9 +23,8 @@ func (c Config) Logger(w io.Writer) *slog.Logger {
 // timestampLayout is RFC 3339 in UTC with milliseconds.
 const timestampLayout = "2006-01-02T15:04:05.000Z"
 
-// timestampKey renames the line's own time attribute to "timestamp". slog
-// cannot tell it from an attribute named "time" at the top level, which no
-// line of ours has; one in a group keeps its name.
+// timestampKey renames the line's own time attribute to "timestamp" (a
+// top-level attribute named "time" would be renamed too; no line has one).
 func timestampKey(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
 		a.Key = "timestamp"
@@ -36,8 +33,7 @@ func timestampKey(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// Metrics returns the EMF emitter (stdout, as Lambda ships it to CloudWatch
-// Logs), or nil when metrics are off.
+// Metrics returns the EMF emitter on stdout (Lambda ships it), or nil when metrics are off.
 func (c Config) Metrics() *metric.Emitter {
 	if !c.EmitMetrics {
 		return nil
@@ -45,8 +41,7 @@ func (c Config) Metrics() *metric.Emitter {
 	return metric.New(os.Stdout, c.Stage)
 }
 
-// Fatal prints a configuration error the way every entry point does and
-// exits 2.
+// Fatal prints a configuration error the way every entry point does, and exits 2.
 func Fatal(what string, err error) {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 	os.Exit(2)

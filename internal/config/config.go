@@ -1,7 +1,6 @@
-// Package config holds hookledger's core settings: read from the
-// environment once, in a function's main, with defaults and validation. It
-// builds nothing and knows no effect: each handler package turns it into a
-// handler (FromConfig), and effects read their own settings.
+// Package config holds hookledger's core settings, read from the environment
+// once in main, with defaults and validation. It builds nothing and knows no
+// effect: handler packages build from it (FromConfig).
 package config
 
 import (
@@ -19,39 +18,33 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MaxBodyLimit is the largest HOOKLEDGER_MAX_BODY: a payload is stored in
-// one DynamoDB item (400 KB) after gzip, and JSON rarely compresses better
-// than 3-4x. Up to about 390 KiB every body can be stored; above that only
-// bodies that compress enough, and the receiver answers 413 to the rest
-// before writing anything.
+// MaxBodyLimit is the largest HOOKLEDGER_MAX_BODY without the payload
+// store: a payload is one DynamoDB item (400 KB) after gzip, and JSON rarely
+// compresses better than 3-4x. Above about 390 KiB the receiver answers 413
+// to bodies that do not compress enough.
 const MaxBodyLimit = 1 << 20
 
 // MaxBodyWithStore is the largest HOOKLEDGER_MAX_BODY with the S3 payload
-// store: what a Lambda function can receive (a 6 MB request, which the
-// HTTP API or function URL event wraps in JSON, base64 for binary bodies,
-// so the bodies that arrive on AWS are somewhat smaller).
+// store: the 6 MB a Lambda function can receive, event JSON included.
 const MaxBodyWithStore = 6 << 20
 
-// Payload policies (HOOKLEDGER_PAYLOAD): when a new event's body is stored
-// in the ledger's payload item.
+// Payload policies (HOOKLEDGER_PAYLOAD): when a new event's body is stored in the ledger.
 const (
 	// PayloadAlways stores every body as the event is received, in parallel
 	// with the enqueue: every event, done ones included, keeps its body for
 	// inspection and replay until it expires.
 	PayloadAlways = "always"
-	// PayloadOnTrouble stores a body only when the event may need it again:
-	// the enqueue failed, a duplicate found the record still received, the
-	// message was redelivered, the handler failed, or the event went dead.
-	// Events done on their first delivery keep no body.
+	// PayloadOnTrouble stores a body only when the event may need it again
+	// (a failed enqueue, a duplicate of a received record, a redelivery, a
+	// handler failure, a dead event).
 	PayloadOnTrouble = "on-trouble"
 )
 
 // DefaultPayloadPrefix is the key prefix of the S3 payload store.
 const DefaultPayloadPrefix = "payloads/"
 
-// Defaults of the settings this package uses itself. Every other setting
-// left unset stays zero here and takes the default of the code that uses
-// it (receiver.DefaultMaxBody, processor.DefaultMaxAttempts,
+// Defaults of the settings this package uses itself. Others stay zero here
+// and take the default of the code that uses them (receiver.DefaultMaxBody,
 // reclaimer.DefaultPerShard, ...), so each default is written once.
 const (
 	DefaultTable    = "hookledger" // HOOKLEDGER_TABLE, outside the template (hookledger dev)
@@ -60,91 +53,63 @@ const (
 	DefaultPayload  = PayloadOnTrouble // a receiver's whose Payload is "" too
 )
 
-// Off is what a count whose 0 turns its feature off (HOOKLEDGER_RECLAIM_MAX_QUEUE,
-// HOOKLEDGER_RECLAIM_CHAIN) holds when it is set to 0, as the handlers'
-// negative values mean off; a zero field means unset (the handler's
-// default).
+// Off is what a count whose 0 turns its feature off holds when set to 0: the
+// handlers read a negative as off, and a zero as unset.
 const Off = -1
 
 // Config is every setting, with its environment variable. A zero field is
 // an unset variable: the default of the code that uses it.
 type Config struct {
-	Table        string        // HOOKLEDGER_TABLE (default DefaultTable)
-	QueueURL     string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
-	DLQURL       string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
-	BusDLQURL    string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
-	ForwardBus   string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
-	SourcesJSON  string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
-	SecretGrants string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
-	MaxBody      int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
-	Retention    time.Duration // HOOKLEDGER_RETENTION, days ("7d") or a Go duration (default ledger.DefaultRetention)
-	Shards       int           // HOOKLEDGER_SHARDS (default ledger.DefaultShards)
-	ReclaimAfter time.Duration // HOOKLEDGER_RECLAIM_AFTER (default ledger.DefaultReclaimAfter)
-	Mismatch     string        // HOOKLEDGER_MISMATCH: flag ("": the receiver's default, flag) or reject
-	MaxAttempts  int           // HOOKLEDGER_MAX_ATTEMPTS: how many times the handler may fail an event before it is dead (0: processor.DefaultMaxAttempts)
-	ReclaimBatch int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (0: reclaimer.DefaultPerShard)
-	// ReclaimMaxQueue: HOOKLEDGER_RECLAIM_MAX_QUEUE, the queue depth at
-	// which the reclaimer pauses re-driving (0: reclaimer.DefaultMaxQueue;
-	// Off, from HOOKLEDGER_RECLAIM_MAX_QUEUE=0: never pause).
-	ReclaimMaxQueue int
-	// ReclaimChain: HOOKLEDGER_RECLAIM_CHAIN, how many continuations a
-	// scheduled reclaimer run may start while a backlog remains (0:
-	// reclaimer.DefaultMaxChain; Off, from HOOKLEDGER_RECLAIM_CHAIN=0: none,
-	// the schedule alone drives the reclaimer).
-	ReclaimChain int
-	// FunctionName: AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer
-	// invokes itself by it to continue.
-	FunctionName string
-	Lease        time.Duration // HOOKLEDGER_LEASE, used outside Lambda (0: processor.DefaultLease)
-	Unrouted     string        // HOOKLEDGER_UNROUTED: done ("": the processor's default, done) or fail, for events no route matches
-	Payload      string        // HOOKLEDGER_PAYLOAD: on-trouble (DefaultPayload) or always (receiver)
-	// PayloadBucket is the S3 payload store's bucket (HOOKLEDGER_PAYLOAD_BUCKET;
-	// empty: no store, and bodies a ledger item cannot hold get 413).
-	PayloadBucket string
-	PayloadPrefix string // HOOKLEDGER_PAYLOAD_PREFIX, the store's key prefix (default DefaultPayloadPrefix)
+	Table           string        // HOOKLEDGER_TABLE (default DefaultTable)
+	QueueURL        string        // HOOKLEDGER_QUEUE_URL (receiver, reclaimer)
+	DLQURL          string        // HOOKLEDGER_DLQ_URL (reclaimer; unset: it does not read the dead-letter queue, and hookledger dev takes the queue's redrive target)
+	BusDLQURL       string        // HOOKLEDGER_BUS_DLQ_URL: the bus door's dead-letter queue, where it parks the events it cannot take (bus)
+	ForwardBus      string        // HOOKLEDGER_FORWARD_BUS: the EventBridge bus Event.Forward publishes to (processor; unset: Forward fails, saying so)
+	SourcesJSON     string        // HOOKLEDGER_SOURCES (JSON, or an ssm:/secretsmanager: reference to it), or the file HOOKLEDGER_SOURCES_FILE (receiver)
+	SecretGrants    string        // HOOKLEDGER_SECRET_GRANTS: what the deployed role may read (template.yaml sets it; unset: not checked)
+	MaxBody         int           // HOOKLEDGER_MAX_BODY bytes (0: receiver.DefaultMaxBody)
+	Retention       time.Duration // HOOKLEDGER_RETENTION, days ("7d") or a Go duration (default ledger.DefaultRetention)
+	Shards          int           // HOOKLEDGER_SHARDS (default ledger.DefaultShards)
+	ReclaimAfter    time.Duration // HOOKLEDGER_RECLAIM_AFTER (default ledger.DefaultReclaimAfter)
+	Mismatch        string        // HOOKLEDGER_MISMATCH: flag ("": the receiver's default, flag) or reject
+	MaxAttempts     int           // HOOKLEDGER_MAX_ATTEMPTS: how many times the handler may fail an event before it is dead (0: processor.DefaultMaxAttempts)
+	ReclaimBatch    int           // HOOKLEDGER_RECLAIM_BATCH due records read per shard query (0: reclaimer.DefaultPerShard)
+	ReclaimMaxQueue int           // HOOKLEDGER_RECLAIM_MAX_QUEUE: the queue depth at which re-driving pauses (0: reclaimer.DefaultMaxQueue; Off: never)
+	ReclaimChain    int           // HOOKLEDGER_RECLAIM_CHAIN: continuations a scheduled reclaimer run may start (0: reclaimer.DefaultMaxChain; Off: none)
+	FunctionName    string        // AWS_LAMBDA_FUNCTION_NAME, set by Lambda; the reclaimer invokes itself by it
+	Lease           time.Duration // HOOKLEDGER_LEASE, used outside Lambda (0: processor.DefaultLease)
+	Unrouted        string        // HOOKLEDGER_UNROUTED: done ("": the processor's default, done) or fail, for events no route matches
+	Payload         string        // HOOKLEDGER_PAYLOAD: on-trouble (DefaultPayload) or always (receiver)
+	PayloadBucket   string        // HOOKLEDGER_PAYLOAD_BUCKET, the S3 payload store (empty: none; what a ledger item cannot hold gets 413)
+	PayloadPrefix   string        // HOOKLEDGER_PAYLOAD_PREFIX, the store's key prefix (default DefaultPayloadPrefix)
 	// PayloadStoreAbove (HOOKLEDGER_PAYLOAD_STORE_ABOVE, bytes): bodies whose
 	// stored (compressed) size exceeds it go to the store even when a ledger
 	// item could hold them; 0 (default): only those it cannot.
 	PayloadStoreAbove int
-	// PayloadStoreDays is how long the bucket keeps objects
-	// (HOOKLEDGER_PAYLOAD_STORE_DAYS, the template's lifecycle rule); the
-	// receiver refuses a store that forgets bodies before the ledger
-	// forgets their records. 0: not checked.
+	// PayloadStoreDays (HOOKLEDGER_PAYLOAD_STORE_DAYS) is how long the bucket
+	// keeps objects; the receiver refuses a store that forgets bodies before
+	// their records (0: not checked).
 	PayloadStoreDays int
 	LogLevel         string // LOG_LEVEL: debug, info (DefaultLogLevel), warn, error
 	Stage            string // HOOKLEDGER_STAGE, the metrics' Stage dimension (default DefaultStage)
-	// EmitMetrics: write CloudWatch EMF lines; on in Lambda
-	// (AWS_LAMBDA_FUNCTION_NAME set) or with HOOKLEDGER_METRICS=1.
-	EmitMetrics bool
+	EmitMetrics      bool   // write CloudWatch EMF lines: in Lambda, or with HOOKLEDGER_METRICS=1
 }
 
-// SettingsVar holds the pipeline's settings as one JSON object keyed by
-// their variable names, e.g. {"HOOKLEDGER_MAX_ATTEMPTS":"8","LOG_LEVEL":"warn"}
-// (template.yaml sets it from the PipelineSettings parameter). Only the
-// variables SettingNames lists may be set there.
+// SettingsVar holds settings as one JSON object keyed by variable name, e.g.
+// {"HOOKLEDGER_MAX_ATTEMPTS":"8"} (template.yaml's PipelineSettings); only
+// the variables SettingNames lists.
 const SettingsVar = "HOOKLEDGER_SETTINGS"
 
-// settingNames are the variables SettingsVar may set: the pipeline's
-// settings that have a default in code and that a deployment may change.
-// The template sets the others itself (names of resources, grants) or from
-// a parameter of their own (setByParameter).
+// settingNames are the variables SettingsVar may set: settings with a
+// default in code that a deployment may change. The template sets the
+// others itself or from a parameter of their own (setByParameter).
 var settingNames = []string{
-	"LOG_LEVEL",
-	"HOOKLEDGER_MAX_BODY",
-	"HOOKLEDGER_MISMATCH",
-	"HOOKLEDGER_PAYLOAD",
-	"HOOKLEDGER_PAYLOAD_STORE_ABOVE",
-	"HOOKLEDGER_MAX_ATTEMPTS",
-	"HOOKLEDGER_UNROUTED",
-	"HOOKLEDGER_SHARDS",
-	"HOOKLEDGER_RECLAIM_AFTER",
-	"HOOKLEDGER_RECLAIM_BATCH",
-	"HOOKLEDGER_RECLAIM_MAX_QUEUE",
-	"HOOKLEDGER_RECLAIM_CHAIN",
+	"LOG_LEVEL", "HOOKLEDGER_MAX_BODY", "HOOKLEDGER_MISMATCH", "HOOKLEDGER_PAYLOAD", "HOOKLEDGER_PAYLOAD_STORE_ABOVE",
+	"HOOKLEDGER_MAX_ATTEMPTS", "HOOKLEDGER_UNROUTED",
+	"HOOKLEDGER_SHARDS", "HOOKLEDGER_RECLAIM_AFTER", "HOOKLEDGER_RECLAIM_BATCH", "HOOKLEDGER_RECLAIM_MAX_QUEUE", "HOOKLEDGER_RECLAIM_CHAIN",
 }
 
-// setByParameter names the template parameter that sets a variable, for
-// the message that refuses it in SettingsVar.
+// setByParameter names the template parameter that sets a variable SettingsVar refuses.
 var setByParameter = map[string]string{
 	"HOOKLEDGER_RETENTION":          "RetentionDays",
 	"HOOKLEDGER_PAYLOAD_STORE_DAYS": "LargeBodyStoreDays",
@@ -159,13 +124,10 @@ var setByParameter = map[string]string{
 // SettingNames returns the variables HOOKLEDGER_SETTINGS may set.
 func SettingNames() []string { return slices.Clone(settingNames) }
 
-// withSettings returns getenv with the members of HOOKLEDGER_SETTINGS laid
-// over it: a member replaces a variable of the same name the function
-// inherited. The template never sets those variables itself, so on AWS
-// nothing is replaced; an emulator that hands its own environment to the
-// functions it runs (MiniStack's LOG_LEVEL) or a shell running hookledger
-// dev cannot override what the deployment says. A member it does not know
-// is an error.
+// withSettings returns getenv with HOOKLEDGER_SETTINGS's members laid over
+// it. The template never sets those variables itself, so on AWS nothing is
+// replaced; an emulator's environment (MiniStack's LOG_LEVEL) or a shell
+// cannot override the deployment. An unknown member is an error.
 func withSettings(getenv func(string) string) (func(string) string, error) {
 	raw := strings.TrimSpace(getenv(SettingsVar))
 	if raw == "" {
@@ -230,10 +192,9 @@ func parseRetention(v string) (time.Duration, bool) {
 	return d, err == nil && d > 0
 }
 
-// Load reads the configuration through getenv (os.Getenv in main), with
-// HOOKLEDGER_SETTINGS laid over it, and applies the defaults this package
-// owns. It does not validate; call the Validate method that fits the
-// function.
+// Load reads the configuration through getenv, with HOOKLEDGER_SETTINGS laid
+// over it, and applies this package's defaults. Validate with the method
+// that fits the function.
 func Load(getenv func(string) string) (Config, error) {
 	getenv, err := withSettings(getenv)
 	if err != nil {
@@ -244,106 +205,135 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel: DefaultLogLevel, Payload: DefaultPayload, PayloadPrefix: DefaultPayloadPrefix,
 		Stage: DefaultStage, EmitMetrics: getenv("AWS_LAMBDA_FUNCTION_NAME") != "",
 	}
-	var errs []error
-	str := func(name string, dst *string) {
-		raw := getenv(name)
-		v := strings.TrimSpace(raw)
-		switch {
-		case v != "":
-			*dst = v
-		case raw != "":
-			errs = append(errs, fmt.Errorf("%s is blank (only spaces): set a value or unset it", name))
-		}
-	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv("HOOKLEDGER_METRICS"))); v {
+	v := &vars{getenv: getenv}
+	switch m := strings.ToLower(strings.TrimSpace(getenv("HOOKLEDGER_METRICS"))); m {
 	case "1", "true", "yes", "on":
 		c.EmitMetrics = true
 	case "", "0", "false", "no", "off":
 	default:
-		errs = append(errs, fmt.Errorf("HOOKLEDGER_METRICS=%q: want 1/true (write metric lines) or 0/false", v))
+		v.fail(fmt.Errorf("HOOKLEDGER_METRICS=%q: want 1/true (write metric lines) or 0/false", m))
 	}
-	num := func(name string, dst *int) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
-				return
-			}
-			*dst = i
-		}
-	}
-	whole := func(name, zero string, dst *int) { // like num, but 0 is allowed
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			i, err := strconv.Atoi(v)
-			if err != nil || i < 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a whole number, 0 or more (0 %s)", name, v, zero))
-				return
-			}
-			*dst = i
-		}
-	}
-	switchable := func(name string, dst *int) { // 0 turns the feature off
-		whole(name, "turns it off", dst)
-		if *dst == 0 && strings.TrimSpace(getenv(name)) != "" {
-			*dst = Off
-		}
-	}
-	dur := func(name string, dst *time.Duration) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration such as 90s, 5m or 168h", name, v))
-				return
-			}
-			*dst = d
-		}
-	}
-	str("HOOKLEDGER_TABLE", &c.Table)
-	str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
-	str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
-	str("HOOKLEDGER_BUS_DLQ_URL", &c.BusDLQURL)
-	str("HOOKLEDGER_FORWARD_BUS", &c.ForwardBus)
-	str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
-	str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
-	if f := getenv("HOOKLEDGER_SOURCES_FILE"); f != "" && c.SourcesJSON != "" {
-		errs = append(errs, errors.New("HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE are both set: keep one (the file would be ignored)"))
-	} else if f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("HOOKLEDGER_SOURCES_FILE: %w", err))
-		}
-		c.SourcesJSON = string(b)
-	}
-	num("HOOKLEDGER_MAX_BODY", &c.MaxBody)
-	if v := strings.TrimSpace(getenv("HOOKLEDGER_RETENTION")); v != "" {
-		if d, ok := parseRetention(v); ok {
-			c.Retention = d
-		} else {
-			errs = append(errs, fmt.Errorf("HOOKLEDGER_RETENTION=%q: want whole days such as 7d (template parameter RetentionDays) or a Go duration such as 168h", v))
-		}
-	}
-	num("HOOKLEDGER_SHARDS", &c.Shards)
-	dur("HOOKLEDGER_RECLAIM_AFTER", &c.ReclaimAfter)
-	str("HOOKLEDGER_MISMATCH", &c.Mismatch)
-	num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
+	v.str("HOOKLEDGER_TABLE", &c.Table)
+	v.str("HOOKLEDGER_QUEUE_URL", &c.QueueURL)
+	v.str("HOOKLEDGER_DLQ_URL", &c.DLQURL)
+	v.str("HOOKLEDGER_BUS_DLQ_URL", &c.BusDLQURL)
+	v.str("HOOKLEDGER_FORWARD_BUS", &c.ForwardBus)
+	v.str("HOOKLEDGER_SOURCES", &c.SourcesJSON)
+	v.str("HOOKLEDGER_SECRET_GRANTS", &c.SecretGrants)
+	v.sourcesFile(&c.SourcesJSON)
+	v.num("HOOKLEDGER_MAX_BODY", &c.MaxBody)
+	v.retention(&c.Retention)
+	v.num("HOOKLEDGER_SHARDS", &c.Shards)
+	v.dur("HOOKLEDGER_RECLAIM_AFTER", &c.ReclaimAfter)
+	v.str("HOOKLEDGER_MISMATCH", &c.Mismatch)
+	v.num("HOOKLEDGER_MAX_ATTEMPTS", &c.MaxAttempts)
 	if getenv("HOOKLEDGER_MAX_RECLAIMS") != "" {
-		errs = append(errs, errors.New("HOOKLEDGER_MAX_RECLAIMS is gone: crashes, timeouts and AWS errors no longer count toward a limit, "+
+		v.fail(errors.New("HOOKLEDGER_MAX_RECLAIMS is gone: crashes, timeouts and AWS errors no longer count toward a limit, " +
 			"the reclaimer gives up on an event a day before its record expires instead (HOOKLEDGER_MAX_ATTEMPTS still bounds the handler's own failures); unset it"))
 	}
-	num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
-	switchable("HOOKLEDGER_RECLAIM_MAX_QUEUE", &c.ReclaimMaxQueue)
-	switchable("HOOKLEDGER_RECLAIM_CHAIN", &c.ReclaimChain)
-	str("AWS_LAMBDA_FUNCTION_NAME", &c.FunctionName)
-	dur("HOOKLEDGER_LEASE", &c.Lease)
-	str("HOOKLEDGER_UNROUTED", &c.Unrouted)
-	str("HOOKLEDGER_PAYLOAD", &c.Payload)
-	str("HOOKLEDGER_PAYLOAD_BUCKET", &c.PayloadBucket)
-	str("HOOKLEDGER_PAYLOAD_PREFIX", &c.PayloadPrefix)
-	whole("HOOKLEDGER_PAYLOAD_STORE_ABOVE", "stores only the bodies a ledger item cannot hold", &c.PayloadStoreAbove)
-	num("HOOKLEDGER_PAYLOAD_STORE_DAYS", &c.PayloadStoreDays)
-	str("LOG_LEVEL", &c.LogLevel)
-	str("HOOKLEDGER_STAGE", &c.Stage)
-	return c, errors.Join(errs...)
+	v.num("HOOKLEDGER_RECLAIM_BATCH", &c.ReclaimBatch)
+	v.switchable("HOOKLEDGER_RECLAIM_MAX_QUEUE", &c.ReclaimMaxQueue)
+	v.switchable("HOOKLEDGER_RECLAIM_CHAIN", &c.ReclaimChain)
+	v.str("AWS_LAMBDA_FUNCTION_NAME", &c.FunctionName)
+	v.dur("HOOKLEDGER_LEASE", &c.Lease)
+	v.str("HOOKLEDGER_UNROUTED", &c.Unrouted)
+	v.str("HOOKLEDGER_PAYLOAD", &c.Payload)
+	v.str("HOOKLEDGER_PAYLOAD_BUCKET", &c.PayloadBucket)
+	v.str("HOOKLEDGER_PAYLOAD_PREFIX", &c.PayloadPrefix)
+	v.whole("HOOKLEDGER_PAYLOAD_STORE_ABOVE", "stores only the bodies a ledger item cannot hold", &c.PayloadStoreAbove)
+	v.num("HOOKLEDGER_PAYLOAD_STORE_DAYS", &c.PayloadStoreDays)
+	v.str("LOG_LEVEL", &c.LogLevel)
+	v.str("HOOKLEDGER_STAGE", &c.Stage)
+	return c, errors.Join(v.errs...)
+}
+
+// vars reads typed variables, gathering errors; an unset variable leaves its field alone.
+type vars struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (v *vars) fail(err error) { v.errs = append(v.errs, err) }
+
+// str reads a string; one of only spaces is an error.
+func (v *vars) str(name string, dst *string) {
+	raw := v.getenv(name)
+	switch s := strings.TrimSpace(raw); {
+	case s != "":
+		*dst = s
+	case raw != "":
+		v.fail(fmt.Errorf("%s is blank (only spaces): set a value or unset it", name))
+	}
+}
+
+// num reads a positive integer.
+func (v *vars) num(name string, dst *int) {
+	if s := strings.TrimSpace(v.getenv(name)); s != "" {
+		i, err := strconv.Atoi(s)
+		if err != nil || i <= 0 {
+			v.fail(fmt.Errorf("%s=%q: want a positive integer", name, s))
+			return
+		}
+		*dst = i
+	}
+}
+
+// whole reads an integer, 0 or more; zero says what 0 does.
+func (v *vars) whole(name, zero string, dst *int) {
+	if s := strings.TrimSpace(v.getenv(name)); s != "" {
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 {
+			v.fail(fmt.Errorf("%s=%q: want a whole number, 0 or more (0 %s)", name, s, zero))
+			return
+		}
+		*dst = i
+	}
+}
+
+// switchable is whole for a count whose 0 turns its feature off (Off).
+func (v *vars) switchable(name string, dst *int) {
+	v.whole(name, "turns it off", dst)
+	if *dst == 0 && strings.TrimSpace(v.getenv(name)) != "" {
+		*dst = Off
+	}
+}
+
+// dur reads a positive Go duration.
+func (v *vars) dur(name string, dst *time.Duration) {
+	if s := strings.TrimSpace(v.getenv(name)); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			v.fail(fmt.Errorf("%s=%q: want a positive Go duration such as 90s, 5m or 168h", name, s))
+			return
+		}
+		*dst = d
+	}
+}
+
+// retention reads HOOKLEDGER_RETENTION (parseRetention).
+func (v *vars) retention(dst *time.Duration) {
+	if s := strings.TrimSpace(v.getenv("HOOKLEDGER_RETENTION")); s != "" {
+		if d, ok := parseRetention(s); ok {
+			*dst = d
+		} else {
+			v.fail(fmt.Errorf("HOOKLEDGER_RETENTION=%q: want whole days such as 7d (template parameter RetentionDays) or a Go duration such as 168h", s))
+		}
+	}
+}
+
+// sourcesFile reads HOOKLEDGER_SOURCES_FILE, which must not come with HOOKLEDGER_SOURCES.
+func (v *vars) sourcesFile(dst *string) {
+	f := v.getenv("HOOKLEDGER_SOURCES_FILE")
+	switch {
+	case f != "" && *dst != "":
+		v.fail(errors.New("HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE are both set: keep one (the file would be ignored)"))
+	case f != "":
+		b, err := os.ReadFile(f)
+		if err != nil {
+			v.fail(fmt.Errorf("HOOKLEDGER_SOURCES_FILE: %w", err))
+		}
+		*dst = string(b)
+	}
 }
 
 func (c Config) validateCommon() []error {

@@ -8,12 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// LambdaAWS builds the SDK configuration a Lambda function needs from the
-// variables the Lambda runtime sets (AWS_REGION and the execution role's
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), plus
-// AWS_ENDPOINT_URL for emulators. Unlike AWS, it does not link the shared
-// config and credential chain (profiles, SSO, STS, IMDS), which a function
-// never uses: that keeps the binaries and their cold start small.
+// LambdaAWS builds a function's SDK configuration from what the runtime sets
+// (region, the role's credentials), plus AWS_ENDPOINT_URL for emulators. It
+// does not link the credential chain (profiles, SSO, IMDS), which a
+// function never uses: binaries and cold starts stay small.
 func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 	region := getenv("AWS_REGION")
 	if region == "" {
@@ -36,8 +34,7 @@ func LambdaAWS(getenv func(string) string) (aws.Config, error) {
 	return cfg, nil
 }
 
-// MustLoad reads a Lambda function's configuration and SDK configuration
-// from its environment, or stops the cold start naming what is wrong.
+// MustLoad reads a function's configurations, or stops the cold start naming what is wrong.
 func MustLoad(function string) (Config, aws.Config) {
 	c, err := Load(os.Getenv)
 	if err != nil {

@@ -2,10 +2,7 @@ package config
 
 import "errors"
 
-// ValidateReconciler checks what the reconciler (hookledger reconcile and
-// the scheduled reconciler function) needs: the ledger and the sources, whose
-// verifiers and signing secrets it uses to feed missing events through the
-// receiver.
+// ValidateReconciler checks what the reconciler needs: the ledger and the sources.
 func (c Config) ValidateReconciler() error {
 	errs := c.validateCommon()
 	if c.SourcesJSON == "" {

@@ -1,11 +1,11 @@
-// Package forward publishes events to an EventBridge bus for other services:
-// the engine behind hookledger's Event.Forward. Each entry carries the
-// event and the ledger's identity of it (source, tenant, event id and the
-// forward step's downstream idempotency key), so that consumers can drop the
-// repeats an at-least-once publisher and bus make.
+// Package forward publishes events to an EventBridge bus for other services
+// (Event.Forward). Each entry carries the event and the ledger's identity
+// of it, with the forward step's downstream idempotency key, so consumers
+// can drop the repeats an at-least-once publisher and bus make.
 package forward
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +20,7 @@ import (
 	"github.com/hookledger/hookledger/internal/source"
 )
 
-// MaxEntryBytes is EventBridge's limit on one PutEvents entry (256 KB,
-// source, detail-type and detail counted together).
+// MaxEntryBytes is EventBridge's limit on a PutEvents entry (source, detail-type and detail).
 const MaxEntryBytes = 256 * 1024
 
 // Identity is the ledger's identity of a forwarded event, the "hookledger"
@@ -37,9 +36,8 @@ type Identity struct {
 	ReceivedAt time.Time `json:"received_at"`
 }
 
-// Detail is the detail of a forwarded event: the ledger's identity and the
-// event (its body, or what the handler chose) as JSON, or as a string when
-// it is not JSON (a form-encoded webhook).
+// Detail is a forwarded event's detail: the ledger's identity, and the event
+// (its body, or what the handler chose) as JSON, or a string when not JSON.
 type Detail struct {
 	Hookledger Identity        `json:"hookledger"`
 	Event      json.RawMessage `json:"event"`
@@ -54,10 +52,7 @@ func Build(f engine.Forwarded) (src, detailType string, detail []byte, err error
 		}
 		event, _ = json.Marshal(string(event))
 	}
-	detailType = f.Type
-	if detailType == "" {
-		detailType = "event"
-	}
+	detailType = cmp.Or(f.Type, "event")
 	detail, err = json.Marshal(Detail{Hookledger: Identity{Source: f.Source, Tenant: f.Tenant, EventID: f.ID, Type: f.Type, Key: f.Key,
 		Attempt: f.Attempt, ReceivedAt: f.ReceivedAt.UTC()}, Event: event})
 	if err != nil {

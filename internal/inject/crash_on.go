@@ -42,10 +42,7 @@ func hit(name string) {
 	if !fire {
 		return
 	}
-	// HOOKLEDGER_CRASH_MARK names a base for files that make each crash
-	// happen once across processes (a Lambda respawns with the same
-	// environment): the process that creates a point's file crashes, later
-	// ones do not.
+	// Only the process that creates the point's mark file crashes.
 	if mark := os.Getenv("HOOKLEDGER_CRASH_MARK"); mark != "" {
 		f, err := os.OpenFile(CrashMarkFile(mark, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {

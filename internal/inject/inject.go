@@ -2,14 +2,14 @@
 // step boundary of the three functions, where a proof build can make the
 // process die.
 //
-// In a normal build Crash is an empty function the compiler removes: no crash
-// point can fire in a deployment. A binary built with the build tag
-// "crashpoints" (the demo, the proof lab and the crash tests build one) exits
-// at the points HOOKLEDGER_CRASH names (see ParseCrash).
+// In a normal build Crash is an empty function the compiler removes. A
+// binary built with the tag "crashpoints" (the lab's) exits at the points
+// HOOKLEDGER_CRASH names (ParseCrash) with CrashExitCode, skipping deferred
+// functions, as a killed Lambda would. With HOOKLEDGER_CRASH_MARK=BASE only
+// the first process to create BASE-POINT crashes there: a respawn goes on.
 package inject
 
-// The named crash points. Steps add their own, named after the step (see
-// StepStarted and StepRan).
+// The named crash points; steps add their own (StepStarted, StepRan).
 const (
 	ReceiverAfterVerify  = "receiver.after_verify"
 	ReceiverAfterRecord  = "receiver.after_record"

@@ -40,8 +40,7 @@ type DevCommand struct {
 	APIOptions []func(*middleware.Stack) error // added to every AWS client
 }
 
-// crashEnv and crashMarkEnv are read by the crash points of a crashpoints
-// build (internal/inject).
+// The crash points' variables (internal/inject), and the supervised child's mark.
 const (
 	crashEnv     = "HOOKLEDGER_CRASH"
 	crashMarkEnv = "HOOKLEDGER_CRASH_MARK"
@@ -49,9 +48,7 @@ const (
 	childEnv     = "HOOKLEDGER_DEV_CHILD"
 )
 
-// Run parses args and runs the pipeline until ctx ends. It returns the
-// process's exit code: 2 for a usage or configuration error, 1 for a
-// failure at run time.
+// Run parses args and runs the pipeline until ctx ends: exit 2 on bad usage or configuration, 1 later.
 func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, code := d.parse(args, stdout, stderr)
 	if code >= 0 {
@@ -74,8 +71,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	log := c.Logger(stdout)
 	cfg, err := sdkconfig.Load(ctx, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, d.APIOptions...)
 	if code := deadLetterQueue(ctx, &c, cfg, stderr); code >= 0 {
@@ -84,14 +80,12 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	effects := engine.Effects{RouteNames: []string{}, SettingNames: []string{}}
 	if f.run[partProcessor] { // only the processor's effects read their settings
 		if effects, err = processor.Effects(c, cfg, os.Getenv, true, d.Register); err != nil {
-			fmt.Fprintf(stderr, "dev: %v\n", err)
-			return 2
+			return cli.Fail(stderr, "dev", 2, err)
 		}
 	}
 	p, err := New(c, cfg, effects.Routes, os.Getenv, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 2
+		return cli.Fail(stderr, "dev", 2, err)
 	}
 	p.only(f.run)
 	var ln net.Listener
@@ -105,8 +99,7 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	log.Info("dev pipeline up", "parts", f.only, "addr", f.addr, "table", c.Table, "queue_url", c.QueueURL, "dlq_url", c.DLQURL,
 		"routes", effects.RouteNames, "effect_settings", effects.SettingNames)
 	if err := p.Run(ctx, ln, f.workers, f.timeout, f.every); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	return 0
 }
@@ -158,10 +151,7 @@ func (d DevCommand) parse(args []string, stdout, stderr io.Writer) (f devFlags, 
 	return f, -1
 }
 
-// deadLetterQueue sets c's DLQ, when none is configured, to the queue's
-// redrive target. The deployed reclaimer is handed the stack's DLQ; without
-// one here, the pipeline would never take back the bodies only the DLQ
-// holds. code >= 0 means exit with it.
+// deadLetterQueue sets an unset DLQ to the queue's redrive target; code >= 0 means exit.
 func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stderr io.Writer) int {
 	if c.DLQURL != "" {
 		return -1
@@ -177,9 +167,8 @@ func deadLetterQueue(ctx context.Context, c *config.Config, cfg aws.Config, stde
 	return -1
 }
 
-// supervise runs the pipeline as a child process with the crash points
-// armed, each to fire once across restarts, and starts it again whenever
-// it crashes, as Lambda starts a new instance after one dies.
+// supervise runs the pipeline as a child with the crash points armed (each
+// fires once), and restarts it after each crash, as Lambda would.
 func (d DevCommand) supervise(ctx context.Context, crash string, points bool, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
@@ -188,8 +177,7 @@ func (d DevCommand) supervise(ctx context.Context, crash string, points bool, st
 	}
 	marks, err := os.MkdirTemp("", "hookledger-dev-crash-")
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\n", err)
-		return 1
+		return cli.Fail(stderr, "dev", 1, err)
 	}
 	defer os.RemoveAll(marks)
 	env := append(os.Environ(), childEnv+"=1", crashEnv+"="+crash, crashMarkEnv+"="+marks+"/mark")
@@ -209,8 +197,7 @@ func (d DevCommand) supervise(ctx context.Context, crash string, points bool, st
 				"the event's retry comes when its message is visible again (the queue's visibility timeout)\n", restarts+1)
 			continue
 		case err != nil:
-			fmt.Fprintf(stderr, "dev: %v\n", err)
-			return 1
+			return cli.Fail(stderr, "dev", 1, err)
 		default:
 			return 0
 		}

@@ -20,14 +20,12 @@ type queueAttrAPI interface {
 
 var _ queueAttrAPI = (*sqs.Client)(nil)
 
-// ErrNoDeadLetterQueue means the queue has no redrive policy naming a
-// dead-letter queue.
+// ErrNoDeadLetterQueue: the queue's redrive policy names no dead-letter queue.
 var ErrNoDeadLetterQueue = errors.New("no dead-letter queue")
 
-// DeadLetterQueueURL finds the dead-letter queue of the queue at queueURL
-// from its redrive policy, as the deployed stack hands the reclaimer its
-// DLQ: a local pipeline without it would never take back the bodies only
-// the DLQ holds. A queue with no redrive policy is an error naming the fix.
+// DeadLetterQueueURL finds queueURL's dead-letter queue from its redrive
+// policy: without it, a local reclaimer would never take back the bodies
+// only the DLQ holds. A queue with no policy is an error naming the fix.
 func DeadLetterQueueURL(ctx context.Context, api queueAttrAPI, queueURL string) (string, error) {
 	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})

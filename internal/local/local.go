@@ -1,7 +1,6 @@
 // Package local drives the three functions' handlers on one machine, as
-// hookledger dev does: an HTTP server in place of API Gateway, SQS long
-// polling in place of the event source mapping, a ticker in place of the
-// EventBridge schedule. The handlers are the very same code the Lambdas run.
+// hookledger dev does: an HTTP server, SQS pollers and a ticker in place of
+// API Gateway, the event source mapping and the schedule.
 package local
 
 import (
@@ -18,21 +17,19 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookledger/hookledger/internal/engine"
-
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/engine"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 )
 
-// Pipeline runs the three functions' handlers in one process: the very same
-// handler code the Lambdas run, driven by an HTTP server, SQS pollers and a
-// ticker instead of API Gateway, the event source mapping and EventBridge.
+// Pipeline runs the three functions' handlers in one process.
 type Pipeline struct {
 	Receiver  *receiver.Handler
 	Processor *processor.Handler
@@ -42,19 +39,16 @@ type Pipeline struct {
 	Log       *slog.Logger
 }
 
-// ReceiverTimeout is the deadline each receiver request gets: the
-// template's receiver Timeout. A record's first write then lands within it
-// of the time it was stamped with, well inside the lag the reclaimer's marks
-// keep (reclaimer.DefaultLag); without it, a write retried for minutes could
-// fall behind a mark and never be looked at.
+// ReceiverTimeout is each receiver request's deadline, the template's
+// receiver Timeout. A record's first write lands within it of its stamp,
+// inside the lag the reclaimer's marks keep; a write retried for minutes
+// could fall behind a mark and never be looked at.
 const ReceiverTimeout = 10 * time.Second
 
 // Run serves the receiver on ln, runs pollers SQS pollers that hand each
-// batch to the processor with a deadline of timeout, and runs the reclaimer
-// every tick with the same deadline, until ctx ends. A nil handler's part
-// does not run (without a receiver, ln may be nil). It refuses (with an
-// error, serving nothing) fewer than one poller and a timeout or tick that is
-// not positive.
+// batch to the processor with a deadline of timeout, and the reclaimer every
+// tick, until ctx ends. A nil handler's part does not run (without a
+// receiver, ln may be nil). Settings that are not positive are errors.
 func (d *Pipeline) Run(ctx context.Context, ln net.Listener, pollers int, timeout, every time.Duration) error {
 	switch {
 	case pollers < 1:
@@ -102,9 +96,8 @@ func (d *Pipeline) tick(ctx context.Context, timeout, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			// A deadline as Lambda gives the function: the run keeps
-			// to its budget, and its run lock expires with it should
-			// the process die.
+			// A deadline, as Lambda gives: the run keeps to its budget, and
+			// its run lock expires with it should the process die.
 			rctx, cancel := context.WithTimeout(ctx, timeout)
 			d.Reclaimer.Handle(rctx, nil)
 			cancel()
@@ -112,17 +105,13 @@ func (d *Pipeline) tick(ctx context.Context, timeout, every time.Duration) {
 	}
 }
 
-// ServeHTTP turns an HTTP request into API Gateway's v2 event, as the HTTP
-// API would, and writes the receiver's answer.
+// ServeHTTP turns a request into the HTTP API's event and writes the receiver's answer.
 func (d *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
 		w.Write([]byte("ok\n"))
 		return
 	}
-	limit := int64(d.Receiver.MaxBody)
-	if limit <= 0 {
-		limit = receiver.DefaultMaxBody
-	}
+	limit := int64(fallback.Positive(d.Receiver.MaxBody, receiver.DefaultMaxBody))
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		http.Error(w, `{"error":"could not read body"}`, http.StatusBadRequest)
@@ -201,8 +190,7 @@ func (d *Pipeline) poll(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-// New builds the three handlers from the core configuration, with the
-// processor routing events through routes.
+// New builds the three handlers, the processor routing through routes.
 func New(c config.Config, cfg aws.Config, routes engine.Routes, getenv func(string) string, log *slog.Logger) (*Pipeline, error) {
 	rcv, err := receiver.FromConfig(c, cfg, getenv, log)
 	if err != nil {

@@ -1,7 +1,6 @@
-// Package metric writes CloudWatch Embedded Metric Format lines: one JSON
-// object per outcome on the function's output, which CloudWatch Logs turns
-// into metrics in the "hookledger" namespace with a Stage dimension. No
-// agent, no extra dependency, no API call on the hot path.
+// Package metric writes CloudWatch Embedded Metric Format lines on the
+// function's output, which CloudWatch Logs turns into metrics with a Stage
+// dimension: no agent, no dependency, no API call on the hot path.
 //
 // Format: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
 package metric
@@ -17,8 +16,7 @@ import (
 // Namespace is the CloudWatch namespace of every metric.
 const Namespace = "hookledger"
 
-// Emitter writes counts. A nil *Emitter discards them, so handlers need no
-// checks.
+// Emitter writes counts. A nil *Emitter discards them: handlers need no checks.
 type Emitter struct {
 	w     io.Writer
 	stage string
@@ -54,8 +52,7 @@ func (e *Emitter) Count(names ...string) {
 	e.write(names, counts)
 }
 
-// Add writes one line adding each count to its metric; zero counts are
-// left out, and nothing is written when all are zero.
+// Add writes one line adding each non-zero count to its metric (none when all are zero).
 func (e *Emitter) Add(counts map[string]int) {
 	if e == nil {
 		return

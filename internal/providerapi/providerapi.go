@@ -1,12 +1,10 @@
-// Package providerapi calls a provider's REST API (Stripe's, GitHub's) the
-// way those providers ask to be called: authentication headers, retries of
-// throttling and server errors with the providers' documented rate-limit
-// rules, and errors that say what to fix. The reconciler lists events
-// with it; package stripe fetches thin events' full events and objects with
-// it. One place for the rules.
+// Package providerapi calls Stripe's and GitHub's REST APIs as they ask:
+// authentication, retries under their rate-limit rules, and errors that say
+// what to fix. The reconciler and package stripe share it.
 package providerapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,18 +16,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookledger/hookledger/internal/fallback"
 )
 
-// Client calls one provider's REST API: authentication, retries of
-// throttling and server errors, and errors that say what to fix.
-//
-// Throttling follows the providers' documented rules (GitHub: "Best
-// practices for using the REST API"; Stripe: rate limits): a Retry-After is
-// honoured in full; an answer with x-ratelimit-remaining 0 waits until
-// x-ratelimit-reset; a rate-limit answer with neither waits at least
-// rateLimitMin (GitHub: one minute) plus jitter, doubling on each repeat.
-// A wait that would end after the context's deadline is not shortened: the
-// call stops at once with an APIError saying when to try again.
+// Client calls one provider's REST API. Throttling follows the providers'
+// documented rules (GitHub: "Best practices for using the REST API";
+// Stripe: rate limits): a Retry-After is honoured in full; an answer with
+// x-ratelimit-remaining 0 waits until x-ratelimit-reset; a rate limit with
+// neither waits at least RateLimitMin plus jitter, doubling. A wait past
+// the context's deadline is not shortened: the call stops with an APIError
+// saying when to try again.
 type Client struct {
 	Provider string
 	Base     string // scheme://host[/prefix], no trailing slash
@@ -45,10 +42,8 @@ type Client struct {
 	// (GitHub: at least one second between POSTs).
 	Serial      chan struct{}
 	MutationGap time.Duration
-	// UserAgent is sent with every request.
-	UserAgent string
-	// Hints say, in an error, what to fix when the API answers 401, 403
-	// or 404 (the credential's reference, its permissions, the path).
+	UserAgent   string // sent with every request
+	// Hints say in an error what to fix on a 401, 403 or 404.
 	Hints Hints
 
 	// Now, Sleep and Jitter are the clock, the pause and the randomness
@@ -104,20 +99,15 @@ func (e *APIError) Error() string {
 // maxPage bounds one API answer.
 const maxPage = 16 << 20
 
-// Stripe's API v2, as hookledger calls it (the thin events' fetcher, the
-// reconciler's listing of thin events).
+// Stripe's API v2, as the thin events' fetcher and the reconciler call it.
 const (
-	// StripeAPIVersion is the Stripe-Version sent unless told otherwise:
-	// the version of Stripe's Go library this was written against. It
-	// decides the shape of what the API returns.
+	// StripeAPIVersion is the Stripe-Version sent unless told otherwise (that
+	// of Stripe's Go library this was written against): the answers' shape.
 	StripeAPIVersion = "2026-07-29.dahlia"
-	// StripeThinObject is the "object" of a thin event (a snapshot
-	// event's is "event").
-	StripeThinObject = "v2.core.event"
+	StripeThinObject = "v2.core.event" // a thin event's "object" (a snapshot event's is "event")
 )
 
-// DefaultRetries is how many times a request is retried after a 429, a 5xx
-// or a transport error, unless Client.Retries says otherwise.
+// DefaultRetries is how often a request is retried after a 429, a 5xx or a transport error.
 const DefaultRetries = 4
 
 // Hints are what an APIError says to fix, by status.
@@ -131,28 +121,13 @@ func (c *Client) Get(ctx context.Context, path string, out any) (http.Header, er
 	return c.Call(ctx, http.MethodGet, path, out)
 }
 
-func (c *Client) clock() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
-}
+func (c *Client) clock() time.Time { return fallback.Now(c.Now) }
 
 func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	if c.Sleep != nil {
-		return c.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return fallback.Sleep(ctx, d, c.Sleep)
 }
 
 func (c *Client) spread(d time.Duration) time.Duration {
@@ -171,8 +146,7 @@ func (c *Client) pastDeadline(ctx context.Context, d time.Duration) bool {
 	return ok && c.clock().Add(d).After(dl)
 }
 
-// waitQuota waits until the quota an earlier answer spent is back, or
-// stops when that is past the deadline.
+// waitQuota waits until a spent quota is back, or stops past the deadline.
 func (c *Client) waitQuota(ctx context.Context, u string) error {
 	c.mu.Lock()
 	until := c.notBefore
@@ -199,8 +173,7 @@ func (c *Client) waitMutation(ctx context.Context) error {
 	return c.pause(ctx, last.Add(c.MutationGap).Sub(c.clock()))
 }
 
-// Call makes one request (method, path as for Get) and decodes a JSON
-// answer into out when out is not nil.
+// Call makes one request (path as for Get), decoding a JSON answer into out.
 func (c *Client) Call(ctx context.Context, method, path string, out any) (http.Header, error) {
 	return c.Request(ctx, method, path, nil, out)
 }
@@ -220,15 +193,9 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 		}
 	}
 	mutation := method != http.MethodGet && method != http.MethodHead
-	b := retrying{wait: c.Backoff}
-	if b.wait <= 0 {
-		b.wait = time.Second
-	}
+	b := retrying{wait: fallback.Positive(c.Backoff, time.Second)}
 	b.limit = max(c.RateLimitMin, b.wait)
-	retries := c.Retries
-	if retries <= 0 {
-		retries = DefaultRetries
-	}
+	retries := fallback.Positive(c.Retries, DefaultRetries)
 	for attempt := 0; ; attempt++ {
 		req, err := c.prepare(ctx, method, u, extra, mutation)
 		if err != nil {
@@ -262,15 +229,13 @@ func (c *Client) Request(ctx context.Context, method, path string, extra http.He
 	}
 }
 
-// retrying is one request's backoff: the wait after a transport error, a
-// failed read or a 5xx, doubling; the least wait after a rate limit that
-// names no time, doubling; and the wait answer chose.
+// retrying is one request's backoff: the doubling waits after errors and
+// after rate limits that name no time, and the next wait answer chose.
 type retrying struct {
 	wait, limit, next time.Duration
 }
 
-// prepare waits for the request's turn (the quota, the gap between
-// mutations) and builds it. An error ends the call.
+// prepare waits for the request's turn (quota, gap between mutations) and builds it.
 func (c *Client) prepare(ctx context.Context, method, u string, extra http.Header, mutation bool) (*http.Request, error) {
 	if err := c.waitQuota(ctx, u); err != nil {
 		return nil, err
@@ -296,9 +261,8 @@ func (c *Client) prepare(ctx context.Context, method, u string, extra http.Heade
 	return req, nil
 }
 
-// answer reads an answer: a 2xx decodes into out; a throttle, a 5xx or a
-// failed read is retried (again, after b.next) unless this was the last
-// attempt; anything else is an APIError with a hint.
+// answer decodes a 2xx into out; a throttle, 5xx or failed read is retried
+// (again, after b.next) until the last attempt; the rest are APIErrors.
 func (c *Client) answer(ctx context.Context, resp *http.Response, u string, out any, last bool, b *retrying) (hdr http.Header, again bool, err error) {
 	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 	resp.Body.Close()
@@ -339,10 +303,9 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, u string, out 
 }
 
 // backOff sets b.next for a throttle or a 5xx: a Retry-After in full, the
-// quota's reset (waitQuota waits for it), or for a rate limit with no
-// time at least b.limit plus jitter, doubling. It returns the APIError
-// when this was the last attempt, or when the wait would end past the
-// context's deadline.
+// quota's reset (waitQuota waits for it), or at least b.limit plus jitter,
+// doubling. It returns the APIError after the last attempt, or when the
+// wait would end past the context's deadline.
 func (c *Client) backOff(ctx context.Context, status int, body []byte, t throttling, u string, last bool, b *retrying) error {
 	apiErr := &APIError{Provider: c.Provider, Status: status, Message: apiMessage(body), URL: RedactURL(u), RateLimited: t.limited}
 	d := b.wait
@@ -394,10 +357,8 @@ func (c *Client) throttle(resp *http.Response, body []byte) throttling {
 	var t throttling
 	code := resp.StatusCode
 	if v := resp.Header.Get("Retry-After"); v != "" && (code == http.StatusTooManyRequests || code == http.StatusForbidden || code == http.StatusServiceUnavailable) {
-		t.retryAfter = ParseRetryAfter(v, c.clock())
-		if t.retryAfter <= 0 {
-			t.retryAfter = time.Millisecond // "now": still a throttle, retried at once
-		}
+		// "now" is still a throttle, retried at once.
+		t.retryAfter = fallback.Positive(ParseRetryAfter(v, c.clock()), time.Millisecond)
 	}
 	spent := resp.Header.Get("X-RateLimit-Remaining") == "0"
 	switch {
@@ -427,8 +388,7 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// apiMessage picks the message out of Stripe's {"error":{"message"}} or
-// GitHub's {"message"}.
+// apiMessage picks the message out of Stripe's {"error":{"message"}} or GitHub's {"message"}.
 func apiMessage(body []byte) string {
 	var e struct {
 		Message string `json:"message"`
@@ -439,18 +399,14 @@ func apiMessage(body []byte) string {
 	if json.Unmarshal(body, &e) != nil {
 		return ""
 	}
-	m := e.Error.Message
-	if m == "" {
-		m = e.Message
-	}
+	m := cmp.Or(e.Error.Message, e.Message)
 	if len(m) > 300 {
 		m = m[:300] + "..."
 	}
 	return m
 }
 
-// RedactURL drops the query string (it may carry cursors, never secrets,
-// but keeps logs short).
+// RedactURL drops the query string (cursors, never secrets) from logs.
 func RedactURL(u string) string {
 	if i := strings.IndexByte(u, '?'); i >= 0 {
 		return u[:i]

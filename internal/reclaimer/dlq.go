@@ -1,6 +1,7 @@
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,41 +10,31 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// DeadLetters takes the bodies out of the dead-letter queue that exist
-// nowhere else. A message reaches the DLQ after the processor failed to
-// finish it maxReceiveCount times; under HOOKLEDGER_PAYLOAD=on-trouble (or
-// when the receiver's payload write failed beside its enqueue) the message
-// may hold the only copy of the body, and a record without a stored body is
-// one the reclaimer cannot re-drive. So each run reads a few DLQ messages
-// and, for each that is its record's event, stores the body in the ledger
-// (EnsurePayload: only where the record's body is not stored, never for a
-// done record) and deletes the message: the ledger now holds
-// everything the message did, and the record is re-driven by the usual path
-// (or, if dead, replayed by an operator from its stored body). A message
-// JudgeDeadLetter leaves (unreadable, its record gone past its retention,
-// or not its record's event), or that left its body in the payload store,
-// stays in the DLQ for the operator and `hookledger replay --dlq`. Every
-// message the pass reads needs a person (what kept failing, or what to do
-// with what stays), and so does a DLQ it cannot read: the handler counts
-// them as NeedsOperator, the DLQ's alarm.
+// DeadLetters takes out of the dead-letter queue the bodies that exist
+// nowhere else: under HOOKLEDGER_PAYLOAD=on-trouble (or after a failed
+// payload write) a DLQ message may hold the only copy, and a record without
+// one cannot be re-driven. Each run reads a few messages and, for each that
+// is its record's event, stores the body (EnsurePayload) and deletes the
+// message; the record is then re-driven (or replayed, if dead). Messages
+// JudgeDeadLetter leaves, or whose body belongs in the payload store, stay
+// for `hookledger replay --dlq`. Every message read, and an unreadable DLQ,
+// counts as NeedsOperator.
 type DeadLetters struct {
 	API    dlqAPI
 	URL    string
 	Ledger deadLetterStore
-	// Max bounds the messages one run reads (default DefaultDeadLetters).
-	Max int
+	Max    int // messages one run reads at most (default DefaultDeadLetters)
 }
 
 // DefaultDeadLetters is how many DLQ messages a run reads at most.
 const DefaultDeadLetters = 50
 
-// deadLetterVisibility hides a message the run read but left for this
-// long: past the run, and visible again for the next one, which counts it
-// again.
+// deadLetterVisibility (seconds) hides a message the run left until the next run.
 const deadLetterVisibility = 20
 
 type dlqAPI interface {
@@ -78,24 +69,20 @@ const (
 type DeadLetter struct {
 	Message queue.Message // decoded; zero when Left is LeftUnreadable
 	Record  ledger.Record // the record it names; zero when there is none
-	// Left is why the message must stay in the DLQ (one of the Left...
-	// constants), "" when it may be used: its body kept as its record's
-	// payload, or the message redriven to the processor. Detail says more.
+	// Left is why the message must stay in the DLQ (a Left... constant), ""
+	// when its body may be kept or the message redriven. Detail says more.
 	Left   string
 	Detail string
 }
 
-// JudgeDeadLetter decodes one dead-letter message body and reads the record
-// it names: the one filter the reclaimer's DLQ pass and hookledger replay
-// --dlq share. A message is left when it is unreadable, when its record is
-// gone (past its retention: the processor would drop it unrun), or when it
-// is not the event its record holds: the DLQ keeps messages 14 days and a
-// record may expire sooner, so a key used again (derived keys, senders that
-// reuse ids) can name a newer event than the message's, and the processor
-// parks such messages here. Such a message is never redriven nor kept as
-// the record's body; the operator reviews it and drops it. A done record's
-// message that is its event is usable (a spent copy). It returns an error
-// only when the ledger could not be read: look at the message again later.
+// JudgeDeadLetter decodes one dead-letter message body and reads its
+// record: the filter the DLQ pass and hookledger replay --dlq share. A
+// message is left when it is unreadable, its record is gone (the processor
+// would drop it unrun), or it is not the event its record holds: the DLQ
+// keeps messages 14 days and a record may expire sooner, so a key used
+// again can name a newer event. Such a message is never redriven nor kept
+// as a body; the operator drops it. A done record's own message is usable
+// (a spent copy). An error means the ledger could not be read.
 func JudgeDeadLetter(ctx context.Context, l RecordReader, body string) (DeadLetter, error) {
 	msg, err := queue.Decode(body)
 	if err != nil {
@@ -120,30 +107,21 @@ func JudgeDeadLetter(ctx context.Context, l RecordReader, body string) (DeadLett
 	return dl, nil
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
+func orNone(s string) string { return cmp.Or(s, "(none)") }
 
 // DeadLetterReport counts what a run did with the DLQ.
 type DeadLetterReport struct {
-	Read    int `json:"read"`    // messages received
-	Kept    int `json:"kept"`    // bodies stored in the ledger that it lacked
-	Cleared int `json:"cleared"` // messages deleted: the ledger holds what they held
-	Left    int `json:"left"`    // messages left for the operator (or a later run)
-	// Unreadable: the queue could not be read this run.
-	Unreadable bool `json:"unreadable,omitempty"`
+	Read       int  `json:"read"`                 // messages received
+	Kept       int  `json:"kept"`                 // bodies stored in the ledger that it lacked
+	Cleared    int  `json:"cleared"`              // messages deleted: the ledger holds what they held
+	Left       int  `json:"left"`                 // messages left for the operator (or a later run)
+	Unreadable bool `json:"unreadable,omitempty"` // the queue could not be read this run
 }
 
 // Run reads up to Max messages until ctx ends; now is the run's clock.
 func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger, now time.Time) DeadLetterReport {
 	var rep DeadLetterReport
-	limit := d.Max
-	if limit <= 0 {
-		limit = DefaultDeadLetters
-	}
+	limit := fallback.Positive(d.Max, DefaultDeadLetters)
 	for rep.Read < limit && ctx.Err() == nil {
 		out, err := d.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(d.URL), MaxNumberOfMessages: int32(min(10, limit-rep.Read)), VisibilityTimeout: deadLetterVisibility,
@@ -210,10 +188,8 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, no
 	case rec.Status == ledger.Done:
 		return dlqCleared // finished since: the message is a spent copy
 	case msg.BodyOmitted || msg.Ref != "" || rec.PayloadRef != "":
-		// The record keeps its body in the payload store, where the
-		// reclaimer and replay read it (never the ledger's payload item),
-		// or the message does not carry it: storing it here would help
-		// nobody, and deleting the message could lose the only copy.
+		// The body belongs in the payload store, or the message lacks it:
+		// storing it helps nobody, and deleting could lose the only copy.
 		log.WarnContext(ctx, "dead-letter message of an event whose body belongs in the payload store; left in the DLQ for hookledger replay --dlq", "status", string(rec.Status))
 		return dlqLeft
 	}
@@ -226,9 +202,8 @@ func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, no
 	if rec.Status == ledger.Dead {
 		log.WarnContext(ctx, "dead-letter message of a dead event: its body is in the ledger; replay it with hookledger replay", "kept", kept)
 	} else {
-		// Due now, so this run's walk re-drives it rather than the next
-		// look its wait for the message had set (up to an hour away). A
-		// record under a live lease keeps its time: its holder decides.
+		// Due now, so this run re-drives it, not the look its wait had set
+		// (up to an hour away). A live lease's holder decides for itself.
 		if !rec.LeaseLive(now) {
 			if _, err := d.Ledger.Postpone(ctx, rec, now); err != nil && !errors.Is(err, ledger.ErrConflict) {
 				log.WarnContext(ctx, "dead-letter message: record not made due now; it is re-driven at its next look", "error", err.Error())

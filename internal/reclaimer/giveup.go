@@ -9,34 +9,25 @@ import (
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// MessageLifetime is the longest a message can stay on an SQS queue: 14
-// days, SQS's longest retention, which the template's queues use.
+// MessageLifetime is SQS's longest retention, which the template's queues use.
 const MessageLifetime = 14 * 24 * time.Hour
 
 // ExpiryMargin is at most how long before a record expires the reclaimer
-// gives up on it (GiveUpAt).
-//
-// A day leaves time for a reclaimer that is down, throttled or paced when
-// the give-up time comes. Once the Dead alarm fires, it leaves the operator
-// a day to fix the cause and replay the event before the record expires.
-// A record that expired still non-terminal would be lost without an alarm.
+// gives up on it (GiveUpAt): time for a reclaimer that is down then, and for
+// the operator to act on the Dead alarm. A record that expired non-terminal
+// would be lost without an alarm.
 const ExpiryMargin = 24 * time.Hour
 
 // GiveUpAt is when the reclaimer stops re-driving rec and marks it dead
-// instead (zero: never, for a record that never expires). It is
-// ExpiryMargin before the record expires, or half way from the start of
-// its window (its creation, or its last replay) to its expiry if that is
-// earlier.
+// (zero: never, for a record that never expires): ExpiryMargin before it
+// expires, or half way from the start of its window (creation or last
+// replay) to its expiry if that is earlier.
 //
 // This bounds trouble that is not the handler's. Crashes, timeouts, lost
 // leases and AWS errors do not spend MaxAttempts; they are re-driven, up to
-// an hour apart, until GiveUpAt. By default a source's retention is at
-// least its provider's retry horizon plus a day, so the event keeps trying
-// as long as its sender would have; with the default 7-day retention, for
-// 6 days.
-// Such trouble is transient (an outage, a bad deploy), and a short bound
-// would kill events that patience completes. The alarms on errors, message
-// age and the dead-letter queue tell the operator within minutes.
+// an hour apart, until GiveUpAt: by default as long as the sender would
+// have retried. Such trouble is transient, and a short bound would kill
+// events that patience completes; alarms tell the operator within minutes.
 func GiveUpAt(rec ledger.Record) time.Time {
 	if rec.ExpiresAt.IsZero() {
 		return time.Time{}
@@ -47,13 +38,10 @@ func GiveUpAt(rec ledger.Record) time.Time {
 }
 
 // next is when to look at rec again after re-driving it now: after its
-// backoff, and no later than its give-up time, so the burial comes on time.
-//
-// The backoff spares a consumer that takes messages and fails. A received
-// record shows no such consumer: nobody claimed its last message. If the
-// queue was also idle when the run began, that message was lost, not slow.
-// Such a record waits only the first step, so it is re-driven within a
-// step of the queue working again.
+// backoff, and no later than its give-up time. The backoff spares a
+// consumer that takes messages and fails. Nobody claimed a received
+// record's last message; if the queue was idle too, that message was lost,
+// not slow, and the record waits only the first step.
 func (h *Handler) next(rec ledger.Record, now time.Time, idle bool) time.Time {
 	wait := h.backoff(rec.Reclaims)
 	if idle && rec.Status == ledger.Received {
@@ -77,13 +65,11 @@ func (h *Handler) awaitUntil(rec ledger.Record) time.Time {
 }
 
 // awaitMessage postpones a record whose body is stored nowhere the
-// reclaimer can read, while its message may still be on the queue. Under
-// HOOKLEDGER_PAYLOAD=on-trouble, or after a failed payload write beside a
-// good enqueue, the body may live only in the message. The processor
-// stores it only once the event runs into trouble. Such a record cannot be
-// re-driven, and counting reclaims would bury an event its message may
-// still complete. So until awaitUntil it is postponed without a reclaim,
-// for its age (1 minute to 1 hour). Past that, it reports false.
+// reclaimer can read while its message may still be on the queue (under
+// HOOKLEDGER_PAYLOAD=on-trouble, or after a failed payload write, the body
+// may live only there). Counting reclaims would bury an event its message
+// may still complete, so until awaitUntil it is postponed without one, for
+// its age (1 minute to 1 hour). Past that, it reports false.
 func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.Time, log *slog.Logger) (bool, error) {
 	age := now.Sub(rec.CreatedAt)
 	until := h.awaitUntil(rec)
@@ -103,9 +89,7 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 	return true, nil
 }
 
-// bodyless handles a due record whose body is stored nowhere the
-// reclaimer can read: it waits for the event's message (awaitMessage), then
-// buries the record before it expires, saying where the body may be.
+// bodyless waits for a bodiless record's message (awaitMessage), then buries it.
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
 	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
@@ -120,11 +104,8 @@ func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time
 }
 
 // buryBodiless marks dead a record whose body was never stored and whose
-// message did not come back before awaitUntil. The cause says where the
-// body may still be: a message its workers kept dying on went to the
-// dead-letter queue. Redriving that queue (hookledger replay --dlq) hands
-// it to the processor, which finds the event dead and stores the body.
-// The event is then replayed like any dead one.
+// message did not come back. The cause says the body may be in the DLQ,
+// whose redrive (hookledger replay --dlq) lets the processor store it.
 func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Report) {
 	cause := fmt.Sprintf("message and body not seen since it was received at %s (%d attempts, %d interrupted, %d reclaims, last status %s): the body was never stored in the ledger "+
 		"and its message is gone from the queue. If the dead-letter queue holds the message, run hookledger replay --dlq DLQ_URL, then hookledger replay --source %s --tenant %s --id %s",
@@ -132,18 +113,10 @@ func (h *Handler) buryBodiless(ctx context.Context, rec ledger.Record, rep *Repo
 	if rec.LastError != "" {
 		cause += "; last error: " + rec.LastError
 	}
-	if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
-		h.count(ctx, rec, err, rep)
-		return
-	}
-	rep.Buried++
-	h.Metrics.Count("Dead", "NeedsOperator")
-	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
-		"status", string(rec.Status), "reclaims", rec.Reclaims, "cause", cause)
+	h.bury(ctx, rec, cause, rep, "reclaims", rec.Reclaims)
 }
 
-// giveUp marks dead a record whose give-up time has come (GiveUpAt), with
-// a cause that says what kept it from being done.
+// giveUp marks dead a record at its give-up time, saying what kept it from being done.
 func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time, rep *Report) {
 	cause := fmt.Sprintf("gave up at %s, %s before the record expires: not done since %s %s, after %s (%s, %s) and %s. "+
 		"Interrupted runs are crashes, timeouts, lost leases and AWS errors, not failures of the handler: fix what interrupts it "+
@@ -154,14 +127,19 @@ func (h *Handler) giveUp(ctx context.Context, rec ledger.Record, until time.Time
 	if rec.LastError != "" {
 		cause += ", last error: " + rec.LastError
 	}
+	h.bury(ctx, rec, cause, rep, "attempts", rec.Attempts, "interrupted", rec.Interrupted, "failures", rec.Failures, "reclaims", rec.Reclaims)
+}
+
+// bury marks rec dead with cause, alarmed; attrs go on the log line.
+func (h *Handler) bury(ctx context.Context, rec ledger.Record, cause string, rep *Report, attrs ...any) {
 	if _, err := h.Ledger.BuryStale(ctx, rec, cause); err != nil {
 		h.count(ctx, rec, err, rep)
 		return
 	}
 	rep.Buried++
 	h.Metrics.Count("Dead", "NeedsOperator")
-	h.logger().ErrorContext(ctx, "event dead", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
-		"status", string(rec.Status), "attempts", rec.Attempts, "interrupted", rec.Interrupted, "failures", rec.Failures, "reclaims", rec.Reclaims, "cause", cause)
+	attrs = append([]any{"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status)}, attrs...)
+	h.logger().ErrorContext(ctx, "event dead", append(attrs, "cause", cause)...)
 }
 
 // started names what Record.Since is, for causes.

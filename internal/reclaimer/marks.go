@@ -3,11 +3,11 @@ package reclaimer
 import (
 	"time"
 
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// shardWalk is where one shard's walk stands: it reads the shard's entries
-// due after its mark, page by page.
+// shardWalk is where a shard's walk stands: it reads entries due after its mark.
 type shardWalk struct {
 	shard    int
 	mark     time.Time // where the walk started (the stored mark; zero: the oldest entry)
@@ -19,10 +19,9 @@ type shardWalk struct {
 	terminal []ledger.DueEntry // entries it found terminal (see Handler.remember)
 }
 
-// settled is where the walk leaves the shard's mark. A complete walk
-// moves it up to upTo; else to just before the last entry it handled
-// (others with that due time may be on the next page). Either way it stays
-// before every entry the walk held, and never goes back.
+// settled is where the walk leaves the shard's mark: upTo when complete,
+// else just before the last entry it handled (the next page may share its
+// due time); always before every entry it held, and never back.
 func (w shardWalk) settled(upTo time.Time) time.Time {
 	m := w.mark
 	switch {
@@ -43,20 +42,13 @@ func (w shardWalk) settled(upTo time.Time) time.Time {
 	return m
 }
 
-// upTo is the latest a shard's mark may move in this run: the lag behind
-// its start.
+// upTo is the latest a shard's mark may move in this run.
 func (r *run) upTo() time.Time {
-	lag := r.h.Lag
-	if lag <= 0 {
-		lag = DefaultLag
-	}
-	return r.start.Add(-lag)
+	return r.start.Add(-fallback.Positive(r.h.Lag, DefaultLag))
 }
 
-// sawTerminal notes a terminal record's entry for the next run (see
-// Handler.remember). It notes only entries the next run reads again (after
-// the cutoff), and at most maxKnown: a run that walks a long stretch holds
-// no more in memory than a minute of entries.
+// sawTerminal notes a terminal entry for the next run (Handler.remember):
+// only one the next run reads again (after the cutoff), at most maxKnown.
 func (r *run) sawTerminal(w *shardWalk, e ledger.DueEntry) {
 	if e.At.After(r.cutoff) && r.noted.Add(1) <= maxKnown {
 		w.terminal = append(w.terminal, e)
@@ -70,8 +62,7 @@ func (r *run) walks() []shardWalk {
 	return append(append([]shardWalk(nil), r.ended...), r.ready...)
 }
 
-// nextMarks is the marks the run leaves, and how many shards' marks it
-// moved on.
+// nextMarks is the marks the run leaves, and how many of them it moved.
 func (r *run) nextMarks() (ledger.DueMarks, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -94,10 +85,8 @@ func (r *run) nextMarks() (ledger.DueMarks, int) {
 // minute of new events at 800 a second); the rest are read again.
 const maxKnown = 50000
 
-// remember keeps, for the next run in this process, the terminal entries
-// it will read again (due after their shard's new mark). Only a replay
-// takes a record out of a terminal status, and it gives a new due time.
-// So an entry found again at the same due time needs no read.
+// remember keeps the terminal entries this process's next run will read
+// again: only a replay, with a new due time, takes a record out of them.
 func (h *Handler) remember(walks []shardWalk, marks ledger.DueMarks) {
 	known := map[ledger.Key]time.Time{}
 	for _, w := range walks {

@@ -7,15 +7,13 @@ import (
 )
 
 // pacer keeps re-driven messages from piling up on the queue. A page is
-// admitted only while the messages waiting there — the last reading of
-// the queue's depth, plus what was sent since, plus what admitted pages may
-// still send — stay within max, so a
-// new event never queues behind more than about max re-driven ones, and a
-// re-driven message is consumed long before its record is due again (its
-// backoff is a minute or more). It also keeps the reclaimer from adding to
-// a backlog the processor already has: records waiting on a full queue are
-// overdue in the ledger too, and re-driving them would send them twice.
-// Its first reading, before the run sends anything, also tells whether the
+// admitted only while the estimate of waiting messages (the last depth
+// read, plus what was sent since, plus what admitted pages may send) stays
+// within max. So a new event never queues behind more than about max
+// re-driven ones, and a re-driven message is consumed long before its
+// record is due again. Nor does the reclaimer add to the processor's
+// backlog: records waiting on a full queue are overdue too, and re-driving
+// them would send them twice. The first reading also tells whether the
 // queue was idle (see Handler.next).
 type pacer struct {
 	max  int
@@ -31,17 +29,14 @@ type pacer struct {
 }
 
 const (
-	// paceFresh is how old a reading may be before a page is admitted on it.
-	paceFresh = time.Second
-	// paceRetry is the wait before reading again while the queue is full.
-	paceRetry = 200 * time.Millisecond
+	paceFresh = time.Second            // how old a reading may be to admit a page on it
+	paceRetry = 200 * time.Millisecond // the wait before reading again while the queue is full
 )
 
 // admit waits until n more messages fit (or the queue is empty: a page
-// larger than max still goes, alone) and books them. It gives up, ok false,
-// when the run's end (by the handler's clock; zero: none) comes first or
-// ctx ends; err is a failure to read the depth. waited is the time spent
-// waiting for room (not reading the depth).
+// larger than max goes alone) and books them. It gives up (ok false) at the
+// run's end (zero: none) or ctx's; err is a failure to read the depth.
+// waited is the time spent waiting for room.
 func (p *pacer) admit(ctx context.Context, n int, end time.Time) (waited time.Duration, ok bool, err error) {
 	for {
 		p.mu.Lock()
@@ -87,8 +82,7 @@ func (p *pacer) release(n, sent int) {
 
 func (p *pacer) estimate() int { return p.depth + p.sent + p.inflight }
 
-// wasIdle reports whether the queue was idle when the run began; false
-// before the first reading.
+// wasIdle reports whether the first reading found the queue idle.
 func (p *pacer) wasIdle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,37 +1,33 @@
 // Package reclaimer is the reclaimer Lambda's handler. On a schedule it
-// finds overdue records through the ledger's sparse due index and recovers
-// them. It re-enqueues received and failed records, resets expired leases
-// and re-enqueues those (the event's recorded steps decide, at the retry,
-// what already happened), and marks dead what cannot be done before its
-// record expires (GiveUpAt). Every action is one conditional write, so two
-// reclaimers never both act on one record.
+// finds overdue records through the ledger's sparse due index. It
+// re-enqueues received and failed records, resets and re-enqueues expired
+// leases (the recorded steps decide, at the retry, what already happened),
+// and marks dead what cannot be done before its record expires (GiveUpAt).
+// Every action is one conditional write, so two reclaimers never both act
+// on one record.
 //
-// A run scales with the backlog. It walks the shards in parallel, a page of
-// due records at a time: one Query, one BatchGetItem for the records and
-// one for the bodies, a conditional write per record, and one
-// SendMessageBatch per ten messages. It goes on while shards return full
-// pages, until its time budget is spent. It paces itself by the queue's
-// depth, so new events never wait behind more than a bounded number of
-// re-driven ones. When the budget runs out with a backlog left, it starts
-// the next run at once (a continuation), a bounded number of times.
+// A run walks the shards in parallel, a page at a time: one Query, one
+// BatchGetItem each for records and bodies, a conditional write per record,
+// one SendMessageBatch per ten messages. It goes on while shards return
+// full pages and its time budget lasts, paced by the queue's depth so new
+// events never wait behind many re-driven ones. A run that leaves a backlog
+// starts the next at once (a continuation), a bounded number of times.
 //
-// The due index keeps done records (see package ledger), so a run reads each
-// shard only from the mark the last run left there (ledger.DueMarks). An
-// entry is then read about once, when it falls due, and a done record
-// costs half a read unit instead of the write its removal would. The mark
-// moves only past what the run settled: records that were terminal or got
-// a later due time. It stops before the first entry the run held (an error,
-// or a conflict: a worker's claim leaves the due time, and the worker may
-// die). It stops before the rest of a shard the run did not finish. And it
-// stays a lag (Handler.Lag) behind the run's start, so the next run reads
-// again what the eventually consistent index showed late. A mark too early costs
-// reads; none is ever too late, because every write that gives a record a
-// due time gives it one at or after the write. In a warm container, the
-// next run passes the entries this one found terminal without reading them
-// again (Report.Known).
+// The due index keeps done records (see package ledger), so a run reads
+// each shard only from the mark the last run left there (ledger.DueMarks):
+// an entry is read about once, and a done record costs half a read unit
+// instead of the write its removal would. The mark moves only past what the
+// run settled. It stops before the first entry the run held (an error, or a
+// conflict: a worker's claim leaves the due time, and the worker may die)
+// and before the rest of an unfinished shard. It stays a lag behind the
+// run's start (Handler.Lag), for entries the eventually consistent index
+// shows late. A mark too early costs reads; none is too late, as every
+// write gives a due time at or after itself. A warm container passes the
+// entries the last run found terminal without reading them (Report.Known).
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -66,22 +62,19 @@ type store interface {
 	BuryStale(ctx context.Context, rec ledger.Record, cause string) (ledger.Record, error)
 }
 
-// sender enqueues events for the processor in batches and tells how many
-// wait on the queue and how many are in flight.
+// sender enqueues events in batches and tells how many wait and how many are in flight.
 type sender interface {
 	SendBatch(ctx context.Context, msgs []queue.Message) []error
 	Depth(ctx context.Context) (waiting, inFlight int, err error)
 }
 
-// locker is the reclaimer's run lock (ledger.LockRun, UnlockRun), which
-// also carries the marks in the due index.
+// locker is the run lock (ledger.LockRun), which also carries the due marks.
 type locker interface {
 	LockRun(ctx context.Context, owner string, until time.Time) (ledger.DueMarks, error)
 	UnlockRun(ctx context.Context, owner string, marks ledger.DueMarks) error
 }
 
-// continuer starts the next run asynchronously (the function invoking
-// itself with InvocationType Event).
+// continuer starts the next run asynchronously (the function invoking itself).
 type continuer interface {
 	Continue(ctx context.Context, in Input) error
 }
@@ -96,23 +89,16 @@ var (
 const (
 	DefaultPerShard   = 25
 	DefaultLeaseGrace = 10 * time.Second
-	// DefaultMaxQueue is the queue depth at which re-driving pauses.
-	DefaultMaxQueue = 1000
-	// DefaultMaxChain bounds the continuations one scheduled run starts.
-	DefaultMaxChain = 10
-	// DefaultMargin is the time left before the invocation's deadline at
-	// which a run starts no new page (at most a quarter of the time it had).
-	DefaultMargin = 5 * time.Second
-	// DefaultRetryAfter is how soon a record whose message SQS failed is
-	// due again.
-	DefaultRetryAfter = 10 * time.Second
-	// DefaultWorkers bounds the shards worked on at once.
-	DefaultWorkers = 8
-	// DefaultLag is how far behind a run's start the run leaves each
-	// shard's mark (ledger.DueMarks). The next run reads that stretch again,
-	// so an entry the index shows late is still read. The index trails the
-	// table by well under a second; a minute covers that many times over,
-	// at the price of reading about a minute of entries twice.
+	DefaultMaxQueue   = 1000 // the queue depth at which re-driving pauses
+	DefaultMaxChain   = 10   // continuations one scheduled run starts
+	// DefaultMargin is the time left before the deadline at which a run
+	// starts no new page (at most a quarter of the time it had).
+	DefaultMargin     = 5 * time.Second
+	DefaultRetryAfter = 10 * time.Second // when a record SQS failed to send is due again
+	DefaultWorkers    = 8                // shards worked on at once
+	// DefaultLag is how far behind a run's start each shard's mark stays,
+	// so the next run reads again what the index showed late. The index
+	// trails the table by well under a second.
 	DefaultLag = time.Minute
 )
 
@@ -123,63 +109,42 @@ type Handler struct {
 	// Continue starts the next run when a run's budget ran out with a
 	// backlog left; nil: the next schedule tick picks the backlog up.
 	Continue continuer
-	// Lock makes runs take turns: a run that finds another holding it ends
-	// at once (StopLocked). nil: runs may overlap, which is safe (every
-	// reclaim is a conditional write) but reads the same shards twice.
-	Lock locker
-	// PerShard is the page size: due records read per shard query.
-	PerShard int
-	// Workers is how many shards are worked on at once (default the
-	// smaller of the shard count and DefaultWorkers).
-	Workers int
-	// MaxQueue: re-driving pauses while at least this many messages wait
-	// on the queue (default DefaultMaxQueue; negative: never pause).
-	MaxQueue int
-	// MaxChain bounds the chain of continuations (default DefaultMaxChain;
-	// negative: no continuations).
-	MaxChain int
-	// Margin is kept free before the invocation's deadline (default
-	// DefaultMargin, at most a quarter of the time the run had).
-	Margin time.Duration
-	// RetryAfter is how soon a record whose message SQS failed is due
-	// again (default DefaultRetryAfter).
-	RetryAfter time.Duration
-	// LeaseGrace is how long after a live lease ends to look again.
-	LeaseGrace time.Duration
-	// Lag is how far behind the run's start each shard's mark stays
-	// (default DefaultLag).
-	Lag time.Duration
+	// Lock makes runs take turns (StopLocked). nil: runs may overlap,
+	// which is safe but reads the same shards twice.
+	Lock       locker
+	PerShard   int           // the page size: due records read per shard query
+	Workers    int           // shards worked on at once (default DefaultWorkers)
+	MaxQueue   int           // the queue depth at which re-driving pauses (default DefaultMaxQueue; negative: never)
+	MaxChain   int           // continuations in a chain (default DefaultMaxChain; negative: none)
+	Margin     time.Duration // kept free before the deadline (default DefaultMargin)
+	RetryAfter time.Duration // when a record SQS failed to send is due again (DefaultRetryAfter)
+	LeaseGrace time.Duration // how long after a live lease ends to look again (DefaultLeaseGrace)
+	Lag        time.Duration // how far behind the run's start marks stay (DefaultLag)
 	// Backoff is the wait before the next look after the n-th reclaim
 	// (default 1 minute doubling, at most 1 hour; see next).
-	Backoff func(reclaims int) time.Duration
-	Log     *slog.Logger
-	Metrics *metric.Emitter // nil: no metrics
-	Now     func() time.Time
-	// Store reads the bodies in the S3 payload store (nil: none).
-	Store *blob.Store
-	// DeadLetters, when set, takes the bodies the ledger lacks out of the
-	// dead-letter queue at the start of each run (see DeadLetters).
-	DeadLetters *DeadLetters
+	Backoff     func(reclaims int) time.Duration
+	Log         *slog.Logger
+	Metrics     *metric.Emitter // nil: no metrics
+	Now         func() time.Time
+	Store       *blob.Store  // the S3 payload store (nil: none)
+	DeadLetters *DeadLetters // takes the bodies the ledger lacks out of the DLQ each run (nil: not)
 
 	mu    sync.Mutex
 	known map[ledger.Key]time.Time // see remember
 }
 
-// Input is what a run is invoked with: the schedule's event (whose fields
-// are ignored) or a continuation's.
+// Input is what a run is invoked with: a continuation's, or the schedule's (fields ignored).
 type Input struct {
 	// Chain is how many runs came before this one in an unbroken chain of
 	// continuations; 0 for a scheduled or manual run.
-	Chain int `json:"hookledger_reclaim_chain,omitempty"`
-	// Lock is the run lock's owner token a continuation takes over.
-	Lock string `json:"hookledger_reclaim_lock,omitempty"`
+	Chain int    `json:"hookledger_reclaim_chain,omitempty"`
+	Lock  string `json:"hookledger_reclaim_lock,omitempty"` // the run lock's owner token a continuation takes over
 }
 
-// Handle runs the shards until they are drained or the budget is spent.
-// ev is the invocation's payload: an Input, its JSON (a continuation's) or
-// anything else (the schedule's event, nil), which counts as a new chain.
-// It returns an error only when every shard failed, so that a broken table
-// alarms while a single throttled shard does not.
+// Handle runs the shards until they are drained or the budget is spent. ev
+// is an Input, its JSON, or anything else (the schedule's event): a new
+// chain. It fails only when every shard failed, so a broken table alarms
+// while a single throttled shard does not.
 func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	in := inputOf(ev)
 	log := h.logger()
@@ -233,8 +198,7 @@ func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
 	return rep, nil
 }
 
-// deadLetters runs the DLQ pass within its budget (at most a quarter of
-// the time the invocation has) and counts it.
+// deadLetters runs the DLQ pass within its budget (at most a quarter of the time left).
 func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterReport {
 	budget := deadLetterBudget
 	if dl, ok := ctx.Deadline(); ok {
@@ -243,10 +207,8 @@ func (h *Handler) deadLetters(ctx context.Context, log *slog.Logger) DeadLetterR
 	dctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	rep := h.DeadLetters.Run(dctx, log, h.now())
-	// Each message read needs a person: one taken back off the queue, to
-	// look for what kept failing; one left, to act on it (counted again by
-	// each run while it stays); and so does a queue that cannot be read.
-	// NeedsOperator is the one metric their alarm watches.
+	// Every message read needs a person (what kept failing, or what to do
+	// with it), and so does an unreadable queue: NeedsOperator is their alarm.
 	unread := 0
 	if rep.Unreadable {
 		unread = 1
@@ -262,6 +224,7 @@ func inputOf(ev any) Input {
 }
 
 func decodeInput(ev any) Input {
+	var in Input
 	switch v := ev.(type) {
 	case Input:
 		return v
@@ -270,21 +233,16 @@ func decodeInput(ev any) Input {
 			return *v
 		}
 	case json.RawMessage:
-		var in Input
 		json.Unmarshal(v, &in) // the schedule's event has no chain: 0
-		return in
 	case []byte:
-		var in Input
 		json.Unmarshal(v, &in)
-		return in
 	}
-	return Input{}
+	return in
 }
 
-// lock takes the run lock (a continuation takes over its predecessor's)
-// and returns the marks it carries. ok is false when another run holds it;
-// token is "" and marks nil when the run goes on without the lock (none
-// configured, or it could not be written: running unlocked is safe).
+// lock takes the run lock (a continuation takes its predecessor's) and
+// returns its marks. ok is false when another run holds it; token is "" and
+// marks nil when the run goes on unlocked (no lock, or a failed write).
 func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledger.DueMarks, ok bool) {
 	if h.Lock == nil {
 		return "", nil, true
@@ -312,15 +270,10 @@ func (h *Handler) lock(ctx context.Context, in Input) (token string, marks ledge
 	return token, marks, true
 }
 
-// continueRun stores the marks and starts the next run when this one left
-// a backlog, re-drove something, and the chain is not at its bound. A run
-// that could not put anything on the queue would only wait again.
+// continueRun stores the marks and starts the next run when this one left a
+// backlog and re-drove something (else the next would only wait again).
 func (h *Handler) continueRun(ctx context.Context, in Input, token string, rep Report, marks ledger.DueMarks) bool {
-	max := h.MaxChain
-	if max == 0 {
-		max = DefaultMaxChain
-	}
-	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= max {
+	if h.Continue == nil || !rep.Backlog || rep.Redriven() == 0 || in.Chain >= cmp.Or(h.MaxChain, DefaultMaxChain) {
 		return false
 	}
 	if err := h.Ledger.SaveDueMarks(context.WithoutCancel(ctx), marks); err != nil {
@@ -346,11 +299,4 @@ func (h *Handler) backoff(reclaims int) time.Duration {
 		d *= 2
 	}
 	return min(d, time.Hour)
-}
-
-func (h *Handler) perShard() int {
-	if h.PerShard > 0 {
-		return h.PerShard
-	}
-	return DefaultPerShard
 }

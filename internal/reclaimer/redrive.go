@@ -6,21 +6,16 @@ import (
 	"time"
 
 	"github.com/hookledger/hookledger/internal/blob"
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/ledger"
 )
 
-// decide postpones a record whose lease is live, and reports whether the
-// record goes on to redrive. Redrive re-drives or buries it; it reads the
-// body first, because a burial's cause says where a missing body may be.
+// decide postpones a record under a live lease, and reports whether it goes on to redrive.
 func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) (bool, error) {
 	if rec.LeaseLive(now) {
-		grace := h.LeaseGrace
-		if grace <= 0 {
-			grace = DefaultLeaseGrace
-		}
-		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(grace)); err != nil {
+		if _, err := h.Ledger.Postpone(ctx, rec, rec.LeaseUntil.Add(fallback.Positive(h.LeaseGrace, DefaultLeaseGrace))); err != nil {
 			return false, err
 		}
 		rep.Postponed++
@@ -29,10 +24,9 @@ func (h *Handler) decide(ctx context.Context, rec ledger.Record, now time.Time, 
 	return true, nil
 }
 
-// count books a failed transition. A conflict means another reclaimer or
-// a worker acted first, which is fine. Either way the record is held for
-// the next run: a worker's claim leaves its due time, and the worker may
-// die.
+// count books a failed transition. A conflict (another reclaimer or a
+// worker acted first) is fine. Either way the record is held for the next
+// run: a worker's claim leaves its due time, and the worker may die.
 func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *Report) {
 	rep.hold(rec.Key)
 	if errors.Is(err, ledger.ErrConflict) {
@@ -47,8 +41,7 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 // redrive re-enqueues records. It reads their bodies in one go, takes each
 // with a conditional write (so only one reclaimer sends it), then sends the
 // messages in batches. A record past its give-up time, or without a body,
-// is buried instead. idle: the queue was idle when the run began (see
-// next).
+// is buried instead. idle: the queue was idle at the run's start.
 func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Time, idle bool, rep *Report) {
 	var inLedger []ledger.Record // the rest have their body in the payload store
 	for _, rec := range recs {
@@ -97,8 +90,6 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			h.count(ctx, rec, err, rep)
 			continue
 		}
-		// The conditional write above made this reclaimer the only one to
-		// send this record now.
 		msgs = append(msgs, queue.Message{
 			Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
 			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
@@ -111,8 +102,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 	}
 }
 
-// take makes rec this reclaimer's to send, with one conditional write:
-// Reset for an expired lease, Requeue otherwise.
+// take makes rec this reclaimer's to send: Reset for an expired lease, else Requeue.
 func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (ledger.Record, error) {
 	if rec.Status != ledger.Processing {
 		return h.Ledger.Requeue(ctx, rec, next)
@@ -124,17 +114,12 @@ func (h *Handler) take(ctx context.Context, rec ledger.Record, next time.Time) (
 	return took, err
 }
 
-// send sends the messages of the records redrive took (taken[i] as its
-// write left it; reset[i]: it was processing) and books SQS's answers. An
-// entry SQS failed is taken back (Unsent) and due again soon. One whose
-// fate is unknown stays counted, due after its backoff, as if the run had
-// died before sending.
+// send sends the messages of the records redrive took (reset[i]: it was
+// processing) and books SQS's answers. An entry SQS failed is taken back
+// (Unsent), due again soon; one whose fate is unknown stays counted, due
+// after its backoff, as if the run had died before sending.
 func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger.Record, reset []bool, now time.Time, idle bool, rep *Report) {
-	sent := 0
-	retry := h.RetryAfter
-	if retry <= 0 {
-		retry = DefaultRetryAfter
-	}
+	sent, retry := 0, fallback.Positive(h.RetryAfter, DefaultRetryAfter)
 	for i, err := range h.Queue.SendBatch(ctx, msgs) {
 		rec := taken[i]
 		switch {

@@ -15,40 +15,32 @@ const (
 
 // Report counts what one run did.
 type Report struct {
-	Chain     int    `json:"chain"`
-	Stopped   string `json:"stopped"`
-	Backlog   bool   `json:"backlog"`   // due records were left when the run stopped
-	Continued bool   `json:"continued"` // the run started its continuation
-	Pages     int    `json:"pages"`
-	Scanned   int    `json:"scanned"`
-	Requeued  int    `json:"requeued"`
-	Reset     int    `json:"reset"`
-	Postponed int    `json:"postponed"`
-	Buried    int    `json:"buried"`
-	Skipped   int    `json:"skipped"`
-	// Known is how many of the skipped entries were passed without a read:
-	// the run before, in this process, found them terminal (see remember).
-	Known     int `json:"known"`
-	Conflicts int `json:"conflicts"`
-	Unsent    int `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
-	Rejected  int `json:"rejected"` // SQS refused the entry; the reclaim counts
-	Errors    int `json:"errors"`
-	// Marked is how many shards' marks the run moved on (ledger.DueMarks).
-	Marked  int   `json:"marked"`
-	PacedMS int64 `json:"paced_ms"` // time workers spent waiting for room on the queue, summed
-	RunMS   int64 `json:"run_ms"`   // wall time of the run
-	// DeadLetters is what the run did with the dead-letter queue (with
-	// DeadLetters configured).
-	DeadLetters DeadLetterReport `json:"dead_letters"`
+	Chain       int              `json:"chain"`
+	Stopped     string           `json:"stopped"`
+	Backlog     bool             `json:"backlog"`   // due records were left when the run stopped
+	Continued   bool             `json:"continued"` // the run started its continuation
+	Pages       int              `json:"pages"`
+	Scanned     int              `json:"scanned"`
+	Requeued    int              `json:"requeued"`
+	Reset       int              `json:"reset"`
+	Postponed   int              `json:"postponed"`
+	Buried      int              `json:"buried"`
+	Skipped     int              `json:"skipped"`
+	Known       int              `json:"known"` // skipped unread: the run before, in this process, found them terminal
+	Conflicts   int              `json:"conflicts"`
+	Unsent      int              `json:"unsent"`   // SQS failed the entry; due again after RetryAfter, reclaim not counted
+	Rejected    int              `json:"rejected"` // SQS refused the entry; the reclaim counts
+	Errors      int              `json:"errors"`
+	Marked      int              `json:"marked"`       // shards whose mark the run moved on (ledger.DueMarks)
+	PacedMS     int64            `json:"paced_ms"`     // time workers spent waiting for room on the queue, summed
+	RunMS       int64            `json:"run_ms"`       // wall time of the run
+	DeadLetters DeadLetterReport `json:"dead_letters"` // what the run did with the DLQ
 
-	// held are the records of a page that the run left where they were, so
-	// that their shard's mark must not pass them (see hold).
-	held map[ledger.Key]bool
+	held map[ledger.Key]bool // records of a page the run left where they were (hold)
 }
 
-// hold keeps the shard's mark before id's entry, for the next run to read
-// again. The run could not settle the record: an error, or a conflict with
-// a writer that may have claimed it without moving its due time.
+// hold keeps the shard's mark before id's entry, which the run could not
+// settle (an error, or a conflict with a claim that left its due time).
 func (r *Report) hold(id ledger.Key) {
 	if r.held == nil {
 		r.held = map[ledger.Key]bool{}

@@ -1,11 +1,13 @@
 package reclaimer
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -16,8 +18,7 @@ type run struct {
 	chain int
 	start time.Time // by the handler's clock
 	wall  time.Time // by the wall clock
-	// end is when the budget is spent (zero: no deadline, run until drained).
-	end   time.Time
+	end   time.Time // when the budget is spent (zero: no deadline)
 	pace  *pacer
 	limit int
 
@@ -36,23 +37,14 @@ type run struct {
 }
 
 func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *run {
-	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: h.perShard(), marks: marks, known: h.takeKnown()}
+	r := &run{h: h, ctx: ctx, chain: in.Chain, start: h.now(), wall: time.Now(), limit: fallback.Positive(h.PerShard, DefaultPerShard), marks: marks, known: h.takeKnown()}
 	r.cutoff = r.upTo()
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
-		margin := h.Margin
-		if margin <= 0 {
-			margin = DefaultMargin
-		}
-		margin = min(margin, left/4)
-		r.end = r.start.Add(left - margin)
+		r.end = r.start.Add(left - min(fallback.Positive(h.Margin, DefaultMargin), left/4))
 	}
 	if h.MaxQueue >= 0 {
-		max := h.MaxQueue
-		if max == 0 {
-			max = DefaultMaxQueue
-		}
-		r.pace = &pacer{max: max, read: h.Queue.Depth, now: h.now}
+		r.pace = &pacer{max: cmp.Or(h.MaxQueue, DefaultMaxQueue), read: h.Queue.Depth, now: h.now}
 	}
 	for s := range h.Ledger.Shards() {
 		r.ready = append(r.ready, shardWalk{shard: s, mark: marks[s]})
@@ -62,11 +54,7 @@ func (h *Handler) newRun(ctx context.Context, in Input, marks ledger.DueMarks) *
 
 // work runs the workers until every shard is drained or the run stops.
 func (r *run) work() {
-	workers := r.h.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	workers = min(workers, len(r.ready))
+	workers := min(fallback.Positive(r.h.Workers, DefaultWorkers), len(r.ready))
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(r.worker)
@@ -74,8 +62,7 @@ func (r *run) work() {
 	wg.Wait()
 }
 
-// next hands out the shard whose turn it is, or false when the run is over
-// for this worker.
+// next hands out the shard whose turn it is, or false when the run is over.
 func (r *run) next() (shardWalk, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -153,14 +140,11 @@ func (r *run) worker() {
 	}
 }
 
-// giveBack stops the run for why and puts the shard back untouched: its
-// due records stay for the next run.
+// giveBack stops the run for why and puts the shard back untouched, for the next run.
 func (r *run) giveBack(w shardWalk, why string) {
 	r.mu.Lock()
 	r.ready = append(r.ready, w)
-	if r.stop == "" {
-		r.stop = why
-	}
+	r.stop = cmp.Or(r.stop, why)
 	r.mu.Unlock()
 }
 
@@ -183,11 +167,10 @@ func (r *run) report() Report {
 }
 
 // page handles the next page of one shard's due records and returns where
-// the shard's walk goes on. It reads the page's records with eventually
-// consistent reads first (half the price): on the happy path they are done,
-// and passed on that word (see ledger.Peek); only the others are read
-// again, consistently, before anything is done with them. It records in w
-// how far the page took the walk and which entries it left where they were.
+// the walk goes on. It reads the records eventually consistently first (half
+// the price): done ones pass on that word (ledger.Peek), the others are read
+// again, consistently. It records in w how far the page took the walk and
+// which entries it held.
 func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	h, ctx := r.h, r.ctx
 	now := h.now()
@@ -253,9 +236,7 @@ func (r *run) page(w *shardWalk, rep *Report) (ledger.DueCursor, error) {
 	return next, nil
 }
 
-// read reads a page's records: all with eventually consistent reads
-// (Peek), then consistently those it did not find terminal. A record
-// missing from both after an error waits for the next run.
+// read reads a page's records with Peek, then consistently those not terminal.
 func (r *run) read(shard int, ids []ledger.Key) (peeked, recs map[ledger.Key]ledger.Record, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil

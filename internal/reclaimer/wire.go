@@ -55,8 +55,7 @@ type InvokeAPI interface {
 var _ InvokeAPI = awsjson.Lambda{}
 
 // Invoker continues a run by invoking the reclaimer's own function
-// asynchronously (InvocationType Event) with the next Input. The function's
-// role needs lambda:InvokeFunction on itself.
+// asynchronously with the next Input (the role needs lambda:InvokeFunction).
 type Invoker struct {
 	API      InvokeAPI
 	Function string

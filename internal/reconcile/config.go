@@ -14,32 +14,25 @@ import (
 	"github.com/hookledger/hookledger/jsoncheck"
 )
 
-// Spec is one configured reconciliation: a source and tenant of the sources
-// JSON and how to reach its provider's API. HOOKLEDGER_RECONCILE holds a JSON
-// array of them; the CLI also builds one from its flags.
+// Spec is one reconciliation: a source and tenant and how to reach its
+// provider's API (HOOKLEDGER_RECONCILE holds a JSON array; the CLI's flags).
 type Spec struct {
 	Source string `json:"source"`
 	Tenant string `json:"tenant"`
-	// Credential is a secret reference, resolved like the sources' secrets,
-	// to the provider API credential: a Stripe secret or restricted key
-	// (Events: read), a GitHub token (Webhooks: read; write to redeliver).
+	// Credential is a secret reference to the provider API credential: a
+	// Stripe key with Events read, a GitHub token with Webhooks read.
 	Credential string `json:"credential"`
 	// APIURL overrides the provider's API base URL. The credential goes
-	// there and what comes back is signed with the tenant's webhook secret,
-	// so a host other than the provider's own API (api.stripe.com,
-	// api.github.com) or a loopback stub needs TrustAPIURL.
+	// there and its answers get signed, so a host other than the
+	// provider's own API or a loopback stub needs TrustAPIURL.
 	APIURL string `json:"api_url,omitempty"`
-	// TrustAPIURL says APIURL is a host the operator runs or vouches for
-	// (GitHub Enterprise Server's https://HOST/api/v3, a proxy, a test
-	// stand-in): it gets the API credential and its answers are fed as the
-	// provider's events.
+	// TrustAPIURL vouches for APIURL (GitHub Enterprise Server's
+	// https://HOST/api/v3, a proxy, a test stand-in).
 	TrustAPIURL bool `json:"trust_api_url,omitempty"`
 	// Window is how far back to look (Go duration); default: as far as the
-	// provider keeps events (Stripe 30 days, GitHub 3 days), capped at the
-	// ledger's retention minus RetentionMargin.
+	// provider keeps events, within the ledger's retention.
 	Window string `json:"window,omitempty"`
-	// MinAge leaves younger events to the sender (default 10m).
-	MinAge string `json:"min_age,omitempty"`
+	MinAge string `json:"min_age,omitempty"` // younger events are left to the sender (DefaultMinAge)
 	// Stripe: All lists every event in the window, not only those Stripe
 	// could not deliver; Types keeps only these types (the endpoint's
 	// enabled events; "invoice.*" matches a family); Account is a connected
@@ -47,10 +40,8 @@ type Spec struct {
 	All     bool     `json:"all,omitempty"`
 	Types   []string `json:"types,omitempty"`
 	Account string   `json:"account,omitempty"`
-	// Stripe: Thin lists thin events (API v2 List Events, GET
-	// /v2/core/events) instead of snapshot events. That API has no
-	// filter for the events Stripe could not deliver, so every thin event
-	// in the window is listed (all is implied); Types still narrows it.
+	// Stripe: Thin lists thin events (GET /v2/core/events). That API
+	// cannot filter undelivered events, so all is implied; Types narrows.
 	Thin bool `json:"thin,omitempty"`
 	// GitHub: Hook is the webhook's API path, repos/OWNER/REPO/hooks/ID or
 	// orgs/ORG/hooks/ID; Redeliver asks GitHub to deliver missing events
@@ -80,8 +71,7 @@ func ParseSpecs(data []byte) ([]Spec, error) {
 // Providers are the provider schemes reconcile can ask.
 var Providers = []string{"stripe", "github"}
 
-// Config is what building jobs needs: the sources (verifiers, tenants and
-// their signing secrets) and the resolver of credential references.
+// Config is what building jobs needs: the sources and the credential resolver.
 type Config struct {
 	Sources   map[string]source.Source
 	Registry  *source.Registry
@@ -91,14 +81,12 @@ type Config struct {
 	// CredentialGrants is what the deployed reconciler's role may read for
 	// credentials (HOOKLEDGER_RECONCILE_GRANTS); nil: not checked (the CLI).
 	CredentialGrants *source.Grants
-	// Interval is the schedule's interval (the scheduled reconciler); 0:
-	// not checked (the CLI, or a cron schedule). A spec whose window minus
-	// min_age is shorter leaves events that no run judges.
+	// Interval is the schedule's (0: not checked, as in the CLI or on cron):
+	// Check refuses a window minus min_age shorter than it.
 	Interval time.Duration
 }
 
-// Check validates a spec against the sources without any network call, so
-// that a misconfiguration stops the function at cold start.
+// Check validates a spec without a network call, so a misconfiguration stops the cold start.
 func (c *Config) Check(s Spec) error {
 	name := s.Source + "/" + s.Tenant
 	src, ok := c.Sources[s.Source]
@@ -144,9 +132,8 @@ func (c *Config) Check(s Spec) error {
 		return fmt.Errorf("reconcile %s: min_age %s is not below the window %s, so every event would count as too recent and nothing would be checked: lower min_age (default %s) or widen window",
 			name, age, window, DefaultMinAge)
 	}
-	// A run judges events from now-window to now-min_age; the next run,
-	// one interval later, from then on. A span shorter than the interval
-	// leaves a gap no run ever judges.
+	// A run judges now-window to now-min_age: a shorter span than the
+	// interval leaves gaps between runs.
 	if c.Interval > 0 && window-age < c.Interval {
 		return fmt.Errorf("reconcile %s: window %v minus min_age %v judges %v of events per run, less than the schedule's interval %v (ReconcileSchedule in template.yaml's Defaults): events in between would never be checked; set window to at least %v (the interval plus min_age; more leaves room for a late or failed run), lower min_age, or run more often",
 			name, window, age, window-age, c.Interval, c.Interval+age)
@@ -154,8 +141,7 @@ func (c *Config) Check(s Spec) error {
 	return nil
 }
 
-// providerSettings checks the settings that depend on the provider p: the
-// API URL, and no setting of the other provider's.
+// providerSettings checks the API URL and that no setting is the other provider's.
 func providerSettings(name, p string, s Spec) error {
 	def := StripeAPI
 	if p == "github" {
@@ -189,10 +175,7 @@ func providerSettings(name, p string, s Spec) error {
 	return nil
 }
 
-// retention is how long the ledger keeps the source's records: its own
-// retention, or HOOKLEDGER_RETENTION raised to its provider's retry horizon
-// (docs/providers.md), as the receiver decides it; Retention without a
-// registry.
+// retention is how long the ledger keeps src's records, as the receiver decides it.
 func (c *Config) retention(src string) time.Duration {
 	if c.Registry != nil && c.Retention > 0 {
 		if r, ok := c.Registry.Retentions(c.Retention)[src]; ok {
@@ -237,8 +220,7 @@ func minAge(s Spec) (time.Duration, error) {
 	return d, nil
 }
 
-// Job builds the job of a spec: it resolves the provider credential and,
-// unless a dry run needs none, the tenant's signing secrets.
+// Job builds a spec's job: it resolves the credential and, unless a dry run needs none, the secrets.
 func (c *Config) Job(ctx context.Context, s Spec, dryRun bool) (Job, error) {
 	if err := c.Check(s); err != nil {
 		return Job{}, err

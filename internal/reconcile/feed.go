@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -19,12 +20,10 @@ import (
 	"github.com/hookledger/hookledger/internal/providerapi"
 )
 
-// HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the
-// sender would: through API Gateway to the receiver.
+// HTTPFeeder posts deliveries to the stack's webhook URL, exactly as the sender would.
 type HTTPFeeder struct {
-	// URL is the stack's WebhookUrl output
-	// (https://.../webhooks/{source}/{tenant}) or its base
-	// (https://...); {source} and {tenant} are filled in.
+	// Webhook is the stack's WebhookUrl output (.../{source}/{tenant},
+	// filled in) or its base.
 	Webhook string
 	Client  *http.Client
 }
@@ -57,11 +56,7 @@ func (f *HTTPFeeder) Feed(ctx context.Context, source, tenant string, hdr http.H
 		return Outcome{}, err
 	}
 	req.Header = hdr.Clone()
-	c := f.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := cmp.Or(f.Client, http.DefaultClient).Do(req)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -81,32 +76,23 @@ type invoker interface {
 
 var _ invoker = (*lambda.Client)(nil)
 
-// LambdaFeeder invokes the receiver function with the API Gateway HTTP API
-// (payload 2.0) event the route would have sent: the same handler, the
-// same verification, keying, dedup and enqueue, without going through the
-// public endpoint (which may only admit the provider's addresses).
+// LambdaFeeder invokes the receiver function with the HTTP API event
+// (payload 2.0) the route would send: the same handler, without the public
+// endpoint (which may admit only the provider's addresses).
 type LambdaFeeder struct {
 	API      invoker
 	Function string // the receiver function's name or ARN
-	// Host is the domain name the event claims (the API's), for schemes
-	// that sign the URL; default "reconcile.invalid".
-	Host string
+	Host     string // the domain the event claims, for schemes that sign the URL (default reconcile.invalid)
 }
 
-func (f *LambdaFeeder) host() string {
-	if f.Host != "" {
-		return f.Host
-	}
-	return "reconcile.invalid"
-}
+func (f *LambdaFeeder) host() string { return cmp.Or(f.Host, "reconcile.invalid") }
 
 // URL implements Feeder.
 func (f *LambdaFeeder) URL(source, tenant string) string {
 	return "https://" + f.host() + "/webhooks/" + source + "/" + tenant
 }
 
-// Event builds the API Gateway v2 event of a delivery, as the HTTP API
-// route POST /webhooks/{source}/{tenant} would.
+// Event builds the event the route POST /webhooks/{source}/{tenant} would.
 func (f *LambdaFeeder) Event(source, tenant string, hdr http.Header, body []byte) events.APIGatewayV2HTTPRequest {
 	path := "/webhooks/" + source + "/" + tenant
 	ev := events.APIGatewayV2HTTPRequest{
@@ -130,8 +116,7 @@ func (f *LambdaFeeder) Event(source, tenant string, hdr http.Header, body []byte
 	return ev
 }
 
-// Feed implements Feeder: a synchronous invoke; the function's answer is
-// read like an HTTP response.
+// Feed implements Feeder with a synchronous invoke, read as an HTTP answer.
 func (f *LambdaFeeder) Feed(ctx context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error) {
 	payload, err := json.Marshal(f.Event(source, tenant, hdr, body))
 	if err != nil {

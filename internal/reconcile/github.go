@@ -18,29 +18,23 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// GitHubAPI is GitHub's REST API base URL (GitHub Enterprise Server:
-// https://HOST/api/v3).
+// GitHubAPI is GitHub's REST API base URL (GitHub Enterprise Server's: https://HOST/api/v3).
 const GitHubAPI = "https://api.github.com"
 
-// githubRetention is how long github.com keeps deliveries (GitHub
-// Enterprise Server: 7 days).
+// githubRetention is how long github.com keeps deliveries (Enterprise Server: 7 days).
 const githubRetention = 3 * 24 * time.Hour
 
 // hookPattern is a repository or organization webhook's API path.
 var hookPattern = regexp.MustCompile(`^(repos/[A-Za-z0-9._-]+/[A-Za-z0-9._-]+|orgs/[A-Za-z0-9._-]+)/hooks/[0-9]+$`)
 
-// GitHub lists a webhook's deliveries (GET .../hooks/{id}/deliveries, 100 a
-// page, newest first, following the Link header's rel="next" cursor) back to
-// the window's start, and groups them by GUID: an event is delivered once
-// and redelivered under the same GUID, which is the key the receiver uses
-// (X-GitHub-Delivery).
+// GitHub lists a webhook's deliveries (GET .../hooks/{id}/deliveries,
+// newest first, following the Link header) back to the window's start,
+// grouped by GUID: the receiver's key (X-GitHub-Delivery), which
+// redeliveries share.
 //
-// A rebuilt delivery takes the payload and headers of GET
-// .../deliveries/{id}. GitHub returns the payload parsed, so the rebuilt
-// body carries the same JSON in its key order but not necessarily the
-// original bytes (whitespace, escaping); form-encoded hooks get the
-// payload=... form back. Redeliver instead asks GitHub to send the original
-// again (POST .../deliveries/{id}/attempts), genuinely signed.
+// Rebuild takes the payload and headers of GET .../deliveries/{id}. GitHub
+// returns the payload parsed: the same JSON, not necessarily the original
+// bytes. Redeliver asks GitHub to send the original again instead.
 type GitHub struct {
 	api  *providerapi.Client
 	hook string // "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID"
@@ -74,10 +68,7 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	h.Set("Authorization", "Bearer "+o.Token)
 	h.Set("Accept", "application/vnd.github+json")
 	h.Set("X-GitHub-Api-Version", "2022-11-28")
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: 30 * time.Second})
 	// GitHub's REST API best practices: requests one at a time, at least
 	// one second between mutating requests (the redelivery POSTs), and at
 	// least a minute after a rate-limit answer that names no time.
@@ -113,24 +104,17 @@ type ghEvent struct {
 	deliveryID  int64     // the earliest delivery's id
 }
 
-// List implements Provider. An event whose original delivery is older than
-// the window (only redeliveries seen) gets a zero At: it cannot be judged
-// safely and is counted as too old.
+// List implements Provider. Events reach fn as soon as their group is
+// complete, page by page, so a listing that fails midway has fed what it
+// reached, and memory does not grow with the window.
 //
-// Events are handed to fn as soon as their group is complete, page by
-// page, so a listing that fails midway (a page error, a rate limit, the
-// function's timeout) has already fed what it reached, and memory does not
-// grow with the window. The rule: the list is newest first, and a
-// redelivery is always made after its original, so every redelivery of a
-// GUID is listed before (above) the original delivery, on the same page or
-// an earlier one. A GUID's group is therefore complete when its original
-// (redelivery false) is reached. Only GUIDs whose original is not reached
-// yet are held: redeliveries whose original lies further down, or before
-// the window; those left when the listing reaches an item older than the
-// window, or its end, are handed over last, as too old. A redelivery made
-// while the listing runs lands at the head of the list, before the pages
-// already read, and is not seen: it can only add a newer delivery to a
-// group already judged, which changes nothing the ledger lookup decides.
+// The list is newest first and a redelivery follows its original, so every
+// redelivery of a GUID is listed above the original. A group is complete
+// when its original (redelivery false) is reached. GUIDs seen only as
+// redeliveries wait; those left at the end have their original before the
+// window: they get a zero At and count as too old. A redelivery made during
+// the listing lands before the pages read; it could only add a newer
+// delivery to a judged group, which changes nothing.
 func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error) error {
 	pending := map[string]*ghEvent{} // GUIDs seen only as redeliveries so far
 	next := "/" + g.hook + "/deliveries?per_page=100"
@@ -180,8 +164,7 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 			return fmt.Errorf("github API: the next page's link %q leaves %s", providerapi.RedactURL(next), g.api.Base)
 		}
 	}
-	// Redeliveries whose original is before the window (or was not listed):
-	// not judged.
+	// Redeliveries whose original is before the window: not judged.
 	rest := make([]*ghEvent, 0, len(pending))
 	for _, e := range pending {
 		rest = append(rest, e)
@@ -200,7 +183,7 @@ func (g *GitHub) List(ctx context.Context, since time.Time, fn func(Event) error
 	return nil
 }
 
-// linkNext finds rel="next" in a Link header.
+// linkEntry is one entry of a Link header.
 var linkEntry = regexp.MustCompile(`<([^>]*)>\s*((?:;\s*[^;,]*)*)`)
 
 // nextLink returns the URL of rel="next" in a Link header, or "".
@@ -266,15 +249,10 @@ func (g *GitHub) Rebuild(ctx context.Context, ev Event) (Delivery, error) {
 		b = []byte("payload=" + url.QueryEscape(body.String()))
 	}
 	hdr.Set("Content-Type", ctype)
-	typ := d.Event
-	if typ == "" {
-		typ = ev.Type
-	}
-	return Delivery{Message: webhook.Message{ID: ev.ID, Type: typ, Body: b}, Header: hdr}, nil
+	return Delivery{Message: webhook.Message{ID: ev.ID, Type: cmp.Or(d.Event, ev.Type), Body: b}, Header: hdr}, nil
 }
 
-// Redeliver implements Redeliverer: GitHub delivers the event again, with
-// the same GUID, genuinely signed.
+// Redeliver implements Redeliverer: GitHub sends the event again, with its GUID.
 func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
 	if ev.ref == "" {
 		return fmt.Errorf("github delivery %s: no delivery id", ev.ID)

@@ -1,19 +1,17 @@
-// Package reconcile closes the gap the ledger cannot: events a sender never
-// managed to deliver (an endpoint down or misconfigured for longer than the
-// sender retries, or deliveries the sender dropped). It asks the provider's
-// API what it sent, or failed to send, in a window, looks each event up in
-// the ledger, and feeds every missing one through the receiver's own path:
-// a rebuilt delivery, signed with the tenant's webhook secret, posted to the
-// webhook URL or handed to the receiver function as API Gateway would. The
-// receiver then verifies, keys, dedups and enqueues it like any delivery, so
-// an event that arrives meanwhile, or is fed twice, is still processed once.
+// Package reconcile recovers events a sender never delivered (an endpoint
+// down longer than the sender retries, or deliveries it dropped). It asks
+// the provider's API what it sent in a window, looks each event up in the
+// ledger, and feeds each missing one through the receiver: rebuilt, signed
+// with the tenant's secret, posted to the webhook URL or handed to the
+// receiver function. The receiver dedups it like any delivery, so an event
+// fed twice, or arriving meanwhile, is still processed once.
 //
-// Providers whose APIs allow it implement Provider (Stripe's List Events,
-// GitHub's hook deliveries); docs/reconcile.md lists the others and why they
+// Stripe and GitHub implement Provider; docs/reconcile.md says why others
 // cannot.
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +20,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hookledger/hookledger/internal/fallback"
@@ -30,27 +27,23 @@ import (
 	"github.com/hookledger/hookledger/webhook"
 )
 
-// Event is one event a provider says it sent, or tried to send, to the
-// endpoint.
+// Event is one event a provider says it sent, or tried to send, to the endpoint.
 type Event struct {
-	// ID is the provider's id of the event: the key the receiver extracts
-	// by default (Stripe's event id, GitHub's delivery GUID).
-	ID string
-	// Type is the event type the delivery carries.
-	Type string
+	// ID is the provider's id of the event, the receiver's default key
+	// (Stripe's event id, GitHub's delivery GUID).
+	ID   string
+	Type string // the delivery's event type
 	// At is when the provider created the event or first tried to deliver
 	// it; no ledger record of it can be older.
-	At time.Time
-	// Failed is set when the provider records no successful delivery.
-	Failed bool
+	At     time.Time
+	Failed bool // the provider records no successful delivery
 
 	ref  string // provider handle to fetch the delivery (GitHub: a delivery id)
 	body []byte // the body, when the list already carried it (Stripe)
 }
 
-// Delivery is a webhook rebuilt from the provider's API: the body and the
-// id and type the provider's headers carry, plus headers the provider sends
-// that are not about the signature. Signing is the reconciler's job.
+// Delivery is a webhook rebuilt from the provider's API, unsigned: the
+// message and the provider's headers that are not about the signature.
 type Delivery struct {
 	Message webhook.Message
 	Header  http.Header
@@ -58,10 +51,8 @@ type Delivery struct {
 
 // Provider is what reconcile needs from a provider's API.
 type Provider interface {
-	// Name is the provider scheme ("stripe", "github").
-	Name() string
-	// Retention is how far back the provider's API reaches.
-	Retention() time.Duration
+	Name() string             // the provider scheme ("stripe", "github")
+	Retention() time.Duration // how far back the provider's API reaches
 	// List calls fn with every event sent or attempted at or after since,
 	// each once. It stops at fn's first error and returns it.
 	List(ctx context.Context, since time.Time, fn func(Event) error) error
@@ -73,8 +64,7 @@ type Provider interface {
 type scoper interface{ Scope() string }
 
 // Redeliverer is a provider that can send an event again itself (GitHub's
-// POST .../deliveries/{id}/attempts): a genuine, byte-identical delivery
-// through the front door.
+// POST .../attempts): a genuine delivery through the front door.
 type Redeliverer interface {
 	Redeliver(ctx context.Context, ev Event) error
 }
@@ -98,18 +88,15 @@ type Outcome struct {
 // (HTTPFeeder), or by invoking the receiver function (LambdaFeeder).
 type Feeder interface {
 	Feed(ctx context.Context, source, tenant string, hdr http.Header, body []byte) (Outcome, error)
-	// URL is the URL the receiver sees the delivery at, for schemes that
-	// sign it.
+	// URL is where the receiver sees the delivery, for schemes that sign it.
 	URL(source, tenant string) string
 }
 
-// RetentionMargin is kept between the reconcile window and the ledger's
-// retention: an event older than the retention minus this margin may have
-// had its record expire, and feeding it again would run its effects twice.
+// RetentionMargin is kept between the window and the ledger's retention: an
+// older event's record may have expired, and feeding it would run it twice.
 const RetentionMargin = time.Hour
 
-// Job is one reconciliation: one source and tenant against one provider
-// API.
+// Job is one reconciliation: one source and tenant against one provider API.
 type Job struct {
 	Source, Tenant string
 	Provider       Provider
@@ -117,17 +104,12 @@ type Job struct {
 	// resolved signing secrets (the first signs; the receiver accepts any).
 	Verifier *webhook.Verifier
 	Secrets  []string
-	// KeyFromBody says the source's configuration takes the key from
-	// somewhere other than the provider's id (key_path, key_header), so the
-	// key must be read from the rebuilt delivery, as the receiver would.
+	// KeyFromDelivery: the source keys events by key_path or key_header,
+	// so the key is read from the rebuilt delivery, as the receiver would.
 	KeyFromDelivery bool
-	// Window is how far back to look.
-	Window time.Duration
-	// MinAge leaves events younger than this to the sender's own delivery
-	// and retries.
-	MinAge time.Duration
-	// Retention is the ledger's retention; Window must stay RetentionMargin
-	// inside it.
+	Window          time.Duration // how far back to look
+	MinAge          time.Duration // younger events are left to the sender's retries
+	// Retention is the ledger's; Window stays RetentionMargin inside it.
 	Retention time.Duration
 	DryRun    bool
 	// Redeliver asks the provider to deliver missing events again itself,
@@ -166,10 +148,8 @@ type Counts struct {
 	TooOld    int `json:"too_old"`    // original delivery outside the window: not judged
 }
 
-// Recovered is how many missing events are now in the ledger: fed and
-// accepted, or answered duplicate. A requested redelivery is not counted:
-// GitHub was asked, and whether it delivered shows only in a later run
-// (Requested).
+// Recovered is how many missing events are now in the ledger (fed, or
+// answered duplicate); a requested redelivery shows only in a later run.
 func (c Counts) Recovered() int { return c.Fed + c.Duplicate }
 
 // Found is one missing event and what became of it.
@@ -194,27 +174,24 @@ type Report struct {
 
 // Reconciler runs jobs. Its fields are its dependencies.
 type Reconciler struct {
-	Ledger existence
-	Feeder Feeder // nil only for dry runs and redelivery
-	Log    *slog.Logger
-	Now    func() time.Time
-	// Concurrency is how many events are checked and fed at once (default 8).
-	Concurrency int
+	Ledger      existence
+	Feeder      Feeder // nil only for dry runs and redelivery
+	Log         *slog.Logger
+	Now         func() time.Time
+	Concurrency int // events checked and fed at once (default 8)
 	// Retries is how often a feed answered 5xx or unreachable is tried
 	// again (default 3), Backoff the first wait (default 1s, doubling).
 	Retries int
 	Backoff time.Duration
-	// Sleep pauses between feed attempts (tests inject it; nil: a timer).
-	Sleep func(ctx context.Context, d time.Duration) error
+	Sleep   func(ctx context.Context, d time.Duration) error // between feed attempts (nil: a timer)
 }
 
 func (r *Reconciler) now() time.Time { return fallback.Now(r.Now) }
 
 func (r *Reconciler) log() *slog.Logger { return fallback.Logger(r.Log) }
 
-// Run reconciles one job. The report holds what was done even when an
-// error stopped the run early (a provider API failure); per-event feed
-// failures are counted, not returned.
+// Run reconciles one job. The report holds what was done even when an error
+// stopped the run; per-event feed failures are counted, not returned.
 func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	now := r.now()
 	rep := Report{Source: job.Source, Tenant: job.Tenant, Provider: job.Provider.Name(), Since: now.Add(-job.Window).UTC(), DryRun: job.DryRun, Scope: "every event"}
@@ -237,11 +214,9 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	}
 	recent := now.Add(-job.MinAge)
 
-	workers := r.Concurrency
-	if workers <= 0 {
-		workers = 8
-	}
+	workers := fallback.Positive(r.Concurrency, 8)
 	var t tally
+	var seen, tooOld, tooRecent int // the listing's own; the workers book under t.mu
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan Event)
@@ -251,8 +226,7 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 			for ev := range work {
 				key, res, err := r.one(ctx, job, ev)
 				if err != nil {
-					// The ledger could not be read: the run cannot judge
-					// anything reliably; stop.
+					// The ledger is unreadable: nothing can be judged.
 					t.stop(err)
 					cancel()
 					continue
@@ -262,13 +236,13 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 		})
 	}
 	listErr := job.Provider.List(ctx, rep.Since, func(ev Event) error {
-		t.seen.Add(1)
+		seen++
 		switch {
 		case ev.At.Before(oldest) || ev.At.Before(rep.Since):
-			t.tooOld.Add(1)
+			tooOld++
 			return nil
 		case ev.At.After(recent):
-			t.tooRecent.Add(1)
+			tooRecent++
 			return nil
 		}
 		select {
@@ -281,7 +255,8 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 	close(work)
 	wg.Wait()
 
-	rep.Counts, rep.Found = t.counts(), t.sorted()
+	t.Seen, t.TooOld, t.TooRecent = seen, tooOld, tooRecent
+	rep.Counts, rep.Found = t.Counts, t.sorted()
 	if t.firstErr != nil {
 		return rep, t.firstErr
 	}
@@ -293,34 +268,32 @@ func (r *Reconciler) Run(ctx context.Context, job Job) (Report, error) {
 
 // tally gathers what a run's workers found.
 type tally struct {
-	seen, inLedger, missing, fed, dup, requested, failed, tooRecent, tooOld atomic.Int64
-
-	mu       sync.Mutex
+	mu sync.Mutex
+	Counts
 	found    []Found
 	firstErr error // what stopped the run
 }
 
-// judged books what checking one event came to: res is "" for an event in
-// the ledger, else what became of the missing one.
+// judged books one event: res is "" when it is in the ledger, else what became of it.
 func (t *tally) judged(key string, ev Event, res string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if res == "" {
-		t.inLedger.Add(1)
+		t.InLedger++
 		return
 	}
-	t.missing.Add(1)
+	t.Missing++
 	switch {
 	case res == "accepted":
-		t.fed.Add(1)
+		t.Fed++
 	case strings.HasPrefix(res, "duplicate"):
-		t.dup.Add(1)
+		t.Duplicate++
 	case res == "redelivery_requested":
-		t.requested.Add(1)
+		t.Requested++
 	case strings.HasPrefix(res, "failed"):
-		t.failed.Add(1)
+		t.Failed++
 	}
-	t.mu.Lock()
 	t.found = append(t.found, Found{Key: key, Type: ev.Type, At: ev.At.UTC(), Result: res})
-	t.mu.Unlock()
 }
 
 // stop keeps the first error that stopped the run.
@@ -330,12 +303,6 @@ func (t *tally) stop(err error) {
 		t.firstErr = err
 	}
 	t.mu.Unlock()
-}
-
-func (t *tally) counts() Counts {
-	return Counts{Seen: int(t.seen.Load()), InLedger: int(t.inLedger.Load()), Missing: int(t.missing.Load()), Fed: int(t.fed.Load()),
-		Duplicate: int(t.dup.Load()), Requested: int(t.requested.Load()), Failed: int(t.failed.Load()),
-		TooRecent: int(t.tooRecent.Load()), TooOld: int(t.tooOld.Load())}
 }
 
 // sorted is what the run found, oldest first (an empty list, not nil).
@@ -353,8 +320,6 @@ func (r *Reconciler) one(ctx context.Context, job Job, ev Event) (key, result st
 	key = ev.ID
 	var d *Delivery
 	if job.KeyFromDelivery {
-		// The source keys events differently from the provider's id: read
-		// the key from the delivery exactly as the receiver will.
 		rebuilt, err := job.Provider.Rebuild(ctx, ev)
 		if err != nil {
 			return key, "failed: rebuild: " + err.Error(), nil
@@ -413,7 +378,7 @@ func (r *Reconciler) missing(ctx context.Context, job Job, ev Event, key string,
 	return res
 }
 
-// sign returns the headers of d signed with the tenant's first secret.
+// sign returns d's headers, signed with the tenant's first secret.
 func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) {
 	if len(job.Secrets) == 0 {
 		return nil, errors.New("no signing secret")
@@ -435,26 +400,30 @@ func (r *Reconciler) sign(job Job, url string, d Delivery) (http.Header, error) 
 	return hdr, nil
 }
 
-// keyOf signs d and verifies it with the source's verifier, as the
-// receiver will, and returns the key that yields.
+// verified signs d for url and verifies it as the receiver will, returning headers and key.
+func (r *Reconciler) verified(job Job, url string, d Delivery) (http.Header, string, error) {
+	hdr, err := r.sign(job, url, d)
+	if err != nil {
+		return nil, "", fmt.Errorf("sign: %w", err)
+	}
+	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, job.Secrets, r.now())
+	if err != nil {
+		return nil, "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
+	}
+	return hdr, ev.ID, nil
+}
+
+// keyOf is the key the receiver will find in d.
 func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
+	if len(job.Secrets) == 0 {
+		return "", errors.New("the key comes from the delivery and no signing secret is configured to read it")
+	}
 	url := ""
 	if r.Feeder != nil {
 		url = r.Feeder.URL(job.Source, job.Tenant)
 	}
-	secrets := job.Secrets
-	if len(secrets) == 0 {
-		return "", errors.New("the key comes from the delivery and no signing secret is configured to read it")
-	}
-	hdr, err := r.sign(job, url, d)
-	if err != nil {
-		return "", fmt.Errorf("sign: %w", err)
-	}
-	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, secrets, r.now())
-	if err != nil {
-		return "", fmt.Errorf("the rebuilt delivery does not verify: %w", err)
-	}
-	return ev.ID, nil
+	_, key, err := r.verified(job, url, d)
+	return key, err
 }
 
 // feed signs d and hands it to the receiver, retrying answers that say
@@ -462,26 +431,15 @@ func (r *Reconciler) keyOf(job Job, d Delivery) (string, error) {
 // duplicate: the event is in the ledger.
 func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) string {
 	url := r.Feeder.URL(job.Source, job.Tenant)
-	hdr, err := r.sign(job, url, d)
+	// Never send a delivery the receiver would key differently.
+	hdr, got, err := r.verified(job, url, d)
 	if err != nil {
-		return "failed: sign: " + err.Error()
+		return "failed: " + err.Error()
 	}
-	// Check locally what the receiver will check, so a delivery it would
-	// key differently is never sent.
-	ev, err := job.Verifier.Verify(&webhook.Request{Method: http.MethodPost, URL: url, Header: hdr, Body: d.Message.Body}, job.Secrets, r.now())
-	if err != nil {
-		return "failed: the rebuilt delivery does not verify: " + err.Error()
+	if got != key {
+		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", got, key)
 	}
-	if ev.ID != key {
-		return fmt.Sprintf("failed: the rebuilt delivery keys as %q, not %q", ev.ID, key)
-	}
-	retries, wait := r.Retries, r.Backoff
-	if retries <= 0 {
-		retries = 3
-	}
-	if wait <= 0 {
-		wait = time.Second
-	}
+	retries, wait := fallback.Positive(r.Retries, 3), fallback.Positive(r.Backoff, time.Second)
 	var last string
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -495,15 +453,11 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 		d := wait
 		switch {
 		case err == nil && out.Status >= 200 && out.Status < 300:
-			if out.Result == "" {
-				return "accepted"
-			}
-			return out.Result
+			return cmp.Or(out.Result, "accepted")
 		case err == nil && out.Status == http.StatusConflict && out.Result == conflictResult:
-			// HOOKLEDGER_MISMATCH=reject: the ledger holds this key with
-			// other bytes. The rebuilt body never equals the original's
-			// bytes, so this is the sender's own delivery (a retry that won
-			// the race): the event is present.
+			// HOOKLEDGER_MISMATCH=reject: the key is held with other
+			// bytes. A rebuilt body never equals the original, so the
+			// sender's own delivery won the race: the event is present.
 			return conflictDuplicate
 		case err == nil && out.Status == http.StatusTooManyRequests:
 			// Throttled (API Gateway, the receiver's concurrency): later.
@@ -521,31 +475,16 @@ func (r *Reconciler) feed(ctx context.Context, job Job, key string, d Delivery) 
 		if attempt >= retries {
 			return "failed: " + last
 		}
-		if err := r.pause(ctx, d); err != nil {
+		if err := fallback.Sleep(ctx, d, r.Sleep); err != nil {
 			return "failed: " + err.Error()
 		}
 		wait *= 2
 	}
 }
 
-// conflictResult is the receiver's answer (409) to a key it holds with
-// other bytes under HOOKLEDGER_MISMATCH=reject; conflictDuplicate is what
-// reconcile records for it (counted as duplicate).
+// conflictResult is the receiver's 409 under HOOKLEDGER_MISMATCH=reject;
+// conflictDuplicate is what reconcile records for it (a duplicate).
 const (
 	conflictResult    = "rejected_conflict"
 	conflictDuplicate = "duplicate_rejected_conflict"
 )
-
-func (r *Reconciler) pause(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

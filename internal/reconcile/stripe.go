@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,18 +23,15 @@ const StripeAPI = "https://api.stripe.com"
 // stripeRetention is how far back List Events reaches.
 const stripeRetention = 30 * 24 * time.Hour
 
-// Stripe lists events with List Events (GET /v1/events), newest first,
-// 100 a page, following starting_after while has_more. By default it asks
-// only for the events Stripe could not deliver (delivery_success=false:
-// pending, or failed to at least one of the account's endpoints); All asks
-// for every event in the window, for when the endpoint was disabled (Stripe
-// sends nothing to a disabled endpoint, so those events never failed).
+// Stripe lists events with List Events (GET /v1/events, newest first,
+// following starting_after). By default it asks only for events Stripe
+// could not deliver (delivery_success=false); All asks for every event, for
+// an endpoint that was disabled (Stripe sends it nothing, so nothing failed).
 //
-// A rebuilt delivery is the Event object exactly as the API returned it.
-// It is the same event (id, type, created, data) but not the same bytes as
-// the original webhook: the API renders data in the event's api_version,
-// which differs from the webhook's when the endpoint pins another version,
-// and pending_webhooks is a live counter.
+// A rebuilt delivery is the Event object as the API returned it: the same
+// event, not the same bytes. The API renders data in the event's
+// api_version, which an endpoint may pin otherwise, and pending_webhooks is
+// a live counter.
 type Stripe struct {
 	api *providerapi.Client
 	// All lists every event in the window, not only undelivered ones.
@@ -41,9 +39,8 @@ type Stripe struct {
 	// Types keeps only these event types (the endpoint's enabled_events);
 	// "prefix.*" matches a family. Empty keeps all.
 	Types []string
-	// Thin lists thin events (GET /v2/core/events) instead of snapshot
-	// events: every one in the window, since that API cannot filter for
-	// the events Stripe could not deliver.
+	// Thin lists thin events (GET /v2/core/events): every one, as that API
+	// cannot filter undelivered ones.
 	Thin bool
 }
 
@@ -92,10 +89,7 @@ func NewStripe(o StripeOptions) (*Stripe, error) {
 	case o.Thin:
 		h.Set("Stripe-Version", thinAPIVersion)
 	}
-	c := o.Client
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
-	}
+	c := cmp.Or(o.Client, &http.Client{Timeout: 30 * time.Second})
 	return &Stripe{api: &providerapi.Client{Provider: "stripe", Base: base, HTTP: c, Header: h, UserAgent: userAgent, Hints: stripeHints}, All: o.All, Types: o.Types, Thin: o.Thin}, nil
 }
 
@@ -141,17 +135,22 @@ func (s *Stripe) query(since time.Time, after string) url.Values {
 	if !s.All {
 		q.Set("delivery_success", "false")
 	}
-	// types[] takes up to 20 exact names; families and longer lists are
-	// filtered here instead.
-	if len(s.Types) > 0 && len(s.Types) <= 20 && !slices.ContainsFunc(s.Types, func(t string) bool { return strings.HasSuffix(t, "*") }) {
-		for i, t := range s.Types {
-			q.Set(fmt.Sprintf("types[%d]", i), t)
-		}
-	}
+	s.typesQuery(q)
 	if after != "" {
 		q.Set("starting_after", after)
 	}
 	return q
+}
+
+// typesQuery asks the API for s.Types: types[N] takes up to 20 exact names;
+// families and longer lists are filtered here (wanted).
+func (s *Stripe) typesQuery(q url.Values) {
+	if len(s.Types) > 20 || slices.ContainsFunc(s.Types, func(t string) bool { return strings.HasSuffix(t, "*") }) {
+		return
+	}
+	for i, t := range s.Types {
+		q.Set(fmt.Sprintf("types[%d]", i), t)
+	}
 }
 
 func (s *Stripe) wanted(typ string) bool {
@@ -171,10 +170,8 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 	if s.Thin {
 		return s.listThin(ctx, since, fn)
 	}
-	// Pages never repeat an event: List Events is ordered newest first and
-	// starting_after is the last id of the previous page (a cursor by
-	// object id, not an offset), so events created meanwhile never shift
-	// the pages still to come. No set of ids seen is kept.
+	// starting_after is a cursor by object id, not an offset: events
+	// created meanwhile never shift the pages to come.
 	after := ""
 	for {
 		prev := after
@@ -194,8 +191,7 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 			if !s.wanted(h.Type) {
 				continue
 			}
-			// created[gte] keeps the list inside the window; a page that says
-			// has_more is still followed (the cursor moves on).
+			// created[gte] keeps the list inside the window.
 			ev := Event{ID: h.ID, Type: h.Type, At: time.Unix(h.Created, 0).UTC(), Failed: !s.All, body: raw}
 			if err := fn(ev); err != nil {
 				return err
@@ -210,8 +206,7 @@ func (s *Stripe) List(ctx context.Context, since time.Time, fn func(Event) error
 	}
 }
 
-// Rebuild implements Provider: the Event object the list returned is the
-// body.
+// Rebuild implements Provider: the listed Event object is the body.
 func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
 	if len(ev.body) == 0 {
 		return Delivery{}, fmt.Errorf("stripe event %s: no body listed", ev.ID)
@@ -219,13 +214,10 @@ func (s *Stripe) Rebuild(_ context.Context, ev Event) (Delivery, error) {
 	return Delivery{Message: webhook.Message{ID: ev.ID, Type: ev.Type, Body: ev.body}}, nil
 }
 
-// baseURL validates a configured API base URL against def, the provider's
-// own. The credential goes with every request and the answers are signed
-// with the tenant's webhook secret, so the URL must be on def's host unless
-// trusted says the operator vouches for it, or on a loopback host (localhost,
-// 127.0.0.0/8, ::1: tests and local stubs; the credential stays on the
-// machine). Plain http is allowed only to a loopback host, never to a name
-// that merely resolves nearby.
+// baseURL checks a configured API base URL against def, the provider's
+// own. The credential goes there and its answers get signed with the
+// tenant's secret, so another host needs trusted, unless it is loopback
+// (tests, local stubs). Plain http goes only to a loopback host.
 func baseURL(v, def string, trusted bool) (string, error) {
 	if v == "" {
 		return def, nil
@@ -240,7 +232,7 @@ func baseURL(v, def string, trusted bool) (string, error) {
 	case u.RawQuery != "" || u.Fragment != "":
 		return "", fmt.Errorf("api_url of %s has a query or fragment; want the API's base, such as %s", u.Host, def)
 	}
-	local := loopback(u.Hostname())
+	local := providerapi.Loopback(u.Hostname())
 	if u.Scheme == "http" && !local {
 		return "", fmt.Errorf("api_url of %s is plain http, which would send the API credential in clear text; use https (http is allowed only to localhost, 127.0.0.1 or ::1, for local stubs)", u.Host)
 	}
@@ -256,9 +248,6 @@ func baseURL(v, def string, trusted bool) (string, error) {
 	}
 	return strings.TrimRight(v, "/"), nil
 }
-
-// loopback reports whether host is localhost or a loopback address.
-func loopback(host string) bool { return providerapi.Loopback(host) }
 
 // userAgent is the reconciler's User-Agent.
 const userAgent = "hookledger-reconcile"
@@ -296,19 +285,13 @@ type v2EventHead struct {
 	Created time.Time `json:"created"`
 }
 
-// listThin lists thin events with the v2 List Events (GET /v2/core/events):
-// newest first, created[gte] for the window, types[N] for up to 20 exact
-// types, next_page_url until it is null. A listed event is the full event
-// (its data included), which hookledger's stripe package reads as it reads
-// a notification.
+// listThin lists thin events with the v2 List Events (GET /v2/core/events),
+// newest first, following next_page_url. A listed event is the full event,
+// which package stripe reads as it reads a notification.
 func (s *Stripe) listThin(ctx context.Context, since time.Time, fn func(Event) error) error {
 	q := url.Values{}
 	q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
-	if len(s.Types) > 0 && len(s.Types) <= 20 && !slices.ContainsFunc(s.Types, func(t string) bool { return strings.HasSuffix(t, "*") }) {
-		for i, t := range s.Types {
-			q.Set(fmt.Sprintf("types[%d]", i), t)
-		}
-	}
+	s.typesQuery(q)
 	next := "/v2/core/events?" + q.Encode()
 	seen := map[string]bool{}
 	for next != "" {

@@ -26,16 +26,11 @@ type Settings struct {
 	Specs            string // HOOKLEDGER_RECONCILE: the JSON array of Spec
 	ReceiverFunction string // HOOKLEDGER_RECEIVER_FUNCTION: feed by invoking the receiver function
 	WebhookURL       string // HOOKLEDGER_WEBHOOK_URL: or feed by posting to the webhook URL
-	// CredentialGrants is HOOKLEDGER_RECONCILE_GRANTS
-	// ("ssm=/PREFIX/reconcile;secretsmanager_prefix=PREFIX/reconcile/"):
-	// what the reconciler's role may read for credentials (template.yaml
-	// sets it; unset: not checked).
+	// CredentialGrants is HOOKLEDGER_RECONCILE_GRANTS: what the role may
+	// read for credentials (template.yaml sets it; unset: not checked).
 	CredentialGrants string
-	// Schedule is HOOKLEDGER_RECONCILE_SCHEDULE, the schedule expression
-	// the function runs on (template.yaml sets it from ReconcileSchedule in
-	// its Defaults):
-	// a spec whose window minus min_age is shorter than its interval is
-	// refused, as events would fall between two runs.
+	// Schedule is HOOKLEDGER_RECONCILE_SCHEDULE, the function's schedule;
+	// Config.Check refuses a spec that leaves gaps between runs.
 	Schedule string
 }
 
@@ -46,11 +41,9 @@ func LoadSettings(getenv func(string) string) Settings {
 		Schedule: getenv("HOOKLEDGER_RECONCILE_SCHEDULE")}
 }
 
-// NewConfig parses the sources and builds the secret resolver and the
-// ledger from the core configuration. HOOKLEDGER_SOURCES may be the JSON or,
-// as for the receiver, an "ssm:" or "secretsmanager:" reference to it (read
-// once). With HOOKLEDGER_SECRET_GRANTS set, every tenant's references are
-// checked against it, as the receiver checks them.
+// NewConfig parses the sources (the JSON, or a reference to it) and builds
+// the secret resolver and the ledger. With HOOKLEDGER_SECRET_GRANTS set,
+// tenants' references are checked against it, as the receiver does.
 func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Config, *ledger.Ledger, error) {
 	if err := c.ValidateReconciler(); err != nil {
 		return nil, nil, err
@@ -72,24 +65,20 @@ func NewConfig(c config.Config, cfg aws.Config, getenv func(string) string) (*Co
 	return &Config{Sources: srcs, Registry: reg, Secrets: secrets, Retention: c.Retention, Client: &http.Client{Timeout: 30 * time.Second}}, l, nil
 }
 
-// configReader is the slice of the Lambda client that reads a function's
-// configuration.
+// configReader is the slice of the Lambda client ReceiverSources calls.
 type configReader interface {
 	GetFunctionConfiguration(ctx context.Context, in *lambda.GetFunctionConfigurationInput, opts ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
 }
 
 var _ configReader = (*lambda.Client)(nil)
 
-// ReceiverSources reads the receiver function's own configuration. When c
-// has no sources it takes the receiver's HOOKLEDGER_SOURCES and
-// HOOKLEDGER_SECRET_GRANTS: the reconciler then verifies, keys and signs
-// with exactly the receiver's configuration, and its own environment stays
-// far below Lambda's 4 KB (the sources alone may take most of it). Always
-// it takes the receiver's HOOKLEDGER_RETENTION (unset there: the default,
-// as the receiver decides), since the window is safe only inside the
-// retention the deployed receiver writes records with. own is the caller's
-// HOOKLEDGER_RETENTION ("" when unset): a different value is refused, as it
-// means the caller believes something about the ledger that is not so.
+// ReceiverSources reads the receiver function's configuration. Without
+// sources in c it takes the receiver's HOOKLEDGER_SOURCES and
+// HOOKLEDGER_SECRET_GRANTS, so the reconciler signs exactly as the receiver
+// verifies, and its own environment stays under Lambda's 4 KB. It always
+// takes the receiver's HOOKLEDGER_RETENTION: a window is safe only inside
+// the retention records are written with. own, the caller's
+// HOOKLEDGER_RETENTION ("" when unset), must not differ from it.
 func ReceiverSources(ctx context.Context, c *config.Config, api configReader, function, own string) error {
 	out, err := api.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &function})
 	if err != nil {
@@ -120,8 +109,7 @@ func ReceiverSources(ctx context.Context, c *config.Config, api configReader, fu
 	return nil
 }
 
-// receiverRetention is the retention a receiver with HOOKLEDGER_RETENTION
-// v writes records with.
+// receiverRetention is the retention of a receiver with HOOKLEDGER_RETENTION=v.
 func receiverRetention(v string) (time.Duration, error) {
 	c, err := config.Load(func(k string) string {
 		if k == "HOOKLEDGER_RETENTION" {
@@ -135,10 +123,8 @@ func receiverRetention(v string) (time.Duration, error) {
 	return c.Retention, nil
 }
 
-// ParseSchedule returns the interval of an EventBridge schedule expression
-// (HOOKLEDGER_RECONCILE_SCHEDULE, ReconcileSchedule in the template's Defaults):
-// rate(N unit) exactly; a cron() expression gives 0 (not checked: its
-// longest gap is not computed here).
+// ParseSchedule returns the interval of a rate(N unit) schedule
+// expression; a cron() expression gives 0 (its longest gap is not computed).
 func ParseSchedule(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || strings.HasPrefix(v, "cron(") && strings.HasSuffix(v, ")") {
@@ -158,10 +144,9 @@ func ParseSchedule(v string) (time.Duration, error) {
 	return 0, fmt.Errorf("HOOKLEDGER_RECONCILE_SCHEDULE %q: want an EventBridge schedule expression, rate(1 hour) or cron(...)", v)
 }
 
-// FromConfig builds the scheduled reconciler function's handler. Without
-// HOOKLEDGER_SOURCES it reads the sources from the receiver function's
-// configuration. Every spec is checked now, so a misconfiguration stops the
-// function at cold start with a message naming the fix.
+// FromConfig builds the scheduled reconciler's handler; without
+// HOOKLEDGER_SOURCES it reads the receiver function's. Every spec is
+// checked here, so a misconfiguration stops the cold start.
 func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string) string, log *slog.Logger) (*Handler, error) {
 	lam := lambda.NewFromConfig(cfg)
 	if s.ReceiverFunction != "" && c.SourcesJSON == "" {
@@ -237,8 +222,7 @@ func FromConfig(c config.Config, s Settings, cfg aws.Config, getenv func(string)
 	return &Handler{Config: rc, Specs: specs, Reconciler: &Reconciler{Ledger: l, Feeder: feeder, Log: log}, Metrics: c.Metrics(), Log: log}, nil
 }
 
-// Handler is the scheduled reconciler: one run reconciles every configured
-// source and tenant.
+// Handler is the scheduled reconciler: a run reconciles every spec.
 type Handler struct {
 	Config     *Config
 	Specs      []Spec
@@ -253,12 +237,10 @@ type Summary struct {
 	Errors  []string `json:"errors,omitempty"`
 }
 
-// Handle runs every spec. Each adds its counts to the metrics
-// ReconcileSeen, ReconcileMissing (events the front door lost: alarmed),
-// ReconcileRecovered (now in the ledger), ReconcileRequested (GitHub
-// redeliveries asked for, not yet seen) and ReconcileFailed. It returns an error when any spec
-// could not run or any missing event could not be fed, so the function's
-// Errors alarm fires too.
+// Handle runs every spec, adding its counts to the metrics ReconcileSeen,
+// ReconcileMissing (what the front door lost: alarmed), ReconcileRecovered,
+// ReconcileRequested and ReconcileFailed. It fails when a spec could not
+// run or a missing event could not be fed, so the Errors alarm fires too.
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (Summary, error) {
 	sum := Summary{Reports: []Report{}}
 	var errs []error

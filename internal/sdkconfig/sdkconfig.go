@@ -1,8 +1,6 @@
-// Package sdkconfig loads the AWS SDK configuration for hookledger's CLI and
-// local runs: the SDK's full default chain, pointed at an emulator by
-// AWS_ENDPOINT_URL, with dummy credentials there so that local runs need no
-// account. The Lambda functions use config.LambdaAWS instead, which links
-// none of the chain.
+// Package sdkconfig loads the AWS SDK configuration for the CLI and local
+// runs: the full default chain, and dummy credentials for an emulator
+// (AWS_ENDPOINT_URL). Functions use config.LambdaAWS, which links no chain.
 package sdkconfig
 
 import (
@@ -13,10 +11,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 )
 
-// Load reads the SDK configuration from the environment with the full
-// credential chain (profiles, SSO, IMDS), for the CLI and local runs (AWS_ENDPOINT_URL
-// points it at an emulator). Outside Lambda, with an endpoint set and no
-// credentials, it uses dummy ones so that local runs need no AWS account.
+// Load reads the SDK configuration (dummy credentials for an emulator, outside Lambda).
 func Load(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 	var opts []func(*awsconfig.LoadOptions) error
 	if getenv("AWS_ENDPOINT_URL") != "" && getenv("AWS_ACCESS_KEY_ID") == "" && getenv("AWS_LAMBDA_FUNCTION_NAME") == "" {
