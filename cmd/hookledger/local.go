@@ -130,7 +130,7 @@ func sendLocal(ctx context.Context, dir string, wait time.Duration, stdout, stde
 		}
 		sent++
 	}
-	l, ok := openLedger(ctx, stderr, "local")
+	l, _, ok := openLedgerAndStore(ctx, stderr, "local")
 	if !ok {
 		return 1
 	}
