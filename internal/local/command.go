@@ -64,11 +64,15 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		os.Setenv(crashLogEnv, "1")
 	}
 	c, err := config.Load(os.Getenv)
-	if err == nil {
-		err = c.ValidateReceiver()
-	}
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\nRun `hookledger setup` to create the table and queues; it prints the variables to export.\n", err)
+		fmt.Fprintf(stderr, "dev: %v\n", err) // each error names its fix
+		return 2
+	}
+	if err := c.ValidateReceiver(); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		if c.QueueURL == "" { // what setup creates, and prints
+			fmt.Fprintln(stderr, "Run `hookledger setup` to create the table and queues; it prints the variables to export.")
+		}
 		return 2
 	}
 	log := c.Logger(stdout)
