@@ -52,6 +52,17 @@ func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*led
 	return l, payloadStore(c, cfg), true
 }
 
+// useFormat, before a command writes to the ledger, refuses a table of a
+// newer record format than this hookledger's and raises an older one
+// (ledger.UseFormat).
+func useFormat(ctx context.Context, l *ledger.Ledger, stderr io.Writer, cmd string) bool {
+	if _, err := l.UseFormat(ctx, ledger.WriteByUpdate); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n%s", cmd, err, awsHint(err, os.Getenv))
+		return false
+	}
+	return true
+}
+
 // payloadStore is the S3 payload store the configuration names, or nil.
 func payloadStore(c config.Config, cfg aws.Config) *blob.Store {
 	if c.PayloadBucket == "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // Dev's defaults: the flags' values when not given.
@@ -96,6 +97,10 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		fmt.Fprintf(stderr, "dev: %v\n", err)
 		return 2
+	}
+	if err := config.Start(ctx, "dev", c, cfg, ledger.WriteByUpdate, log); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 1
 	}
 	p.only(f.run)
 	var ln net.Listener
