@@ -155,6 +155,17 @@ func TestFormat1CountersSurviveTheFirstWrite(t *testing.T) {
 		t.Fatalf("taken over: %v, want 3 attempts, 1 failure, 2 interrupted", got)
 	}
 
+	// One still leased is refused at the first write's price.
+	leased := newID(t)
+	putFormat1(t, f, leased, ledger.Processing, 1, map[string]types.AttributeValue{"lease_until": n(f.clock.Now().Add(time.Minute).UnixMilli())})
+	f.meter.Reset()
+	if _, err := f.l.Claim(ctx, leased, time.Minute); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("claim of a leased record: %v, want ErrLeased", err)
+	}
+	if snap := f.meter.Snapshot(); snap["DynamoDB.UpdateItem"] != 1 || len(snap) != 1 {
+		t.Errorf("refused claim: %v, want one UpdateItem", snap)
+	}
+
 	// The reclaimer's first write does the same.
 	requeued := newID(t)
 	putFormat1(t, f, requeued, ledger.Failed, 2, nil)

@@ -261,7 +261,8 @@ func (l *Ledger) claim(ctx context.Context, id Key, d time.Duration, ev *Identit
 		"(#st = :processing AND lease_until <= :now))"
 	mine := func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }
 	rec, old, refused, err := l.update(ctx, "claim", id, p([]string{interruptedUp}), "attribute_exists(#format) AND "+cond, mine)
-	if err == nil && refused && old != nil && old.Format < Format {
+	if err == nil && refused && old != nil && old.Format < Format &&
+		!old.Status.Terminal() && !old.LeaseLive(now) && !old.Expired(now) && (ev == nil || old.Mismatch(*ev) == "") {
 		// Written before this format: the same claim, storing the counters
 		// as decoded (fromFormat1) on the version read. Once per record.
 		claimed := *old
