@@ -139,6 +139,16 @@
 //     replay guard take the same, so a payload never expires before its
 //     record.
 //
+// # Format
+//
+// Every write to a record stores the record format of the code (Format)
+// and its release. A record without one is format 1, written before 0.1.0:
+// the run counters it lacks are derived when it is read, and its first
+// write stores them. The table keeps its newest format in one item
+// ("ledger#meta", sort key "format"). UseFormat, at each cold start, reads
+// it, raises an older one and refuses a newer one: that code would misread
+// the records.
+//
 // # Sharing the table
 //
 // Other items may live in the table under their own partition keys

@@ -25,12 +25,13 @@ func (p *exprParts) String() string {
 }
 
 // parts starts an update: the SET assignments, the REMOVE paths, the
-// status placeholder #st and the values vals.
+// placeholders #st, #format and #release (reserved words) and the values
+// vals.
 func parts(set, remove []string, vals map[string]types.AttributeValue) *exprParts {
 	if vals == nil {
 		vals = map[string]types.AttributeValue{}
 	}
-	return &exprParts{set: set, remove: remove, names: map[string]string{"#st": attrStatus}, vals: vals}
+	return &exprParts{set: set, remove: remove, names: map[string]string{"#st": attrStatus, "#format": attrFormat, "#release": attrRelease}, vals: vals}
 }
 
 // uses reports whether expr mentions the placeholder p as a whole token.

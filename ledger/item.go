@@ -39,6 +39,8 @@ const (
 	attrPayloadRef = "payload_ref"
 	attrSkipped    = "skipped"
 	attrApplyStale = "apply_stale"
+	attrFormat     = "format"
+	attrRelease    = "release"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -75,10 +77,16 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		PayloadRef: dynamo.GetS(item, attrPayloadRef),
 		Skipped:    dynamo.GetS(item, attrSkipped),
 		ApplyStale: dynamo.GetMillis(item, attrApplyStale),
+		Format:     int(dynamo.GetN(item, attrFormat)),
+		Release:    dynamo.GetS(item, attrRelease),
 	}
 	// A run claimed before the counter existed and answered after takes
 	// back a count it never added: never show less than none.
 	r.Interrupted = max(0, int(dynamo.GetN(item, attrInterrupts)))
+	if r.Format == 0 {
+		r.Format = 1
+		r.fromFormat1(func(name string) bool { _, ok := item[name]; return ok })
+	}
 	if e := dynamo.GetN(item, attrExpires); e != 0 {
 		r.ExpiresAt = time.Unix(e, 0).UTC()
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/dynamo"
+	"github.com/hookledger/hookledger/version"
 )
 
 // Ledger is the DynamoDB ledger. Safe for concurrent use.
@@ -43,6 +45,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		Key: ev.Key, EventType: ev.Type, Status: Received, CreatedAt: now, UpdatedAt: now,
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
+		Format: Format, Release: version.Version,
 	}
 	token := dynamo.NewToken()
 	item := map[string]types.AttributeValue{
@@ -51,6 +54,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		attrStatus: dynamo.S(string(Received)), attrAttempts: dynamo.N(0), attrReclaims: dynamo.N(0),
 		attrCreated: dynamo.Millis(now), attrUpdated: dynamo.Millis(now), attrExpires: dynamo.N(rec.ExpiresAt.Unix()),
 		attrDueShard: dynamo.N(int64(rec.DueShard)), attrDueAt: dynamo.Millis(rec.DueAt), attrVersion: dynamo.N(1),
+		attrFormat: dynamo.N(Format), attrRelease: dynamo.S(version.Version),
 	}
 	if ev.Type != "" {
 		item[attrType] = dynamo.S(ev.Type)
@@ -244,17 +248,31 @@ func (l *Ledger) claim(ctx context.Context, id Key, d time.Duration, ev *Identit
 	if ev != nil {
 		want = *ev
 	}
-	rec, old, refused, err := l.update(ctx, "claim", id,
-		parts([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", interruptedUp, "updated_at = :now"}, nil,
+	p := func(counters []string) *exprParts {
+		return parts(append([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", "updated_at = :now"}, counters...), nil,
 			map[string]types.AttributeValue{
 				":processing": dynamo.S(string(Processing)), ":received": dynamo.S(string(Received)), ":failed": dynamo.S(string(Failed)),
 				":tok": dynamo.S(token), ":until": dynamo.Millis(now.Add(d)), ":now": dynamo.Millis(now), ":nows": dynamo.N(now.Unix()), ":zero": dynamo.N(0),
 				":sha": dynamo.S(want.BodySHA256), ":type": dynamo.S(want.Type), // identityCond's; dropped when unused
-			}),
-		"attribute_exists(pk) AND expires_at > :nows AND "+identityCond(ev)+"("+
-			"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR "+
-			"(#st = :processing AND lease_until <= :now))",
-		func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token })
+			})
+	}
+	cond := "attribute_exists(pk) AND expires_at > :nows AND " + identityCond(ev) + "(" +
+		"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR " +
+		"(#st = :processing AND lease_until <= :now))"
+	mine := func(r Record) bool { return r.Status == Processing && r.LeaseOwner == token }
+	rec, old, refused, err := l.update(ctx, "claim", id, p([]string{interruptedUp}), "attribute_exists(#format) AND "+cond, mine)
+	if err == nil && refused && old != nil && old.Format < Format &&
+		!old.Status.Terminal() && !old.LeaseLive(now) && !old.Expired(now) && (ev == nil || old.Mismatch(*ev) == "") {
+		// Written before this format: the same claim, storing the counters
+		// as decoded (fromFormat1) on the version read. Once per record.
+		claimed := *old
+		claimed.Interrupted++ // this run, as interruptedUp counts it
+		sets, vals := counterSets(claimed)
+		q := p(sets)
+		maps.Copy(q.vals, vals)
+		q.vals[":ver"] = dynamo.N(old.Version)
+		rec, old, refused, err = l.update(ctx, "claim", id, q, "ver = :ver AND "+cond, mine)
+	}
 	if err != nil {
 		return Lease{}, err
 	}
@@ -367,7 +385,8 @@ var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "release":
 // returns refused == true and old, the record that refused it (nil: none).
 func (l *Ledger) update(ctx context.Context, op string, id Key, p *exprParts, cond string, mine func(Record) bool) (rec Record, old *Record, refused bool, err error) {
 	p.vals[":one"] = dynamo.N(1)
-	p.set = append(p.set, attrVersion+" = "+attrVersion+" + :one")
+	p.vals[":format"], p.vals[":release"] = dynamo.N(Format), dynamo.S(version.Version)
+	p.set = append(p.set, attrVersion+" = "+attrVersion+" + :one", "#format = :format", "#release = :release")
 	expr := p.String()
 	// DynamoDB rejects names and values that the expressions do not use.
 	used := expr + " " + cond

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -238,6 +239,11 @@ func (l *Ledger) versioned(ctx context.Context, op string, rec Record, p *exprPa
 	p.vals[":by"] = dynamo.S(token)
 	p.vals[":now"] = dynamo.Millis(now)
 	p.set = append(p.set, attrWriter+" = :by")
+	if rec.Format < Format {
+		sets, vals := counterSets(rec) // the first write keeps what fromFormat1 derived
+		p.set = append(p.set, sets...)
+		maps.Copy(p.vals, vals)
+	}
 	cond := "ver = :ver"
 	if extra != "" {
 		cond += " AND " + extra

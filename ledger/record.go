@@ -69,6 +69,10 @@ type Record struct {
 	// ApplyStale is the ReplayedAt of a replay that asked to apply the
 	// event even if stale (see AppliesStale).
 	ApplyStale time.Time `json:"apply_stale,omitzero"`
+	// Format is the record format of the code that last wrote it (see
+	// Format), and Release that code's hookledger version ("" before 0.1.0).
+	Format  int    `json:"format,omitempty"`
+	Release string `json:"release,omitempty"`
 
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay

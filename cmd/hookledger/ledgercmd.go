@@ -22,6 +22,7 @@ import (
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/version"
 )
 
 // openLedgerAndStore opens the ledger and the S3 payload store, if any.
@@ -42,6 +43,17 @@ func openLedgerAndStore(ctx context.Context, stderr io.Writer, cmd string) (*led
 		return nil, nil, false
 	}
 	return l, payloadStore(c, cfg), true
+}
+
+// useFormat, before a command writes to the ledger, refuses a table of a
+// newer record format than this hookledger's and raises an older one
+// (ledger.UseFormat).
+func useFormat(ctx context.Context, l *ledger.Ledger, stderr io.Writer, cmd string) bool {
+	if _, err := l.UseFormat(ctx, ledger.WriteByUpdate); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n%s", cmd, err, awsHint(err, os.Getenv))
+		return false
+	}
+	return true
 }
 
 // payloadStore is the S3 payload store the configuration names, or nil.
@@ -88,6 +100,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "inspect: %v\n%s", err, awsHint(err, os.Getenv))
 		return 1
 	}
+	if rec.Format > ledger.Format {
+		fmt.Fprintf(stderr, "inspect: the record is format %d, newer than this hookledger (%s) reads: its counts may be wrong; use hookledger %s or later\n",
+			rec.Format, version.Version, rec.Release)
+	}
 	out := map[string]any{"record": rec, "runs": runsLine(rec)}
 	if rec.Skipped != "" {
 		// Skipped as stale: never ran, or after a run that may have applied it.
@@ -121,7 +137,12 @@ func runsLine(r ledger.Record) string {
 	if r.Status == ledger.Processing {
 		line += ", the one in progress included"
 	}
-	return line + "; " + plural(r.Reclaims, "re-drive") + " by the reclaimer"
+	line += "; " + plural(r.Reclaims, "re-drive") + " by the reclaimer"
+	if r.Format < ledger.Format {
+		// Written before 0.1.0: the counters it lacks are derived.
+		line += fmt.Sprintf("; a format %d record: counters it lacks are derived (CHANGELOG.md, 0.1.0)", r.Format)
+	}
+	return line
 }
 
 func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {

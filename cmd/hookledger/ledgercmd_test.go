@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/version"
 )
 
 // TestLedgerCommandsRefuseBadInput: list --limit -5 used to scan the whole
@@ -145,5 +148,78 @@ func TestInspectAndListShowTheRunCounters(t *testing.T) {
 	}
 	if want := got.Record.ExpiresAt.Add(-reclaimer.ExpiryMargin); !got.GivesUpAt.Equal(want) {
 		t.Errorf("gives_up_at %v, want a day before the expiry (%v)", got.GivesUpAt, want)
+	}
+}
+
+// TestInspectCountsFormat1Records: a record the code before 0.1.0 failed
+// three times, then this release failed three times more, shows six
+// failures (it showed three: the older code kept no failures counter), and
+// inspect says the format and release of the code that last wrote it.
+func TestInspectCountsFormat1Records(t *testing.T) {
+	cfg := awstest.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := awstest.Table(t, cfg)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", table)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	ctx := t.Context()
+	now := time.Now()
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	put := func(id string) ledger.Key {
+		t.Helper()
+		key := ledger.Key{Source: "stripe", Tenant: "acme", ID: id}
+		// As the older code left it: failed on its third run, no counters, no format.
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+			"pk": str(key.PK()), "sk": str("r"), "source": str("stripe"), "tenant": str("acme"), "event_key": str(id),
+			"event_type": str("invoice.paid"), "status": str("failed"), "attempts": n(3), "reclaims": n(0), "ver": n(7),
+			"created_at": n(now.Add(-time.Hour).UnixMilli()), "updated_at": n(now.UnixMilli()), "expires_at": n(now.Add(48 * time.Hour).Unix()),
+			"due_shard": n(0), "due_at": n(now.UnixMilli()), "last_error": str("payments API answered 503"),
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	inspect := func(id string) (rec ledger.Record, runs string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(ctx, []string{"inspect", id}, &out, &errb); code != 0 {
+			t.Fatalf("inspect: exit %d: %s", code, errb.String())
+		}
+		var got struct {
+			Record ledger.Record `json:"record"`
+			Runs   string        `json:"runs"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("inspect output %s: %v", out.String(), err)
+		}
+		return got.Record, got.Runs
+	}
+
+	untouched := put("evt_failed_before")
+	rec, runs := inspect(untouched.ID)
+	if rec.Format != 1 || rec.Release != "" || !strings.HasPrefix(runs, "3 runs begun: 3 runs failed by the handler") || !strings.Contains(runs, "format 1") {
+		t.Errorf("untouched: format %d, release %q, runs %q", rec.Format, rec.Release, runs)
+	}
+
+	id := put("evt_failed_across")
+	l, _ := ledger.New(db, ledger.Options{Table: table})
+	for range 3 {
+		lease, err := l.Claim(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Fail(ctx, lease, "payments API answered 503", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, runs = inspect(id.ID)
+	if !strings.HasPrefix(runs, "6 runs begun: 6 runs failed by the handler") || !strings.Contains(runs, "0 runs interrupted") {
+		t.Errorf("runs %q, want 6 begun, 6 failed, 0 interrupted", runs)
+	}
+	if rec.Format != ledger.Format || rec.Release != version.Version {
+		t.Errorf("format %d, release %q; want %d, %s", rec.Format, rec.Release, ledger.Format, version.Version)
 	}
 }

@@ -37,7 +37,7 @@ func runOrder(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cmd, src, tenant, res := q.cmd, q.src, q.tenant, q.resource
 	l, _, ok := openLedgerAndStore(ctx, stderr, cmd)
-	if !ok {
+	if !ok || q.sub == "reset" && !useFormat(ctx, l, stderr, cmd) {
 		return 1
 	}
 	var o ledger.Order

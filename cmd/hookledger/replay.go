@@ -176,6 +176,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return cli.Fail(stderr, "replay", 2, err)
 	}
+	if !useFormat(ctx, l, stderr, "replay") {
+		return 1
+	}
 	r := &replayer{ledger: l, sqs: sqs.NewFromConfig(cfg), queueURL: c.QueueURL, store: payloadStore(c, cfg), now: time.Now, stdout: stdout, stderr: stderr}
 	return r.run(ctx, o)
 }

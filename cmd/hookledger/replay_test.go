@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -326,5 +327,40 @@ func TestPlural(t *testing.T) {
 		if got := plural(n, "attempt"); got != want {
 			t.Errorf("plural(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestWritingCommandsRefuseANewerFormat: replay and order reset read the
+// table's record format first, and write nothing to a table a later
+// release raised past what this hookledger knows.
+func TestWritingCommandsRefuseANewerFormat(t *testing.T) {
+	f := replaySetup(t)
+	id := f.event(t, f.l, "evt_newer_table", ledger.Dead)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", f.l.Table())
+	t.Setenv("HOOKLEDGER_QUEUE_URL", f.qurl)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	db := dynamodb.NewFromConfig(awstest.Config(t))
+	if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(f.l.Table()), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "ledger#meta"}, "sk": &types.AttributeValueMemberS{Value: "format"},
+		"format": &types.AttributeValueMemberN{Value: "99"}, "release": &types.AttributeValueMemberS{Value: "7.0.0"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"replay", "--source", "stripe", "--tenant", "acme", "--id", id.ID},
+		{"order", "reset", "--source", "stripe", "--tenant", "acme", "--yes", "sub_1"},
+	} {
+		var errb bytes.Buffer
+		code := run(t.Context(), args, &bytes.Buffer{}, &errb)
+		if code != 1 || !strings.Contains(errb.String(), "record format 99, written by hookledger 7.0.0") || !strings.Contains(errb.String(), "Deploy hookledger v7.0.0 or later") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+	if got := f.status(t, id); got != ledger.Dead {
+		t.Errorf("the refused replay left the record %s", got)
+	}
+	if msgs := f.drain(t, f.qurl); len(msgs) != 0 {
+		t.Errorf("the refused replay enqueued %d messages", len(msgs))
 	}
 }

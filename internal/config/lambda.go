@@ -1,11 +1,17 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/ledger"
+	"github.com/hookledger/hookledger/version"
 )
 
 // LambdaAWS builds a function's SDK configuration from what the runtime sets
@@ -45,4 +51,32 @@ func MustLoad(function string) (Config, aws.Config) {
 		Fatal(function, err)
 	}
 	return c, cfg
+}
+
+// formatCheckTimeout bounds the cold start's read of the table's format.
+const formatCheckTimeout = 10 * time.Second
+
+// Start checks the table's record format (ledger.UseFormat, raising it
+// with w, the write the function's role has) and logs the function's one
+// cold-start line with the version. A table of a newer format is an error
+// naming the release to deploy.
+func Start(ctx context.Context, function string, c Config, cfg aws.Config, w ledger.FormatWrite, log *slog.Logger) error {
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), c.LedgerOptions())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, formatCheckTimeout)
+	defer cancel()
+	if _, err := l.UseFormat(ctx, w); err != nil {
+		return err
+	}
+	log.Info("cold start", "function", function, "version", version.Version, "format", ledger.Format)
+	return nil
+}
+
+// MustStart is Start for a function's main: an error stops the cold start.
+func MustStart(function string, c Config, cfg aws.Config, w ledger.FormatWrite, log *slog.Logger) {
+	if err := Start(context.Background(), function, c, cfg, w, log); err != nil {
+		Fatal(function, err)
+	}
 }

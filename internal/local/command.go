@@ -21,6 +21,7 @@ import (
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // Dev's defaults: the flags' values when not given.
@@ -61,11 +62,15 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 		os.Setenv(crashLogEnv, "1")
 	}
 	c, err := config.Load(os.Getenv)
-	if err == nil {
-		err = c.ValidateReceiver()
-	}
 	if err != nil {
-		fmt.Fprintf(stderr, "dev: %v\nRun `hookledger setup` to create the table and queues; it prints the variables to export.\n", err)
+		fmt.Fprintf(stderr, "dev: %v\n", err) // each error names its fix
+		return 2
+	}
+	if err := c.ValidateReceiver(); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		if c.QueueURL == "" { // what setup creates, and prints
+			fmt.Fprintln(stderr, "Run `hookledger setup` to create the table and queues; it prints the variables to export.")
+		}
 		return 2
 	}
 	log := c.Logger(stdout)
@@ -86,6 +91,10 @@ func (d DevCommand) Run(ctx context.Context, args []string, stdout, stderr io.Wr
 	p, err := New(c, cfg, effects.Routes, os.Getenv, log)
 	if err != nil {
 		return cli.Fail(stderr, "dev", 2, err)
+	}
+	if err := config.Start(ctx, "dev", c, cfg, ledger.WriteByUpdate, log); err != nil {
+		fmt.Fprintf(stderr, "dev: %v\n", err)
+		return 1
 	}
 	p.only(f.run)
 	var ln net.Listener

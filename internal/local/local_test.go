@@ -186,3 +186,32 @@ func TestRunLeavesOutTheMissingParts(t *testing.T) {
 		t.Fatalf("no parts: Run returned %v", err)
 	}
 }
+
+// TestDevNamesTheFixForTheOldEnvironment: an environment kept from before
+// 0.1.0 (HOOKLEDGER_MAX_RECLAIMS set) is refused with the message that
+// says to unset it; dev also told the user to run `hookledger setup`,
+// which changes nothing. The hint stays for what setup does fix: no queue.
+func TestDevNamesTheFixForTheOldEnvironment(t *testing.T) {
+	for k, v := range map[string]string{"HOOKLEDGER_SETTINGS": "", "HOOKLEDGER_SOURCES_FILE": "", "HOOKLEDGER_METRICS": "",
+		"HOOKLEDGER_TABLE": "hookledger", "HOOKLEDGER_SOURCES": `{}`} {
+		t.Setenv(k, v)
+	}
+	dev := func() string {
+		t.Helper()
+		var errb bytes.Buffer
+		if code := (DevCommand{Program: "hookledger"}).Run(t.Context(), nil, &bytes.Buffer{}, &errb); code != 2 {
+			t.Fatalf("exit %d, want 2; stderr %q", code, errb.String())
+		}
+		return errb.String()
+	}
+	t.Setenv("HOOKLEDGER_QUEUE_URL", "http://localhost:4566/000000000000/hookledger")
+	t.Setenv("HOOKLEDGER_MAX_RECLAIMS", "5")
+	if got := dev(); !strings.Contains(got, "HOOKLEDGER_MAX_RECLAIMS is gone") || !strings.Contains(got, "unset it") || strings.Contains(got, "setup") {
+		t.Errorf("old environment: stderr %q; want the reason and the fix (unset it), not hookledger setup", got)
+	}
+	t.Setenv("HOOKLEDGER_MAX_RECLAIMS", "")
+	t.Setenv("HOOKLEDGER_QUEUE_URL", "")
+	if got := dev(); !strings.Contains(got, "HOOKLEDGER_QUEUE_URL is empty") || !strings.Contains(got, "hookledger setup") {
+		t.Errorf("no queue: stderr %q; want hookledger setup, which creates it", got)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -167,5 +170,37 @@ func TestHandlerFailuresSpendAttempts(t *testing.T) {
 	}
 	if rec.Interrupted != 5 {
 		t.Errorf("interrupted %d, want the 5 crashed runs", rec.Interrupted)
+	}
+}
+
+// TestFormat1RecordKeepsItsBudget: a record the code before 0.1.0 failed
+// three times (no failures counter: it spent MaxAttempts on every run) has
+// two failures left, not a fresh five.
+func TestFormat1RecordKeepsItsBudget(t *testing.T) {
+	t.Parallel()
+	f, s := setupBudget(t)
+	const k = "evt_failed_by_older_code"
+	msg := f.message(t, k, "scripted")
+	// As the older code left it: failed on its third run, no format.
+	if _, err := f.db.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.l.Table()), Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: ledger.Key{Source: "stripe", Tenant: "acme", ID: k}.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}},
+		UpdateExpression:          aws.String("SET #st = :failed, attempts = :three REMOVE failures, interrupted, #format, #release"),
+		ExpressionAttributeNames:  map[string]string{"#st": "status", "#format": "format", "#release": "release"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":failed": &types.AttributeValueMemberS{Value: "failed"}, ":three": &types.AttributeValueMemberN{Value: "3"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.failing(true)
+	for i := 4; i <= 5; i++ {
+		acked := f.deliver(t, msg)
+		rec := f.record(t, k)
+		if rec.Failures != i || (i < 5) != (rec.Status == ledger.Failed) || acked != (i == 5) {
+			t.Fatalf("run %d: acked %v, %s; want the fifth failure to bury it", i, acked, runs(rec))
+		}
+		f.clock.Advance(time.Minute)
+	}
+	if rec := f.record(t, k); rec.Status != ledger.Dead || !strings.Contains(rec.LastError, "failed 5 times") {
+		t.Fatalf("%s, want dead after 5 failures", runs(rec))
 	}
 }

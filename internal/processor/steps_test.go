@@ -57,6 +57,7 @@ func (d *downstream) check(name string) hookledger.CheckFunc {
 
 type stepFixture struct {
 	l     *ledger.Ledger
+	db    *dynamodb.Client // the ledger's table, for records as older code left them
 	h     *processor.Handler
 	r     *hookledger.Router // the processor's routes: tests may add more
 	clock *fakeclock.Clock
@@ -80,11 +81,12 @@ func setupSteps(t *testing.T) *stepFixture {
 	m := awstest.NewMeter()
 	cfg := awstest.Config(t, m.APIOption)
 	c := fakeclock.New(time.Now().UTC())
-	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: awstest.Table(t, cfg), Now: c.Now})
+	db := dynamodb.NewFromConfig(cfg)
+	l, err := ledger.New(db, ledger.Options{Table: awstest.Table(t, cfg), Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &stepFixture{l: l, clock: c, down: &downstream{effects: map[string]int{}}, meter: m}
+	f := &stepFixture{l: l, db: db, clock: c, down: &downstream{effects: map[string]int{}}, meter: m}
 	d := f.down
 	step := func(name string) func(ctx context.Context, key string) (string, error) {
 		return func(ctx context.Context, key string) (string, error) { return d.do(name, key), nil }

@@ -8,15 +8,19 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/receiver"
+	"github.com/hookledger/hookledger/ledger"
 )
 
-// Main reads the configuration and serves deliveries; a setting that
-// cannot work stops it at cold start, naming the fix.
+// Main reads the configuration and serves deliveries; a setting that cannot
+// work, or a table of a newer record format, stops it at cold start, naming
+// the fix.
 func Main() {
 	c, cfg := config.MustLoad("receiver")
-	h, err := receiver.FromConfig(c, cfg, os.Getenv, c.Logger(os.Stdout))
+	log := c.Logger(os.Stdout)
+	h, err := receiver.FromConfig(c, cfg, os.Getenv, log)
 	if err != nil {
 		config.Fatal("receiver configuration", err)
 	}
+	config.MustStart("receiver", c, cfg, ledger.WriteByPut, log)
 	lambda.Start(h.Handle)
 }
