@@ -11,7 +11,9 @@
 // forwarded to the forward bus as they came (ForwardEvents), and, when
 // STRIPE_API_KEY is set, Stripe's thin billing-meter error reports, whose
 // meter is fetched from Stripe's API (STRIPE_API_URL: the tests' stand-in)
-// and notified once.
+// and notified once. And an InOrder route, customer.subscription.updated
+// (Subscriptions), whose applied states the notification stub records in
+// order, for the deployed tests of ordered resources (lab/upgrade).
 package effect
 
 import (
@@ -38,6 +40,7 @@ func Register(r *hookledger.Router, s *hookledger.Settings) error {
 		Notifier: notifier,
 	})
 	r.Handle("stripe", "customer.updated", hookledger.ForwardEvents)
+	r.Handle("stripe", SubscriptionType, &Subscriptions{Notifier: notifier}, hookledger.InOrder(stripe.Object), hookledger.SkipStale())
 	if key := s.Optional("STRIPE_API_KEY", ""); key != "" {
 		f, err := stripe.NewFetcher(stripe.Options{Key: key, BaseURL: s.Optional("STRIPE_API_URL", "")})
 		if err != nil {
@@ -77,6 +80,37 @@ func (h *MeterErrors) HandleEvent(ctx context.Context, ev *hookledger.Event) err
 		return h.Notifier.Send(ctx, key, Notification{
 			To: "billing-ops", Text: fmt.Sprintf("Meter %s (%s, %s) reported errors", meter.DisplayName, meter.ID, meter.Status), Event: ev.ID,
 		})
+	}, hookledger.AtMostOnce(), hookledger.Check(h.Notifier.Sent))
+	return err
+}
+
+// SubscriptionType is the event Subscriptions handles, in order.
+const SubscriptionType = "customer.subscription.updated"
+
+// Subscriptions applies a subscription's updates in order (InOrder by
+// Stripe's created, stale ones skipped): its "apply" step announces the
+// new state through the notification API, at most once, so the stub's log
+// is the order the states were applied in.
+type Subscriptions struct {
+	Notifier *Notifier
+}
+
+// HandleEvent applies the update.
+func (h *Subscriptions) HandleEvent(ctx context.Context, ev *hookledger.Event) error {
+	var in struct {
+		Data struct {
+			Object struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(ev.Body, &in); err != nil || in.Data.Object.ID == "" {
+		return hookledger.Permanent(fmt.Errorf("%s: body is not a subscription: %v", SubscriptionType, err))
+	}
+	sub := in.Data.Object
+	_, err := ev.Step(ctx, "apply", func(ctx context.Context, key string) (string, error) {
+		return h.Notifier.Send(ctx, key, Notification{To: sub.ID, Text: fmt.Sprintf("Subscription %s is %s", sub.ID, sub.Status), Event: ev.ID})
 	}, hookledger.AtMostOnce(), hookledger.Check(h.Notifier.Sent))
 	return err
 }

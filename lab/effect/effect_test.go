@@ -3,6 +3,7 @@ package effect_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -186,5 +187,40 @@ func TestNotifyCheckDoesNotTake404ForNotSent(t *testing.T) {
 	// the exact object.
 	if _, err := (&effect.Payments{BaseURL: srv.URL, Client: srv.Client()}).Find(t.Context(), "hl_none"); !errors.Is(err, hookledger.ErrNotDone) {
 		t.Fatalf("Find of a missing charge: %v, want ErrNotDone", err)
+	}
+}
+
+// subscription is a customer.subscription.updated event of sub at created.
+func subscription(id, sub string, created int64) hookledger.Event {
+	body := fmt.Sprintf(`{"id":%q,"type":%q,"created":%d,"data":{"object":{"id":%q,"object":"subscription","status":"active"}}}`,
+		id, effect.SubscriptionType, created, sub)
+	return hookledger.Event{Source: "stripe", Tenant: "acme", ID: id, Type: effect.SubscriptionType, Body: []byte(body)}
+}
+
+// TestSubscriptionsApplyInOrderOnce: an update is announced once through a
+// crash after its announcement, and an older update that comes after it
+// is skipped, announcing nothing.
+func TestSubscriptionsApplyInOrderOnce(t *testing.T) {
+	t.Parallel()
+	a := &apis{charges: map[string]string{}, accounts: map[string]string{}, notes: map[string]int{}}
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	r := hookledger.NewRouter()
+	if err := effect.Register(r, hookledger.SettingsMap(map[string]string{"PAYMENTS_URL": srv.URL, "NOTIFY_URL": srv.URL})); err != nil {
+		t.Fatal(err)
+	}
+	tr := hookledgertest.New(r.Lookup("stripe", effect.SubscriptionType))
+	newer, older := subscription("evt_s2", "sub_1", 1700000200), subscription("evt_s1", "sub_1", 1700000100)
+	if res := tr.Run(t.Context(), newer, hookledgertest.CrashAfter("apply")); res.Status != hookledgertest.Crashed {
+		t.Fatal(res)
+	}
+	if res := tr.Run(t.Context(), newer); res.Status != hookledgertest.Done {
+		t.Fatal(res)
+	}
+	if res := tr.Run(t.Context(), older); res.Status != hookledgertest.Stale {
+		t.Fatalf("older after newer: %v, want stale", res)
+	}
+	if n, m := a.notes[newer.IdempotencyKey("apply")], a.notes[older.IdempotencyKey("apply")]; n != 1 || m != 0 {
+		t.Fatalf("announced the newer update %d times and the older %d; want once and never", n, m)
 	}
 }

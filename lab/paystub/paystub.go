@@ -15,6 +15,7 @@ package paystub
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -70,6 +71,16 @@ type Stats struct {
 	// Notifications sent, and per event.
 	Notifications  int            `json:"notifications"`
 	NotifiedEvents map[string]int `json:"notified_per_event"`
+	// Refused counts, per event, the charge requests a Failure refused.
+	Refused map[string]int `json:"refused_per_event"`
+}
+
+// Failure makes the stub refuse a customer's new charges with Status: the
+// first Times requests, or every one when Times is 0. A 5xx is retried by
+// the lab's effect; a 4xx is permanent (the card declined).
+type Failure struct {
+	Status int
+	Times  int
 }
 
 // Server is the stub. Use New; serve it with net/http.
@@ -84,6 +95,10 @@ type Server struct {
 	FailEvery int
 	news      int
 
+	failures map[string]Failure // by customer
+	refused  map[string]int     // refused requests by customer
+	refusals map[string]int     // refused requests by event
+
 	notes  []*Notification
 	keyLog map[string][]time.Time // charge requests per idempotency key
 }
@@ -94,7 +109,17 @@ type entry struct {
 }
 
 // New returns an empty stub.
-func New() *Server { return &Server{byKey: map[string]*entry{}, keyLog: map[string][]time.Time{}} }
+func New() *Server {
+	return &Server{byKey: map[string]*entry{}, keyLog: map[string][]time.Time{},
+		failures: map[string]Failure{}, refused: map[string]int{}, refusals: map[string]int{}}
+}
+
+// Fail refuses the customer's new charges as f says, from now on.
+func (s *Server) Fail(customer string, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[customer] = f
+}
 
 // ServeHTTP routes the stub's API:
 //
@@ -165,6 +190,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "injected failure; retry"})
 		return
 	}
+	if f, ok := s.failures[req.Customer]; ok && (f.Times == 0 || s.refused[req.Customer] < f.Times) {
+		s.refused[req.Customer]++
+		s.refusals[req.Event]++
+		writeJSON(w, f.Status, map[string]string{"error": fmt.Sprintf("customer %s refused (%d)", req.Customer, f.Status)})
+		return
+	}
 	c := &Charge{ID: fmt.Sprintf("ch_%06d", len(s.charges)+1), Amount: req.Amount, Currency: req.Currency,
 		Customer: req.Customer, Event: req.Event, Account: req.Account, IdempotencyKey: key, Created: time.Now().UTC()}
 	s.charges = append(s.charges, c)
@@ -226,7 +257,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{Charges: len(s.charges), Requests: s.requests, Replays: s.replays, PerEvent: map[string]int{},
-		Notifications: len(s.notes), NotifiedEvents: map[string]int{}}
+		Notifications: len(s.notes), NotifiedEvents: map[string]int{}, Refused: maps.Clone(s.refusals)}
 	for _, c := range s.charges {
 		st.PerEvent[c.Event]++
 	}

@@ -76,3 +76,29 @@ func TestLookupByKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFailRefusesACustomer: a customer's charges are refused as its Failure
+// says (a number of times, or always), counted per event; others are not.
+func TestFailRefusesACustomer(t *testing.T) {
+	t.Parallel()
+	s := New()
+	s.Fail("cus_flaky", Failure{Status: http.StatusServiceUnavailable, Times: 2})
+	s.Fail("cus_declined", Failure{Status: http.StatusBadRequest})
+	for i, want := range []int{503, 503, 200, 200} {
+		if w := charge(t, s, "kf", `{"amount":5,"currency":"usd","customer":"cus_flaky","event":"evt_f"}`); w.Code != want {
+			t.Errorf("cus_flaky request %d: %d, want %d", i+1, w.Code, want)
+		}
+	}
+	for i := range 3 {
+		if w := charge(t, s, "kd", `{"amount":5,"currency":"usd","customer":"cus_declined","event":"evt_d"}`); w.Code != 400 {
+			t.Errorf("cus_declined request %d: %d, want 400", i+1, w.Code)
+		}
+	}
+	if w := charge(t, s, "ko", `{"amount":5,"currency":"usd","customer":"cus_other","event":"evt_o"}`); w.Code != 200 {
+		t.Errorf("another customer: %d, want 200", w.Code)
+	}
+	st := s.Stats()
+	if st.Refused["evt_f"] != 2 || st.Refused["evt_d"] != 3 || st.Refused["evt_o"] != 0 || st.PerEvent["evt_f"] != 1 || st.PerEvent["evt_d"] != 0 {
+		t.Fatalf("refused %v, charged %v; want evt_f refused 2 then charged once, evt_d refused 3 and never charged", st.Refused, st.PerEvent)
+	}
+}
