@@ -5,4 +5,4 @@ package version
 
 // Version is this release, by semantic versioning: below 1.0 a minor
 // release may change the API or the template, and CHANGELOG.md says how.
-const Version = "0.1.0"
+const Version = "0.2.0"
