@@ -5,6 +5,9 @@
 #   - no package of the proof lab (lab/) in the product's dependency graph, tests included
 #   - the idempotency module on the root module's public packages only: no internal/ package in
 #     its dependencies, and none imported by its tests
+#   - gofmt changes nothing
+#   - the size budgets hold (go run ./lab/cmd/budget: product lines, one event's reading path, file
+#     and function lengths, root exports, docs, no import pointing up a layer)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -56,6 +59,18 @@ fi
 if imps=$(go list -test -f '{{join .Imports "\n"}}' ./idempotency/... | grep "$internal"); then
   say "an idempotency test imports the root module's internal packages (the module's tests keep their helpers in helpers_test.go):"
   echo "$imps" | sort -u | sed 's/^/  /' >&2
+  fail=1
+fi
+
+if unformatted=$(gofmt -l $(git ls-files '*.go')) && [[ -n "$unformatted" ]]; then
+  say "gofmt would change these files (run: gofmt -w <file>):"
+  echo "$unformatted" | sed 's/^/  /' >&2
+  fail=1
+fi
+
+if ! out=$(go run ./lab/cmd/budget --check 2>&1); then
+  say "a size budget is exceeded (shrink it, or raise the budget in lab/cmd/budget in a commit that says why):"
+  echo "$out" | grep -E 'OVER|budget:' | sed 's/^/  /' >&2
   fail=1
 fi
 
