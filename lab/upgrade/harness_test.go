@@ -59,7 +59,7 @@ type phaseReport struct {
 	name, from, to string
 	deploy         time.Duration
 	settled        time.Duration
-	inFlight       map[string]int // state in flight at the deploy -> records
+	inFlight       map[string]int // at the deploy: records by status, and messages on each queue
 	crashes        []string       // crash points that fired
 	refused        string         // the rollback's refusal at cold start, if any
 }

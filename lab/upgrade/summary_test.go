@@ -56,7 +56,7 @@ func (h *harness) summary(t *testing.T) {
 	fmt.Println("\nupgrade: summary (payments and notification stubs' logs, the ledger's records)")
 	w.Flush()
 	for _, p := range h.phase {
-		fmt.Printf("upgrade: %s %s -> %s: deployed in %s, settled %s later; in flight at the deploy: %s; crashes: %s\n",
+		fmt.Printf("upgrade: %s %s -> %s: deployed in %s, settled %s later; at the deploy, records by status and messages by queue: %s; crashes: %s\n",
 			p.name, p.from, p.to, p.deploy.Round(time.Second), p.settled.Round(time.Second), counts(p.inFlight), strings.Join(p.crashes, ", "))
 		if p.refused != "" {
 			fmt.Printf("upgrade: %s: refused at cold start: %s\n", p.name, p.refused)
