@@ -4,6 +4,8 @@
 #   make sam-build       sam build with small binaries (-trimpath, stripped, lambda.norpc)
 #   make e2e             deploy template.yaml into MiniStack, drive it, assert, tear down
 #   make e2e-examples    the same for the idempotency examples (idempotency/example)
+#   make e2e-upgrade     the previous release (lab/upgrade/previous) deployed, upgraded to this tree
+#                        and rolled back with work in flight; a sam init project upgraded
 #   make local           deploy this repository, effect/ as it is, into MiniStack with IAM enforced
 #                        (samconfig.toml's [local] section), send signed test events, list the ledger;
 #                        the stack stays up until make local-down
@@ -18,7 +20,7 @@ DEPLOY_ARCH ?= arm64
 # template (TrimGoPath), the rest from here; CGO off so the binary has no libc dependency.
 DEPLOY_GOFLAGS ?= -tags=lambda.norpc '-ldflags=-s -w'
 
-.PHONY: lint-template sam-build e2e e2e-examples deploy-tools local local-down
+.PHONY: lint-template sam-build e2e e2e-examples e2e-upgrade deploy-tools local local-down
 
 deploy-tools:
 	bash $(DEPLOY_ROOT)/scripts/tools.sh
@@ -36,6 +38,9 @@ e2e: deploy-tools
 
 e2e-examples: deploy-tools
 	bash $(DEPLOY_ROOT)/lab/scripts/e2e-examples.sh
+
+e2e-upgrade: deploy-tools
+	cd $(DEPLOY_ROOT) && go test -tags upgrade -count=1 -v -timeout 15m ./lab/upgrade/
 
 local:
 	cd $(DEPLOY_ROOT) && go run ./cmd/hookledger local

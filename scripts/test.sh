@@ -2,7 +2,8 @@
 # make test: vet, unit and integration tests with -race against MiniStack
 # (started here unless one already answers on :4566, stopped afterwards),
 # brief fuzzing, the SAM template checks (offline), the deployed-stack
-# end-to-end test (make e2e) and the idempotency examples' (lab/scripts/e2e-examples.sh).
+# end-to-end test (make e2e), the idempotency examples' (lab/scripts/e2e-examples.sh),
+# and the upgrade and rollback from the previous release (make e2e-upgrade).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,10 +18,12 @@ echo "== go vet"
 go vet ./... ./idempotency/... ./lab/...
 go vet -tags crashpoints ./... ./idempotency/... ./lab/...
 go vet -tags e2e ./lab/e2e/ ./idempotency/example/
+go vet -tags upgrade ./lab/upgrade/
 echo "== staticcheck"
 .tools/bin/staticcheck ./... ./idempotency/... ./lab/...
 .tools/bin/staticcheck -tags crashpoints ./... ./idempotency/... ./lab/...
 .tools/bin/staticcheck -tags e2e ./lab/e2e/ ./idempotency/example/
+.tools/bin/staticcheck -tags upgrade ./lab/upgrade/
 echo "== go test -race: the product (unit and integration, against $HOOKLEDGER_TEST_ENDPOINT)"
 go test -race -count=1 ./...
 echo "== go test -race: the idempotency module (its own go.mod; ./... from the root does not enter it)"
@@ -37,3 +40,5 @@ echo "== deployed stack end to end (sam build, CloudFormation deploy into MiniSt
 bash lab/scripts/e2e.sh
 echo "== idempotency examples end to end (HTTP API and SQS consumer deployed into MiniStack on the same port)"
 bash lab/scripts/e2e-examples.sh
+echo "== upgrade and rollback (the previous release of lab/upgrade/previous deployed into MiniStack with IAM enforced, this tree over it and back, work in flight; a sam init project upgraded)"
+go test -tags upgrade -count=1 -v -timeout 15m ./lab/upgrade/

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/hookledger/hookledger/internal/engine"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -29,10 +28,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/sdkconfig"
+	"github.com/hookledger/hookledger/lab/crash"
 	"github.com/hookledger/hookledger/lab/paystub"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
@@ -353,43 +352,18 @@ func (d *demo) setupStack(ctx context.Context, cfg aws.Config) (func(), error) {
 	if d.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: d.table}); err != nil {
 		return nil, err
 	}
-	lam := lambda.NewFromConfig(cfg)
-	fn, err := lam.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: &d.processorFn})
+	restore, err := crash.Arm(ctx, lambda.NewFromConfig(cfg), d.processorFn, d.crash, d.crashMark)
 	if err != nil {
-		return nil, fmt.Errorf("read processor function %s: %w", d.processorFn, err)
-	}
-	env := map[string]string{}
-	if fn.Environment != nil {
-		maps.Copy(env, fn.Environment.Variables)
-	}
-	restore := maps.Clone(env)
-	env["HOOKLEDGER_CRASH"], env["HOOKLEDGER_CRASH_MARK"] = d.crash, d.crashMark
-	if _, err := lam.UpdateFunctionConfiguration(ctx, &lambda.UpdateFunctionConfigurationInput{
-		FunctionName: &d.processorFn, Environment: &lambdatypes.Environment{Variables: env},
-	}); err != nil {
-		return nil, fmt.Errorf("arm the crash on %s: %w", d.processorFn, err)
+		return nil, err
 	}
 	fmt.Fprintf(d.stdout, "demo: deployed stack: webhooks under %s, ledger %s, crash %s armed on %s, payments stub %s\n",
 		d.base, d.table, d.crash, d.processorFn, d.paymentsAddr)
-	return func() {
-		lam.UpdateFunctionConfiguration(context.Background(), &lambda.UpdateFunctionConfigurationInput{
-			FunctionName: &d.processorFn, Environment: &lambdatypes.Environment{Variables: restore},
-		})
-	}, nil
+	return func() { restore(context.Background()) }, nil
 }
 
 // crashCount is how many of the armed crashes happened: each leaves its
 // mark file (the dev pipeline and the stack's Lambdas alike).
-func (d *demo) crashCount() int {
-	points, _ := inject.ParseCrash(d.crash)
-	n := 0
-	for p := range points {
-		if _, err := os.Stat(inject.CrashMarkFile(d.crashMark, p)); err == nil {
-			n++
-		}
-	}
-	return n
-}
+func (d *demo) crashCount() int { return len(crash.Fired(d.crash, d.crashMark)) }
 
 // crashesArmed is how many crash points the demo armed.
 func (d *demo) crashesArmed() int {
