@@ -70,6 +70,10 @@ type Record struct {
 	// event even if stale (see AppliesStale).
 	ApplyStale time.Time `json:"apply_stale,omitzero"`
 
+	// Trace is the X-Ray trace header of the event's first delivery, which
+	// every re-send of the event carries (Create; empty before it existed).
+	Trace string `json:"trace,omitempty"`
+
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay
 }
