@@ -1,11 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/hookledger/hookledger/internal/trace"
 )
 
 // LambdaAWS builds a function's SDK configuration from what the runtime sets
@@ -45,4 +48,10 @@ func MustLoad(function string) (Config, aws.Config) {
 		Fatal(function, err)
 	}
 	return c, cfg
+}
+
+// Tracer is the span recorder HOOKLEDGER_SPANS asks for, nil when it asks
+// for none. Spans name the function, or hookledger-part outside Lambda.
+func (c Config) Tracer(cfg aws.Config, part string, log *slog.Logger) (*trace.Tracer, error) {
+	return trace.New(c.Spans, cfg, cmp.Or(c.FunctionName, "hookledger-"+part), log)
 }
