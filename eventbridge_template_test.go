@@ -87,6 +87,7 @@ func TestBusRoleReadsNoSecret(t *testing.T) {
 		"SourcesDocumentSsm":            {"ssm:GetParameter"},
 		"SourcesDocumentSecretsManager": {"secretsmanager:GetSecretValue"},
 		"kms":                           {"kms:Decrypt"},
+		"Tracing":                       {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
 	}
 	sts := statementsOf(t, tp, "BusRole")
 	for sid, st := range sts {

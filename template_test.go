@@ -19,6 +19,7 @@ import (
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/internal/trace"
 	"gopkg.in/yaml.v3"
 )
 
@@ -75,6 +76,7 @@ func TestEnvironmentsFitLambdas4KB(t *testing.T) {
 		"HOOKLEDGER_RECONCILE_SCHEDULE": 64, // an edited schedule expression
 		"HOOKLEDGER_FORWARD_BUS":        tp.maxLen(t, "ForwardEventBus"),
 		"HOOKLEDGER_BUS_DLQ_URL":        160,
+		"HOOKLEDGER_SPANS":              len(trace.XRay),
 	}
 	for _, fn := range []string{"ReceiverFunction", "ProcessorFunction", "ReclaimerFunction", "ReconcilerFunction", "BusFunction"} {
 		total := 0

@@ -46,6 +46,9 @@ const (
 	skPayload = "p"
 )
 
+// attrTrace is the record's trace header (Record.Trace).
+const attrTrace = "trace"
+
 func key(id Key, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: dynamo.S(id.PK()), attrSK: dynamo.S(sk)}
 }
@@ -80,6 +83,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		Format:     int(dynamo.GetN(item, attrFormat)),
 		Release:    dynamo.GetS(item, attrRelease),
 	}
+	r.Trace = dynamo.GetS(item, attrTrace)
 	// A run claimed before the counter existed and answered after takes
 	// back a count it never added: never show less than none.
 	r.Interrupted = max(0, int(dynamo.GetN(item, attrInterrupts)))

@@ -30,7 +30,13 @@ type NewEvent struct {
 	// PayloadRef, when set, says the body is kept outside the ledger
 	// (Record.PayloadRef); no payload item is written for it.
 	PayloadRef string
+	// Trace is the delivery's trace header (Record.Trace), at most
+	// MaxTrace bytes.
+	Trace string
 }
+
+// MaxTrace is the longest trace header a record keeps: X-Ray's is 74 bytes.
+const MaxTrace = 128
 
 // Create claims ev's identity with one conditional put. The first caller
 // gets created == true; every other caller gets the existing record and
@@ -46,6 +52,7 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 		ExpiresAt: now.Add(l.retention(ev.Source)).Truncate(time.Second), BodySHA256: ev.BodySHA256,
 		DueShard: shardOf(pk, l.opt.Shards), DueAt: now.Add(l.opt.ReclaimAfter), Version: 1, PayloadRef: ev.PayloadRef,
 		Format: Format, Release: version.Version,
+		Trace: ev.Trace,
 	}
 	token := dynamo.NewToken()
 	item := map[string]types.AttributeValue{
@@ -67,6 +74,12 @@ func (l *Ledger) Create(ctx context.Context, ev NewEvent) (Record, bool, error) 
 			return Record{}, false, fmt.Errorf("%w: payload reference is %d bytes, over %d", ErrInvalid, len(ev.PayloadRef), MaxPayloadRef)
 		}
 		item[attrPayloadRef] = dynamo.S(ev.PayloadRef)
+	}
+	if ev.Trace != "" {
+		if len(ev.Trace) > MaxTrace {
+			return Record{}, false, fmt.Errorf("%w: trace header is %d bytes, over %d", ErrInvalid, len(ev.Trace), MaxTrace)
+		}
+		item[attrTrace] = dynamo.S(ev.Trace)
 	}
 	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           &l.opt.Table,

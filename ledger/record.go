@@ -74,6 +74,10 @@ type Record struct {
 	Format  int    `json:"format,omitempty"`
 	Release string `json:"release,omitempty"`
 
+	// Trace is the X-Ray trace header of the event's first delivery, which
+	// every re-send of the event carries (Create; empty before it existed).
+	Trace string `json:"trace,omitempty"`
+
 	creator string // the request token of the Create that wrote it
 	writer  string // the request token of the last reclaimer transition or Replay
 }

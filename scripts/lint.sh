@@ -50,12 +50,13 @@ if grep -q '^  FrontDoor:$' "$template"; then
     -e '/^  SecretsPrefix:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: hookledger\/lint/' \
     -e '/^  ReconcileConfig:$/,/^  [A-Za-z]*:$/ s/^    Default: "\[\]"$/    Default: '"'"'[{"source":"stripe","tenant":"acme","credential":"ssm:\/x\/reconcile\/k"}]'"'"'/' \
     -e '/^  InboundEventBus:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: lint-inbound/' \
-    -e '/^  ForwardEventBus:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: lint-forward/' "$template" >"$both"
+    -e '/^  ForwardEventBus:$/,/^  [A-Za-z]*:$/ s/^    Default: ""$/    Default: lint-forward/' \
+    -e '/^  Tracing:$/,/^  [A-Za-z]*:$/ s/^    Default: "Off"$/    Default: XRay/' "$template" >"$both"
   for want in '^    Default: Both$' '^    Default: 14$' '^    Default: hookledger/lint$' '^    Default: .\[{"source"' \
-    '^    Default: lint-inbound$' '^    Default: lint-forward$'; do
+    '^    Default: lint-inbound$' '^    Default: lint-forward$' '^    Default: XRay$'; do
     grep -q "$want" "$both" || { echo "lint: could not make the every-option copy ($want)" >&2; exit 1; }
   done
-  echo "lint: checkov with every option on (FrontDoor=Both, LargeBodyStoreDays=14, SecretsPrefix, ReconcileConfig listing a source, InboundEventBus, ForwardEventBus)"
+  echo "lint: checkov with every option on (FrontDoor=Both, LargeBodyStoreDays=14, SecretsPrefix, ReconcileConfig listing a source, InboundEventBus, ForwardEventBus, Tracing=XRay)"
   checkov_on "$both"
 fi
 echo "lint: ok"

@@ -24,6 +24,7 @@ import (
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -31,7 +32,8 @@ import (
 // TestPipelineChargesOnce drives the real handlers through hookledger dev's
 // HTTP server, SQS pollers and reclaimer ticker against the emulator, with
 // sequential and concurrent duplicates, and checks the payments stub: every
-// invoice charged and notified exactly once.
+// invoice charged and notified exactly once. The processor's line of each
+// event names the trace its receiver made and its record keeps.
 func TestPipelineChargesOnce(t *testing.T) {
 	cfg := awstest.Config(t)
 	table := awstest.Table(t, cfg)
@@ -47,7 +49,8 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := local.New(c, cfg, engine.MustRoutes(fx.routes()), func(string) string { return "" }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	logs := &lockedBuffer{}
+	d, err := local.New(c, cfg, engine.MustRoutes(fx.routes()), func(string) string { return "" }, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +114,39 @@ func TestPipelineChargesOnce(t *testing.T) {
 	if charges, notes, twice, notifiedTwice := fx.counts(); charges != events || notes != events || twice != 0 || notifiedTwice != 0 {
 		t.Fatalf("%d charges (%d twice), %d notifications (%d twice): want %d events charged and notified once each", charges, twice, notes, notifiedTwice, events)
 	}
+	processed := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "event" || m["outcome"] != "processed" {
+			continue
+		}
+		processed++
+		rec, err := l.Get(t.Context(), ledger.Key{Source: "stripe", Tenant: "acme", ID: fmt.Sprint(m["event_id"])})
+		if err != nil || m["trace_id"] == nil || m["trace_id"] != trace.ID(rec.Trace) {
+			t.Errorf("%v processed with trace_id %v; its record keeps %q (%v)", m["event_id"], m["trace_id"], rec.Trace, err)
+		}
+	}
+	if processed < events {
+		t.Errorf("%d processed lines, want %d", processed, events)
+	}
+}
+
+// lockedBuffer is a log sink the pipeline's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -352,7 +353,7 @@ func (r *replayer) one(ctx context.Context, rec ledger.Record, o replayOptions) 
 		return fmt.Errorf("%s: %w", rec.Key, err)
 	}
 	msg := queue.Message{Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID, Type: rec.EventType, SHA256: rec.BodySHA256,
-		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef}
+		Body: body, ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef, Trace: rec.Trace}
 	snd := &queue.Sender{API: r.sqs, URL: r.queueURL}
 	if err := snd.Send(ctx, msg); err != nil {
 		return fmt.Errorf("%s: back to received in the ledger, but the enqueue failed (%v); the reclaimer will re-drive it once it is due (HOOKLEDGER_RECLAIM_AFTER), or run replay again later", rec.Key, err)
@@ -396,7 +397,8 @@ receive:
 		if o.limit > 0 {
 			n = int32(min(10, o.limit-looked))
 		}
-		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &o.dlq, MaxNumberOfMessages: n, WaitTimeSeconds: 1, VisibilityTimeout: 60})
+		out, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &o.dlq, MaxNumberOfMessages: n, WaitTimeSeconds: 1, VisibilityTimeout: 60,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAWSTraceHeader}})
 		if err != nil {
 			fmt.Fprintf(r.stderr, "replay: receive from %s: %v\n", o.dlq, err)
 			t.failed++
@@ -459,7 +461,10 @@ func (r *replayer) redriveOne(ctx context.Context, o replayOptions, m sqstypes.M
 		return !o.dry
 	}
 	if !o.dry {
-		if _, err := r.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &r.queueURL, MessageBody: m.Body}); err != nil {
+		// The record's trace, else the one the message came with.
+		in := &sqs.SendMessageInput{QueueUrl: &r.queueURL, MessageBody: m.Body,
+			MessageSystemAttributes: queue.TraceAttributes(cmp.Or(dl.Record.Trace, m.Attributes[queue.TraceAttribute]))}
+		if _, err := r.sqs.SendMessage(ctx, in); err != nil {
 			t.failed++
 			fmt.Fprintf(r.stderr, "replay: %s: send to %s: %v (it stays in the DLQ)\n", name, r.queueURL, err)
 			return false

@@ -1,8 +1,8 @@
-// Package awsjson makes the three AWS calls the functions need beside
-// DynamoDB, SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue,
-// an asynchronous Lambda Invoke) as HTTPS requests signed with SigV4, using
-// the SDK's core but not its service clients: those weigh 2.2 MB of every
-// binary that links them (docs/deploy.md, "Binary sizes").
+// Package awsjson makes the AWS calls the functions need beside DynamoDB,
+// SQS and S3 (SSM GetParameter, Secrets Manager GetSecretValue, an
+// asynchronous Lambda Invoke, X-Ray's OTLP spans) as HTTPS requests signed
+// with SigV4, using the SDK's core but not its service clients: those weigh
+// 2.2 MB of every binary that links them (docs/deploy.md, "Binary sizes").
 //
 // Errors are smithy.APIError values with the service's code and the HTTP
 // status, as the clients' are; throttling, 5xx answers and broken
@@ -273,5 +273,19 @@ func (l Lambda) InvokeAsync(ctx context.Context, function string, payload []byte
 		return fmt.Errorf("invoke: %q is not a function name", function)
 	}
 	_, err := l.c.do(ctx, "lambda", "/2015-03-31/functions/"+function+"/invocations", h, payload, jsonError)
+	return err
+}
+
+// XRay sends spans to X-Ray's OTLP traces endpoint, which authorizes them
+// as xray:PutTraceSegments.
+type XRay struct{ c *Client }
+
+// NewXRay returns a span sender on cfg.
+func NewXRay(cfg aws.Config) XRay { return XRay{New(cfg)} }
+
+// PutSpans posts one gzipped OTLP/HTTP JSON request.
+func (x XRay) PutSpans(ctx context.Context, body []byte) error {
+	h := http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}}
+	_, err := x.c.do(ctx, "xray", "/v1/traces", h, body, jsonError)
 	return err
 }

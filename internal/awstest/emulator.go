@@ -145,16 +145,28 @@ const drainVisibility = 5
 // bound (a queue that never settles then shows in the caller's counts).
 func Drain(t testing.TB, client *sqs.Client, url string) []string {
 	t.Helper()
-	ctx := context.Background()
 	var bodies []string
+	for _, m := range DrainMessages(t, client, url) {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	return bodies
+}
+
+// DrainMessages is Drain returning the messages, with their trace header
+// (the AWSTraceHeader system attribute) where they carry one.
+func DrainMessages(t testing.TB, client *sqs.Client, url string) []sqstypes.Message {
+	t.Helper()
+	ctx := context.Background()
+	var msgs []sqstypes.Message
 	deadline := time.Now().Add(4 * drainVisibility * time.Second)
 	for empty := 0; ; {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility})
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAWSTraceHeader}})
 		if err != nil {
 			t.Fatalf("drain %s: %v", url, err)
 		}
 		for _, m := range out.Messages {
-			bodies = append(bodies, aws.ToString(m.Body))
+			msgs = append(msgs, m)
 			client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
 		}
 		if len(out.Messages) > 0 {
@@ -167,7 +179,7 @@ func Drain(t testing.TB, client *sqs.Client, url string) []string {
 		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url,
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		if err != nil || attrs.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] == "0" || time.Now().After(deadline) {
-			return bodies
+			return msgs
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

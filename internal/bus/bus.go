@@ -25,8 +25,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/metric"
+	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/receiver"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/jsoncheck"
 )
 
@@ -37,7 +39,7 @@ type sources interface {
 
 // claimer is the receiver's claim path.
 type claimer interface {
-	Claim(ctx context.Context, d receiver.Delivery, log *slog.Logger) (receiver.Result, string)
+	Claim(ctx context.Context, d receiver.Delivery, log *slog.Logger) (r receiver.Result, body, traceID string)
 }
 
 // parker keeps an event that cannot be taken, with the reason.
@@ -113,9 +115,10 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	start := time.Now()
 	log := h.logger().With("message_id", msg.MessageId)
 	var (
-		dl     delivery
-		reason string
-		result receiver.Result
+		dl      delivery
+		reason  string
+		result  receiver.Result
+		traceID string
 	)
 	defer func() {
 		if p := recover(); p != nil {
@@ -135,6 +138,9 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 		if result != "" {
 			attrs = append(attrs, "result", string(result))
 		}
+		if traceID != "" {
+			attrs = append(attrs, "trace_id", traceID)
+		}
 		if reason != "" {
 			attrs = append(attrs, "reason", reason)
 		}
@@ -152,7 +158,8 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	if reason != "" {
 		return h.park(ctx, log, msg.Body, reason, dl)
 	}
-	result, why := h.Claim.Claim(ctx, dl.d, log)
+	dl.d.Trace = h.eventContext(ctx, msg)
+	result, why, traceID := h.Claim.Claim(ctx, dl.d, log)
 	switch result {
 	case receiver.Accepted:
 		return Accepted
@@ -303,6 +310,17 @@ func (h *Handler) park(ctx context.Context, log *slog.Logger, body, reason strin
 		return Retry
 	}
 	return Parked
+}
+
+// eventContext is the trace context a bus event keeps: the one its intake
+// message carries (EventBridge passes a traced putter's on), else a new
+// trace, sampled as this invocation is.
+func (h *Handler) eventContext(ctx context.Context, msg events.SQSMessage) trace.Context {
+	if c, ok := trace.Parse(msg.Attributes[queue.TraceAttribute]); ok {
+		return c
+	}
+	lam, _ := trace.FromLambda(ctx)
+	return trace.NewRoot(h.now(), lam.Sampled)
 }
 
 func (h *Handler) logger() *slog.Logger { return fallback.Logger(h.Log) }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/jsoncheck"
 	"github.com/hookledger/hookledger/ledger"
 )
@@ -93,6 +94,9 @@ type Config struct {
 	LogLevel         string // LOG_LEVEL: debug, info (DefaultLogLevel), warn, error
 	Stage            string // HOOKLEDGER_STAGE, the metrics' Stage dimension (default DefaultStage)
 	EmitMetrics      bool   // write CloudWatch EMF lines: in Lambda, or with HOOKLEDGER_METRICS=1
+	// Spans (HOOKLEDGER_SPANS) is where spans go: trace.XRay, or a
+	// collector's OTLP/HTTP traces URL; "" (default): no spans.
+	Spans string
 }
 
 // SettingsVar holds settings as one JSON object keyed by variable name, e.g.
@@ -119,6 +123,7 @@ var setByParameter = map[string]string{
 	"HOOKLEDGER_EFFECT_SETTINGS":    "EffectSettings",
 	"HOOKLEDGER_RECONCILE":          "ReconcileConfig",
 	"HOOKLEDGER_FORWARD_BUS":        "ForwardEventBus",
+	"HOOKLEDGER_SPANS":              "Tracing",
 }
 
 // SettingNames returns the variables HOOKLEDGER_SETTINGS may set.
@@ -244,6 +249,7 @@ func Load(getenv func(string) string) (Config, error) {
 	v.num("HOOKLEDGER_PAYLOAD_STORE_DAYS", &c.PayloadStoreDays)
 	v.str("LOG_LEVEL", &c.LogLevel)
 	v.str("HOOKLEDGER_STAGE", &c.Stage)
+	v.str("HOOKLEDGER_SPANS", &c.Spans)
 	return c, errors.Join(v.errs...)
 }
 
@@ -357,6 +363,9 @@ func (c Config) validateCommon() []error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
+	}
+	if err := trace.CheckSpans(c.Spans); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/version"
 )
@@ -79,4 +81,10 @@ func MustStart(function string, c Config, cfg aws.Config, w ledger.FormatWrite, 
 	if err := Start(context.Background(), function, c, cfg, w, log); err != nil {
 		Fatal(function, err)
 	}
+}
+
+// Tracer is the span recorder HOOKLEDGER_SPANS asks for, nil when it asks
+// for none. Spans name the function, or hookledger-part outside Lambda.
+func (c Config) Tracer(cfg aws.Config, part string, log *slog.Logger) (*trace.Tracer, error) {
+	return trace.New(c.Spans, cfg, cmp.Or(c.FunctionName, "hookledger-"+part), log)
 }

@@ -122,6 +122,10 @@ type Config struct {
 	Forward func(ctx context.Context, f Forwarded) (string, error)
 	// Guard answers an InOrder route (nil: the route fails, ErrNoGuard).
 	Guard Guard
+	// Trace, when set, is told as each step begins (its name and downstream
+	// key) and, through the function it returns, as it ends: whether its
+	// function ran, and the step's error.
+	Trace func(name, key string) func(ran bool, err error)
 }
 
 // Run is one attempt of one event's handler.
@@ -166,6 +170,10 @@ func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error
 	}
 	defer func() { r.leave(spec.Name, err != nil) }()
 	key := r.cfg.Key(spec.Name)
+	if r.cfg.Trace != nil {
+		end := r.cfg.Trace(spec.Name, key)
+		defer func() { end(r.ran(spec.Name), err) }()
+	}
 	st := r.state(spec.Name)
 	if st.Status == Done {
 		return st.Result, nil
@@ -282,6 +290,13 @@ func (r *Run) leave(name string, failed bool) {
 		r.failed[name] = true
 	}
 	r.mu.Unlock()
+}
+
+// ran reports whether the step's function ran in this run.
+func (r *Run) ran(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[name] > 0
 }
 
 func (r *Run) state(name string) State {

@@ -153,7 +153,8 @@ func (d *Pipeline) poll(ctx context.Context, timeout time.Duration) {
 	for ctx.Err() == nil {
 		out, err := d.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: &d.QueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
+				sqstypes.MessageSystemAttributeNameAWSTraceHeader},
 		})
 		if err != nil {
 			if ctx.Err() == nil {

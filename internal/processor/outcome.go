@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -170,7 +171,7 @@ func (h *Handler) park(ctx context.Context, m queue.Message, err error, receives
 	h.logger().ErrorContext(ctx, "message is not the event its record holds: parked, never applied; it goes to the dead-letter queue after maxReceiveCount deliveries",
 		"source", m.Source, "tenant", m.Tenant, "event_id", m.ID, "status", string(rec.Status), "reason", why,
 		"message_sha256", m.SHA256, "record_sha256", rec.BodySHA256, "message_type", m.Type, "record_type", rec.EventType,
-		"receive_count", receives)
+		"receive_count", receives, "trace_id", trace.ID(m.Trace))
 	return end{out: Parked, err: fmt.Errorf("not the event the ledger holds under this key (%s): %w", why, err)}
 }
 

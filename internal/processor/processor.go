@@ -18,6 +18,7 @@ import (
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -79,16 +80,21 @@ type Handler struct {
 	// OrderWait is how long a run waits for a busy resource (0:
 	// DefaultOrderWait).
 	OrderWait time.Duration
+	Trace     *trace.Tracer // spans (nil: none)
 }
 
 // Handle processes an SQS batch and reports the messages to retry.
 func (h *Handler) Handle(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
 	outcomes := make([]Outcome, len(batch.Records))
+	sp := h.batchSpan(ctx, batch)
+	bctx := trace.With(ctx, sp)
 	var wg sync.WaitGroup
 	for i, msg := range batch.Records {
-		wg.Go(func() { outcomes[i] = h.one(ctx, msg) })
+		wg.Go(func() { outcomes[i] = h.one(bctx, msg) })
 	}
 	wg.Wait()
+	sp.End()
+	h.Trace.Flush(ctx)
 	// An empty list, not null: AWS accepts both, MiniStack only the list.
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for i, o := range outcomes {
@@ -121,18 +127,25 @@ func (h *Handler) one(ctx context.Context, msg events.SQSMessage) (out Outcome) 
 	start := time.Now()
 	// event names the event on its one info line, billed by the byte for
 	// every event; log adds the message id, which only trouble needs.
-	event := h.logger()
 	m, err := queue.Decode(msg.Body)
+	m.Trace = msg.Attributes[queue.TraceAttribute]
+	event := h.logger()
+	if tid := trace.ID(m.Trace); tid != "" {
+		event = event.With("trace_id", tid)
+	}
 	if err == nil {
 		event = event.With("source", m.Source, "tenant", m.Tenant, "event_id", m.ID, "event_type", m.Type)
 	}
 	log := event.With("message_id", msg.MessageId)
+	sp := eventSpan(ctx, msg.MessageId, msg.EventSourceARN, m)
+	ctx = trace.With(ctx, sp)
 	var detail error
 	defer func() {
 		if p := recover(); p != nil {
 			log.ErrorContext(ctx, "processor panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			out = Error
 		}
+		endEvent(sp, out, detail)
 		attrs := []any{"outcome", string(out), "duration_ms", time.Since(start).Milliseconds()}
 		if detail != nil {
 			attrs = append(attrs, "error", detail.Error())
@@ -189,7 +202,7 @@ func (h *Handler) process(ctx context.Context, m queue.Message, receives int, lo
 	if handler == nil {
 		return h.unrouted(lease, m, typ)
 	}
-	return h.attempt(ctx, m, lease, handler, body)
+	return h.attempt(ctx, m, lease, handler, body, log)
 }
 
 // claim leases the message's event, or says how the delivery ends when it
@@ -241,12 +254,12 @@ func (h *Handler) body(ctx context.Context, m queue.Message, lease ledger.Lease)
 }
 
 // attempt runs the event's handler under its lease and judges the run.
-func (h *Handler) attempt(ctx context.Context, m queue.Message, lease ledger.Lease, handler engine.Handler, body []byte) end {
-	w := &work{h: h, lease: lease, log: h.logger().With("source", m.Source, "tenant", m.Tenant, "event_id", m.ID)}
+func (h *Handler) attempt(ctx context.Context, m queue.Message, lease ledger.Lease, handler engine.Handler, body []byte, log *slog.Logger) end {
+	w := &work{h: h, lease: lease, log: log}
 	run := engine.New(engine.Config{
 		Store: w, Recorded: recorded(lease.Record.Steps), Attempt: lease.Record.Attempts,
 		Key: func(name string) string { return engine.DownstreamKey(m.Source, m.Tenant, m.ID, name) }, Point: h.point,
-		Extend: w.extend, Forward: h.forwarder(), Guard: w,
+		Extend: w.extend, Forward: h.forwarder(), Guard: w, Trace: stepSpans(trace.SpanOf(ctx), lease.Record.Attempts),
 	})
 	herr := safeRun(ctx, handler, engine.Event{
 		Source: m.Source, Tenant: m.Tenant, ID: m.ID, Type: lease.Record.EventType, Body: body, Attempt: lease.Record.Attempts,

@@ -81,17 +81,22 @@ func (f *fixture) calledTimes(key string) int {
 }
 
 // event creates a received record and returns its queue message.
+// traceHeader is the trace header the receiver gave the fixture's events.
+const traceHeader = "Root=1-6b1161f1-9fbe27bf175039d5222eae39;Parent=53995c3f42cd8ad8;Sampled=1"
+
+// event records an event as the receiver does and returns its message, as
+// the SQS event source hands it over.
 func (f *fixture) event(t *testing.T, key, typ string) events.SQSMessage {
 	t.Helper()
 	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: key}
-	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x"}); err != nil {
+	if _, _, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: typ, BodySHA256: "x", Trace: traceHeader}); err != nil {
 		t.Fatal(err)
 	}
 	body, err := queue.Encode(queue.Message{Source: "stripe", Tenant: "acme", ID: key, Type: typ, SHA256: "x", Body: []byte(`{"id":"` + key + `"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events.SQSMessage{MessageId: "m-" + key, Body: body}
+	return events.SQSMessage{MessageId: "m-" + key, Body: body, Attributes: map[string]string{queue.TraceAttribute: traceHeader}}
 }
 
 func (f *fixture) status(t *testing.T, key string) ledger.Record {

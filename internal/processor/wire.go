@@ -24,6 +24,9 @@ func FromConfig(c config.Config, cfg aws.Config, routes engine.Routes, log *slog
 		return nil, err
 	}
 	h := &Handler{Ledger: l, Routes: routes, Lease: c.Lease, MaxAttempts: c.MaxAttempts, Unrouted: c.Unrouted, Log: log, Metrics: c.Metrics()}
+	if h.Trace, err = c.Tracer(cfg, "processor", log); err != nil {
+		return nil, err
+	}
 	if c.PayloadBucket != "" {
 		h.Store = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 	}

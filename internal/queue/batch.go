@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/trace"
 )
 
 // BatchAPI is the slice of the SQS client the batch sender calls.
@@ -55,9 +56,12 @@ func (s *BatchSender) Send(ctx context.Context, m Message) error {
 // allow and reports each message's fate. errs[i] is nil when msgs[i] was
 // queued. It wraps ErrNotSent or ErrRejected when SQS failed that entry (not
 // queued), and ErrUnavailable when the whole call failed (maybe queued). A
-// failed entry is reported, never sent twice.
+// failed entry is reported, never sent twice. Under a span, each message
+// gets a producer span in its event's trace (Sender.Send).
 func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
 	errs := make([]error, len(msgs))
+	var spans []*trace.Span // spans[i] is msgs[i]'s, under a span
+	defer func() { endSpans(spans, errs) }()
 	var batch []int // indexes into msgs
 	var entries []types.SendMessageBatchRequestEntry
 	size := 0
@@ -67,7 +71,11 @@ func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
 		}
 		batch, entries, size = nil, nil, 0
 	}
+	cur := trace.SpanOf(ctx)
 	for i, m := range msgs {
+		if cur != nil {
+			spans = append(spans, sendSpan(cur, s.URL, &m))
+		}
 		body, err := Encode(m)
 		if err != nil {
 			errs[i] = fmt.Errorf("%w: %w", ErrRejected, err)
@@ -78,6 +86,7 @@ func (s *BatchSender) SendBatch(ctx context.Context, msgs []Message) []error {
 		}
 		entries = append(entries, types.SendMessageBatchRequestEntry{
 			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String(GroupID(m.Tenant)),
+			MessageSystemAttributes: TraceAttributes(m.Trace),
 		})
 		batch = append(batch, i)
 		size += len(body)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hookledger/hookledger/dynamo"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -51,6 +52,9 @@ type Message struct {
 	// sender did not have it (a Ref with a nil Body). The processor then
 	// reads it from the payload store or the ledger.
 	BodyOmitted bool `json:"body_omitted,omitempty"`
+	// Trace is the event's trace header. It travels beside the body, as
+	// the AWSTraceHeader system attribute (which SQS bills nothing for).
+	Trace string `json:"-"`
 }
 
 // wire is a Message as Encode writes it: a carried body is always written,
@@ -159,16 +163,23 @@ type Sender struct {
 // not be queued.
 var ErrUnavailable = errors.New("queue: unavailable")
 
-// Send enqueues m.
+// Send enqueues m. Under a span (trace.With), it sends m as that span's
+// child, a producer span.
 func (s *Sender) Send(ctx context.Context, m Message) error {
 	body, err := Encode(m)
 	if err != nil {
 		return err
 	}
-	in := &sqs.SendMessageInput{QueueUrl: &s.URL, MessageBody: &body, MessageGroupId: aws.String(GroupID(m.Tenant))}
-	if _, err := s.API.SendMessage(ctx, in); err != nil {
+	sp := sendSpan(trace.SpanOf(ctx), s.URL, &m)
+	defer sp.End()
+	in := &sqs.SendMessageInput{QueueUrl: &s.URL, MessageBody: &body, MessageGroupId: aws.String(GroupID(m.Tenant)),
+		MessageSystemAttributes: TraceAttributes(m.Trace)}
+	out, err := s.API.SendMessage(ctx, in)
+	if err != nil {
+		sp.Fail(ErrUnavailable.Error())
 		return fmt.Errorf("enqueue %s: %w: %v", m.Key(), ErrUnavailable, err)
 	}
+	sp.Str("messaging.message.id", aws.ToString(out.MessageId))
 	return nil
 }
 

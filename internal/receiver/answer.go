@@ -67,7 +67,8 @@ type answer struct {
 	result Result
 	body   string
 	ctype  string
-	keyed  bool // the event's key and type are fit for the log line
+	keyed  bool   // the event's key and type are fit for the log line
+	trace  string // the event's trace id, once the claim path has one
 }
 
 // keyed marks an answer given once the key and type passed the checks.
@@ -112,6 +113,9 @@ func logAnswer(ctx context.Context, log *slog.Logger, a answer, ev webhook.Event
 		if a.result != Duplicate && a.result != Requeued {
 			attrs = append(attrs, "event_type", ev.Type)
 		}
+	}
+	if a.trace != "" {
+		attrs = append(attrs, "trace_id", a.trace)
 	}
 	level := slog.LevelInfo
 	if a.result == Accepted {

@@ -26,10 +26,10 @@ func sameDoor(a, b string) bool {
 }
 
 // Claim records and enqueues an authenticated delivery by the receiver's
-// own claim path, the one of both doors. It returns the outcome and, for a
-// refusal, the answer body. It counts no result metrics: the caller does,
-// per door.
-func (h *Handler) Claim(ctx context.Context, d Delivery, log *slog.Logger) (Result, string) {
+// own claim path, the one of both doors. It returns the outcome, for a
+// refusal the answer body, and the event's trace id (a duplicate's is its
+// record's). It counts no result metrics: the caller does, per door.
+func (h *Handler) Claim(ctx context.Context, d Delivery, log *slog.Logger) (r Result, body, traceID string) {
 	a := h.claim(ctx, d, log)
-	return a.result, a.body
+	return a.result, a.body, a.trace
 }

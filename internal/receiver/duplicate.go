@@ -28,8 +28,12 @@ func (h *Handler) replayGuard(ctx context.Context, id ledger.Key, d Delivery, lo
 
 // duplicate answers a key that is already in the ledger.
 func (h *Handler) duplicate(ctx context.Context, rec ledger.Record, msg queue.Message, log *slog.Logger) answer {
-	// The record decides where its body lives, not this delivery's size.
+	// The record decides where its body lives, not this delivery's size,
+	// and a re-enqueue carries its trace.
 	msg.Ref = rec.PayloadRef
+	if rec.Trace != "" {
+		msg.Trace = rec.Trace
+	}
 	if rec.BodySHA256 != "" && !sameDoor(rec.BodySHA256, msg.SHA256) {
 		// The same id through the other door: a tenant with both doors takes
 		// bus events from Stripe's partner source only, so Stripe wrote both

@@ -66,7 +66,7 @@ func TestUnusableKeysAndTypesKeepTheirAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := receiver.Delivery{Source: "stripe", Tenant: tt.tenant, Key: tt.key, Type: tt.typ, Body: []byte(`{}`), Digest: "d"}
-		res, body := f.h.Claim(t.Context(), d, slog.New(slog.DiscardHandler))
+		res, body, _ := f.h.Claim(t.Context(), d, slog.New(slog.DiscardHandler))
 		if res != receiver.BadRequest || !strings.Contains(body, tt.want) {
 			t.Errorf("%s: got %s %s, want %s %q", tt.name, res, body, receiver.BadRequest, tt.want)
 		}

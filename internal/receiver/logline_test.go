@@ -38,7 +38,8 @@ func keys(m map[string]any) []string {
 // event's is at debug: the processor's info line says what became of the
 // event, and names it with its type. A duplicate's names only its key, and
 // neither repeats the 200 that its result implies; an answer other than 200
-// keeps its status. Every result but accepted stays at info or above.
+// keeps its status. Every result but accepted stays at info or above. An
+// event's lines carry its trace id, a duplicate's its record's.
 func TestInfoLinesCarryEachFieldOnce(t *testing.T) {
 	t.Parallel()
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
@@ -51,8 +52,8 @@ func TestInfoLinesCarryEachFieldOnce(t *testing.T) {
 		f.handle(t, f.stripeReq(t, "acme", "whsec_wrong", "evt_lines_forged"))
 		lines := logLines(t, out.String(), "webhook")
 		want := [][]string{
-			{"duration_ms", "event_id", "event_type", "level", "msg", "result", "source", "tenant", "time"},
-			{"duration_ms", "event_id", "level", "msg", "result", "source", "tenant", "time"},
+			{"duration_ms", "event_id", "event_type", "level", "msg", "result", "source", "tenant", "time", "trace_id"},
+			{"duration_ms", "event_id", "level", "msg", "result", "source", "tenant", "time", "trace_id"},
 			{"duration_ms", "http_status", "level", "msg", "result", "source", "tenant", "time"},
 		}
 		levels := []string{"DEBUG", "INFO", "WARN"}
@@ -69,6 +70,9 @@ func TestInfoLinesCarryEachFieldOnce(t *testing.T) {
 		}
 		if last := lines[len(lines)-1]; last["http_status"] != float64(401) {
 			t.Errorf("a refused delivery's line %v: want http_status 401", last)
+		}
+		if level == slog.LevelDebug && lines[0]["trace_id"] != lines[1]["trace_id"] {
+			t.Errorf("the duplicate's line says trace %v, the accepted event's %v: want the record's", lines[1]["trace_id"], lines[0]["trace_id"])
 		}
 	}
 }

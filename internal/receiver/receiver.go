@@ -23,6 +23,7 @@ import (
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/source"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/webhook"
 )
@@ -94,6 +95,7 @@ type Handler struct {
 	Log          *slog.Logger
 	Metrics      *metric.Emitter // nil: no metrics
 	Now          func() time.Time
+	Trace        *trace.Tracer // spans (nil: none)
 }
 
 // Handle answers one API Gateway HTTP API (payload v2) request. It never
@@ -109,9 +111,11 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 			resp = respond(jsonAnswer(http.StatusInternalServerError, Unavailable, `{"error":"internal error"}`))
 		}
 	}()
-	a, ev := h.handle(ctx, req, src, tenant, log)
+	sp := h.Trace.Start(trace.Server, "POST", route, h.invocation(ctx))
+	a, ev := h.handle(trace.With(ctx, sp), req, src, tenant, log)
 	logAnswer(ctx, log, a, ev, time.Since(start))
 	h.Metrics.Count(a.result.Metrics()...)
+	h.endRequest(ctx, sp, a, ev, src, tenant)
 	return respond(a), nil
 }
 
@@ -161,7 +165,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	inject.Crash(inject.ReceiverAfterVerify)
 	a := h.claim(ctx, Delivery{Source: src, Tenant: tenant, Key: ev.ID, Type: ev.Type, Body: body,
-		Digest: verifier.BodyDigest(body), ReplayGuard: h.Sources.ReplayGuard(src)}, log)
+		Digest: verifier.BodyDigest(body), ReplayGuard: h.Sources.ReplayGuard(src), Trace: h.eventContext(ctx)}, log)
 	if !a.keyed {
 		return a, none // a key or type the logs should not carry either
 	}
@@ -181,11 +185,19 @@ type Delivery struct {
 	// ReplayGuard refuses a body already accepted under another key
 	// (Source.ReplayGuard).
 	ReplayGuard bool
+	// Trace is the delivery's trace context, which a new event keeps.
+	Trace trace.Context
 }
 
 // claim is the one claim path of both doors: the identity's checks, where
 // the body goes, the conditional put, then the payload and the enqueue.
-func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answer {
+// Its lines, and its answer, carry the event's trace id: the delivery's,
+// or a duplicate's record's.
+func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) (a answer) {
+	tid, header := d.Trace.ID(), d.Trace.Header()
+	defer func() { a.trace = tid }()
+	base := log
+	log = log.With("trace_id", tid)
 	id, bad := checkIdentity(ctx, d, log)
 	if bad != nil {
 		return *bad
@@ -208,14 +220,20 @@ func (h *Handler) claim(ctx context.Context, d Delivery, log *slog.Logger) answe
 			return keyed(a)
 		}
 	}
-	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{Key: id, Type: d.Type, BodySHA256: d.Digest, PayloadRef: ref})
+	cs := trace.SpanOf(ctx).Child(trace.Internal, "claim", "")
+	rec, created, err := h.Ledger.Create(ctx, ledger.NewEvent{Key: id, Type: d.Type, BodySHA256: d.Digest, PayloadRef: ref, Trace: header})
+	endClaim(cs, created, err)
 	if err != nil {
 		log.ErrorContext(ctx, "ledger create failed", "event_id", d.Key, "error", err.Error())
 		return keyed(ansUnavailable)
 	}
 	inject.Crash(inject.ReceiverAfterRecord)
-	msg := queue.Message{Source: d.Source, Tenant: d.Tenant, ID: d.Key, Type: d.Type, SHA256: d.Digest, Body: d.Body, ReceivedAt: h.now().UnixMilli(), Ref: ref}
+	msg := queue.Message{Source: d.Source, Tenant: d.Tenant, ID: d.Key, Type: d.Type, SHA256: d.Digest, Body: d.Body, ReceivedAt: h.now().UnixMilli(), Ref: ref,
+		Trace: header}
 	if !created {
+		if rid := trace.ID(rec.Trace); rid != "" && rid != tid {
+			tid, log = rid, base.With("trace_id", rid)
+		}
 		return keyed(h.duplicate(ctx, rec, msg, log))
 	}
 	if err := h.accept(ctx, msg); err != nil {

@@ -50,6 +50,9 @@ func FromConfig(c config.Config, cfg aws.Config, getenv func(string) string, log
 		Sources: reg, Ledger: l, Queue: &queue.Sender{API: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		MaxBody: c.MaxBody, Mismatch: c.Mismatch, Payload: c.Payload, Log: log, Metrics: c.Metrics(),
 	}
+	if h.Trace, err = c.Tracer(cfg, "receiver", log); err != nil {
+		return nil, err
+	}
 	if c.PayloadBucket != "" {
 		h.Store, h.StoreAbove = &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}, c.PayloadStoreAbove
 	}

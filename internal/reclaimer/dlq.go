@@ -10,8 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -125,6 +127,7 @@ func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger, now time.Time) 
 	for rep.Read < limit && ctx.Err() == nil {
 		out, err := d.API.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(d.URL), MaxNumberOfMessages: int32(min(10, limit-rep.Read)), VisibilityTimeout: deadLetterVisibility,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAWSTraceHeader},
 		})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -138,7 +141,7 @@ func (d *DeadLetters) Run(ctx context.Context, log *slog.Logger, now time.Time) 
 		}
 		for _, m := range out.Messages {
 			rep.Read++
-			switch outcome := d.one(ctx, aws.ToString(m.Body), log, now); outcome {
+			switch outcome := d.one(ctx, aws.ToString(m.Body), m.Attributes[queue.TraceAttribute], log, now); outcome {
 			case dlqCleared, dlqKept:
 				if outcome == dlqKept {
 					rep.Kept++
@@ -166,12 +169,12 @@ const (
 	dlqKept
 )
 
-// one decides about one message.
-func (d *DeadLetters) one(ctx context.Context, body string, log *slog.Logger, now time.Time) dlqOutcome {
+// one decides about one message, which came with trace header header.
+func (d *DeadLetters) one(ctx context.Context, body, header string, log *slog.Logger, now time.Time) dlqOutcome {
 	dl, err := JudgeDeadLetter(ctx, d.Ledger, body)
 	msg, rec := dl.Message, dl.Record
 	if dl.Left != LeftUnreadable {
-		log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_id", msg.ID)
+		log = log.With("source", msg.Source, "tenant", msg.Tenant, "event_id", msg.ID, "trace_id", trace.ID(cmp.Or(rec.Trace, header)))
 	}
 	switch {
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -91,7 +92,7 @@ func (h *Handler) awaitMessage(ctx context.Context, rec ledger.Record, now time.
 
 // bodyless waits for a bodiless record's message (awaitMessage), then buries it.
 func (h *Handler) bodyless(ctx context.Context, rec ledger.Record, now time.Time, rep *Report) {
-	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status))
+	log := h.logger().With("source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status), "trace_id", trace.ID(rec.Trace))
 	waiting, err := h.awaitMessage(ctx, rec, now, log)
 	switch {
 	case err != nil:
@@ -138,7 +139,7 @@ func (h *Handler) bury(ctx context.Context, rec ledger.Record, cause string, rep
 	}
 	rep.Buried++
 	h.Metrics.Count("Dead", "NeedsOperator")
-	attrs = append([]any{"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status)}, attrs...)
+	attrs = append([]any{"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "status", string(rec.Status), "trace_id", trace.ID(rec.Trace)}, attrs...)
 	h.logger().ErrorContext(ctx, "event dead", append(attrs, "cause", cause)...)
 }
 

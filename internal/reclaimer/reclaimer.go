@@ -42,6 +42,7 @@ import (
 	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/metric"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -128,6 +129,9 @@ type Handler struct {
 	Now         func() time.Time
 	Store       *blob.Store  // the S3 payload store (nil: none)
 	DeadLetters *DeadLetters // takes the bodies the ledger lacks out of the DLQ each run (nil: not)
+	// Trace records a span per run and one per re-drive, in the event's
+	// trace (nil: none).
+	Trace *trace.Tracer
 
 	mu    sync.Mutex
 	known map[ledger.Key]time.Time // see remember
@@ -146,6 +150,13 @@ type Input struct {
 // chain. It fails only when every shard failed, so a broken table alarms
 // while a single throttled shard does not.
 func (h *Handler) Handle(ctx context.Context, ev any) (Report, error) {
+	if h.Trace != nil {
+		return h.traced(ctx, ev)
+	}
+	return h.handle(ctx, ev)
+}
+
+func (h *Handler) handle(ctx context.Context, ev any) (Report, error) {
 	in := inputOf(ev)
 	log := h.logger()
 	token, marks, ok := h.lock(ctx, in)

@@ -9,6 +9,7 @@ import (
 	"github.com/hookledger/hookledger/internal/fallback"
 	"github.com/hookledger/hookledger/internal/inject"
 	"github.com/hookledger/hookledger/internal/queue"
+	"github.com/hookledger/hookledger/internal/trace"
 	"github.com/hookledger/hookledger/ledger"
 )
 
@@ -35,7 +36,7 @@ func (h *Handler) count(ctx context.Context, rec ledger.Record, err error, rep *
 	}
 	rep.Errors++
 	h.logger().WarnContext(ctx, "reclaim failed", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID,
-		"status", string(rec.Status), "error", err.Error())
+		"status", string(rec.Status), "error", err.Error(), "trace_id", trace.ID(rec.Trace))
 }
 
 // redrive re-enqueues records. It reads their bodies in one go, takes each
@@ -67,7 +68,8 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 			case err != nil:
 				rep.Errors++ // unknown: look again next run
 				rep.hold(rec.Key)
-				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "error", err.Error())
+				h.logger().WarnContext(ctx, "reclaim: payload store read failed", "source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "error", err.Error(),
+					"trace_id", trace.ID(rec.Trace))
 				continue
 			default:
 				body, ok = b, true
@@ -92,7 +94,7 @@ func (h *Handler) redrive(ctx context.Context, recs []ledger.Record, now time.Ti
 		}
 		msgs = append(msgs, queue.Message{
 			Source: rec.Source, Tenant: rec.Tenant, ID: rec.ID, Type: rec.EventType, SHA256: rec.BodySHA256, Body: body,
-			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef,
+			ReceivedAt: rec.CreatedAt.UnixMilli(), Ref: rec.PayloadRef, Trace: rec.Trace,
 		})
 		taken = append(taken, took)
 		reset = append(reset, rec.Status == ledger.Processing)
@@ -146,11 +148,12 @@ func (h *Handler) send(ctx context.Context, msgs []queue.Message, taken []ledger
 				}
 			}
 			h.logger().ErrorContext(ctx, "queue refused the re-driven message; the reclaim counts, and the event is dead at its give-up time unless a send succeeds first",
-				"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error())
+				"source", rec.Source, "tenant", rec.Tenant, "event_id", rec.ID, "reclaims", rec.Reclaims, "gives_up_at", GiveUpAt(rec), "error", err.Error(),
+				"trace_id", trace.ID(rec.Trace))
 		default:
 			rep.Errors++
 			h.logger().WarnContext(ctx, "re-drive send failed; due again after its backoff", "source", rec.Source, "tenant", rec.Tenant,
-				"event_id", rec.ID, "reclaims", rec.Reclaims, "error", err.Error())
+				"event_id", rec.ID, "reclaims", rec.Reclaims, "error", err.Error(), "trace_id", trace.ID(rec.Trace))
 		}
 	}
 	h.Metrics.Add(map[string]int{"Reclaimed": sent})

@@ -32,6 +32,9 @@ func FromConfig(c config.Config, cfg aws.Config, log *slog.Logger) (*Handler, er
 		PerShard: c.ReclaimBatch, MaxQueue: c.ReclaimMaxQueue, MaxChain: c.ReclaimChain,
 		Log: log, Metrics: c.Metrics(),
 	}
+	if h.Trace, err = c.Tracer(cfg, "reclaimer", log); err != nil {
+		return nil, err
+	}
 	if c.DLQURL != "" {
 		h.DeadLetters = &DeadLetters{API: sqs.NewFromConfig(cfg), URL: c.DLQURL, Ledger: l}
 	}

@@ -39,7 +39,8 @@ func largeInvoice(id string, amount, n int) []byte {
 // the S3 payload store by the receiver's role, read back by the
 // processor's role, charged and notified once by the shipped effect; and a
 // 2 MB event that dies is replayed by `hookledger replay`, which reads its
-// body from the store. All under enforced IAM.
+// body from the store, and its replayed run names the first delivery's
+// trace. All under enforced IAM.
 func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 	e := setup(t)
 	bucket := must(t, "HOOKLEDGER_E2E_PAYLOAD_BUCKET")
@@ -106,4 +107,6 @@ func TestLargeBodyThroughThePayloadStore(t *testing.T) {
 	if n := e.paymentStats(t).PerEvent[poisonKey]; n != 0 {
 		t.Errorf("the poison event was charged %d times", n)
 	}
+	// Both runs, the first and the replayed one, name the trace its record keeps.
+	e.requireTraceKept(t, e.id(poisonKey), 2)
 }

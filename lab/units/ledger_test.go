@@ -46,9 +46,13 @@ func newID(t *testing.T) ledger.Key {
 // createdAs is the identity of the events create writes.
 var createdAs = ledger.Identity{Type: "charge.succeeded", BodySHA256: "abc"}
 
+// createdTrace is the trace header create keeps, as long as the receiver's:
+// X-Ray's Root, Parent and Sampled.
+const createdTrace = "Root=1-6b1161f1-9fbe27bf175039d5222eae39;Parent=53995c3f42cd8ad8;Sampled=0"
+
 func create(t *testing.T, f fixture, id ledger.Key) ledger.Record {
 	t.Helper()
-	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256})
+	rec, created, err := f.l.Create(t.Context(), ledger.NewEvent{Key: id, Type: createdAs.Type, BodySHA256: createdAs.BodySHA256, Trace: createdTrace})
 	if err != nil || !created {
 		t.Fatalf("create %s: created=%v err=%v", id, created, err)
 	}
