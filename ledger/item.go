@@ -39,6 +39,8 @@ const (
 	attrPayloadRef = "payload_ref"
 	attrSkipped    = "skipped"
 	attrApplyStale = "apply_stale"
+	attrDeadShard  = "dead_shard"
+	attrDeadAt     = "dead_at"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -75,6 +77,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		PayloadRef: dynamo.GetS(item, attrPayloadRef),
 		Skipped:    dynamo.GetS(item, attrSkipped),
 		ApplyStale: dynamo.GetMillis(item, attrApplyStale),
+		Runs:       decodeRuns(item),
 	}
 	// A run claimed before the counter existed and answered after takes
 	// back a count it never added: never show less than none.
