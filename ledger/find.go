@@ -59,8 +59,8 @@ type Page struct {
 // Find pages through records, newest first, without scanning the table.
 // It walks the due index (every record but the dead keeps its entry there:
 // see the package doc) and, for dead records, the dead index, all shards
-// merged by their index time: when the record is or was last due, or was
-// buried. Source and tenant are matched in the index, on its projected
+// merged by time: a record's creation or last retry (its due time less
+// ReclaimAfter), or its burial. Source and tenant are matched in the index, on its projected
 // pk; status, type and times on the records, read in one eventually
 // consistent BatchGetItem per page (half a read unit each). Since also
 // bounds the index time, which never precedes creation. A page reads at
@@ -141,6 +141,7 @@ func (q Query) digest(shards int) string {
 type stream struct {
 	index, hash, rng string
 	shard            int
+	shift            int64     // subtracted from the index time to merge (ms)
 	pos              position  // where the next query starts
 	buf              []entry   // read, not taken yet
 	lek              *position // the last query's LastEvaluatedKey (nil: the end)
@@ -170,16 +171,18 @@ type walker struct {
 
 func (l *Ledger) walk(q Query) (*walker, error) {
 	w := &walker{q: q, shards: l.opt.Shards}
-	add := func(index, hash, rng string) {
+	add := func(index, hash, rng string, shift time.Duration) {
 		for s := range l.opt.Shards {
-			w.streams = append(w.streams, &stream{index: index, hash: hash, rng: rng, shard: s})
+			w.streams = append(w.streams, &stream{index: index, hash: hash, rng: rng, shard: s, shift: shift.Milliseconds()})
 		}
 	}
 	if q.Status != Dead {
-		add(DueIndex, attrDueShard, attrDueAt)
+		// A record is due ReclaimAfter after its creation or last retry:
+		// merged at that time, beside the dead at their burial.
+		add(DueIndex, attrDueShard, attrDueAt, l.opt.ReclaimAfter)
 	}
 	if q.Status == "" || q.Status == Dead {
-		add(DeadIndex, attrDeadShard, attrDeadAt)
+		add(DeadIndex, attrDeadShard, attrDeadAt, 0)
 	}
 	if q.After == "" {
 		return w, nil
@@ -241,7 +244,7 @@ func (w *walker) take(ctx context.Context, l *Ledger, n, budget int) (batch []en
 					return batch, read, err
 				}
 			}
-			if len(s.buf) > 0 && (best == nil || s.buf[0].pos.At > best.buf[0].pos.At) {
+			if len(s.buf) > 0 && (best == nil || s.buf[0].pos.At-s.shift > best.buf[0].pos.At-best.shift) {
 				best = s
 			}
 		}
@@ -301,7 +304,7 @@ func (l *Ledger) query(ctx context.Context, q Query, s *stream, limit int) (int,
 	}
 	out, err := l.db.Query(ctx, in)
 	if err != nil {
-		return 0, fmt.Errorf("find: %s index shard %d: %w: %v", s.index, s.shard, ErrUnavailable, err)
+		return 0, fmt.Errorf("find in table %s: %s index shard %d: %w: %v", l.opt.Table, s.index, s.shard, ErrUnavailable, err)
 	}
 	for _, it := range out.Items {
 		pk, sk := dynamo.GetS(it, attrPK), dynamo.GetS(it, attrSK)

@@ -79,7 +79,7 @@ type replayOptions struct {
 // replayLedger is the slice of the ledger replay calls.
 type replayLedger interface {
 	Get(ctx context.Context, id ledger.Key) (ledger.Record, error)
-	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
+	Find(ctx context.Context, q ledger.Query) (ledger.Page, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Replay(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
 	ReplayApplyStale(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
@@ -257,17 +257,17 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 		}
 		recs = []ledger.Record{rec}
 	} else {
-		all, err := r.ledger.List(ctx, o.status, 0)
-		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
-			return 1
-		}
-		for _, rec := range all {
-			if o.source != "" && rec.Source != o.source || o.tenant != "" && rec.Tenant != o.tenant ||
-				!o.since.IsZero() && rec.CreatedAt.Before(o.since) || !o.until.IsZero() && !rec.CreatedAt.Before(o.until) {
-				continue
+		q := ledger.Query{Status: o.status, Source: o.source, Tenant: o.tenant, Since: o.since, Until: o.until, Limit: ledger.MaxFindLimit}
+		for {
+			page, err := r.ledger.Find(ctx, q)
+			if err != nil {
+				fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
+				return 1
 			}
-			recs = append(recs, rec)
+			recs = append(recs, page.Records...)
+			if q.After = page.Next; q.After == "" {
+				break
+			}
 		}
 		sort.Slice(recs, func(i, j int) bool { return recs[i].CreatedAt.Before(recs[j].CreatedAt) })
 	}
