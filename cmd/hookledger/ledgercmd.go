@@ -17,6 +17,7 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/console"
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
@@ -53,14 +54,11 @@ func payloadStore(c config.Config, cfg aws.Config) *blob.Store {
 	return &blob.Store{API: blob.NewClient(cfg), Bucket: c.PayloadBucket, Prefix: c.PayloadPrefix}
 }
 
-// inspectBodyCap is the most of a body inspect --body prints.
-const inspectBodyCap = 64 << 10
-
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] [--body] ID", stderr)
 	src := fs.String("source", "stripe", "the event's source")
 	tenant := fs.String("tenant", "acme", "the event's tenant")
-	withBody := fs.Bool("body", false, fmt.Sprintf("also print the stored body, as text (at most %d KB; it is the sender's data, treat it as untrusted)", inspectBodyCap>>10))
+	withBody := fs.Bool("body", false, fmt.Sprintf("also print the stored body, as text (at most %d KB; it is the sender's data, treat it as untrusted)", console.BodyCap>>10))
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
@@ -101,7 +99,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		out["payload_error"] = err.Error()
 	}
 	if *withBody && err == nil {
-		text, cut := bodyText(body, inspectBodyCap)
+		text, cut := console.BodyText(body)
 		out["body"] = text
 		if cut {
 			out["body_truncated"] = true
@@ -138,15 +136,6 @@ func inspection(rec ledger.Record) map[string]any {
 		out["downstream_keys"] = keys
 	}
 	return out
-}
-
-// bodyText is body as text, at most max bytes of it (cut says so); bytes
-// that are not UTF-8 show as U+FFFD.
-func bodyText(body []byte, max int) (text string, cut bool) {
-	if len(body) > max {
-		body, cut = body[:max], true
-	}
-	return strings.ToValidUTF8(string(body), "\uFFFD"), cut
 }
 
 // runsLine says in words what a record's run counters mean.
@@ -206,8 +195,8 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	now := time.Now()
 	var err error
-	if q.Since, err = parseWhen(*since, now); err == nil {
-		q.Until, err = parseWhen(*until, now)
+	if q.Since, err = cli.ParseWhen(*since, now); err == nil {
+		q.Until, err = cli.ParseWhen(*until, now)
 	}
 	if err == nil && !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
 		err = errors.New("--since must be before --until")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/console"
 	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
@@ -231,7 +232,7 @@ func TestInspectShowsDownstreamKeysRunsAndBody(t *testing.T) {
 	ctx := t.Context()
 	l, _ := ledger.New(db, ledger.Options{Table: table})
 	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_steps"}
-	body := []byte(`{"note":"<script>x</script>` + strings.Repeat("a", inspectBodyCap) + `"}`)
+	body := []byte(`{"note":"<script>x</script>` + strings.Repeat("a", console.BodyCap) + `"}`)
 	if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestInspectShowsDownstreamKeysRunsAndBody(t *testing.T) {
 	got = inspect("--body")
 	var text string
 	json.Unmarshal(got["body"], &text)
-	if len(text) != inspectBodyCap || !strings.HasPrefix(text, `{"note":"<script>x</script>aaa`) || string(got["body_truncated"]) != "true" {
-		t.Errorf("--body: %d bytes starting %.40q, truncated %s; want the first %d bytes as text, truncated", len(text), text, got["body_truncated"], inspectBodyCap)
+	if len(text) != console.BodyCap || !strings.HasPrefix(text, `{"note":"<script>x</script>aaa`) || string(got["body_truncated"]) != "true" {
+		t.Errorf("--body: %d bytes starting %.40q, truncated %s; want the first %d bytes as text, truncated", len(text), text, got["body_truncated"], console.BodyCap)
 	}
 }

@@ -148,8 +148,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	now := time.Now()
 	var err error
-	if o.since, err = parseWhen(*since, now); err == nil {
-		o.until, err = parseWhen(*until, now)
+	if o.since, err = cli.ParseWhen(*since, now); err == nil {
+		o.until, err = cli.ParseWhen(*until, now)
 	}
 	if err != nil {
 		return cli.Fail(stderr, "replay", 2, err)
@@ -218,21 +218,6 @@ func (o replayOptions) validate() error {
 		return fmt.Errorf("--result is %d bytes, over %d", len(o.result), ledger.MaxStepResult)
 	}
 	return nil
-}
-
-// parseWhen reads an RFC 3339 time or a duration before now.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
 }
 
 // run replays what o selects; it returns 1 unless all of it was (or would be) replayed.
