@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,10 +82,11 @@ func (l *Ledger) Find(ctx context.Context, q Query) (Page, error) {
 	}
 	var page Page
 	seen := map[string]bool{}
-	for len(page.Records) < limit && page.Read < FindBudget {
+	for need := limit; need > 0 && page.Read+need < FindBudget; need = limit - len(page.Records) {
 		// A batch is never larger than what the page lacks, so the page
-		// ends with a batch's last entry, and Next starts after it.
-		batch, read, err := w.take(ctx, l, limit-len(page.Records), FindBudget-page.Read)
+		// ends with a batch's last entry, and Next starts after it. The
+		// budget keeps room for the batch's records.
+		batch, read, err := w.take(ctx, l, need, FindBudget-page.Read-need)
 		page.Read += read
 		if err != nil {
 			return Page{}, err
@@ -227,26 +229,40 @@ func (w *walker) cursor() string {
 }
 
 // take returns up to n entries, newest first across the streams, reading
-// at most budget index entries. It stops early when a stream it must
-// compare cannot be read within the budget.
+// at most budget index entries. An entry is taken once no stream can hold
+// a newer one: each stream is read until it has one buffered, or its reads
+// (filtered out) have passed the entry's time. It stops early when the
+// budget runs out.
 func (w *walker) take(ctx context.Context, l *Ledger, n, budget int) (batch []entry, read int, err error) {
 	chunk := max(8, 2*n/len(w.streams))
+	if w.q.Source != "" || w.q.Tenant != "" {
+		// The index passes over the entries of other sources and tenants:
+		// read more of them at once.
+		chunk = max(chunk, budget/len(w.streams))
+	}
 	for len(batch) < n {
-		var best *stream
+		var best, behind *stream
 		for _, s := range w.streams {
-			for len(s.buf) == 0 && !s.pos.Done {
-				if read >= budget {
-					return batch, read, nil
+			switch {
+			case len(s.buf) > 0:
+				if best == nil || s.buf[0].pos.At-s.shift > best.buf[0].pos.At-best.shift {
+					best = s
 				}
-				got, err := l.query(ctx, w.q, s, min(chunk, budget-read))
-				read += got
-				if err != nil {
-					return batch, read, err
-				}
+			case !s.pos.Done && (behind == nil || s.frontier() > behind.frontier()):
+				behind = s
 			}
-			if len(s.buf) > 0 && (best == nil || s.buf[0].pos.At-s.shift > best.buf[0].pos.At-best.shift) {
-				best = s
+		}
+		if behind != nil && (best == nil || behind.frontier() >= best.buf[0].pos.At-best.shift) {
+			// behind may hold an entry newer than best's: read on.
+			if read >= budget {
+				return batch, read, nil
 			}
+			got, err := l.query(ctx, w.q, behind, min(chunk, budget-read))
+			read += got
+			if err != nil {
+				return batch, read, err
+			}
+			continue
 		}
 		if best == nil {
 			break // every stream read to its end
@@ -264,6 +280,15 @@ func (w *walker) take(ctx context.Context, l *Ledger, n, budget int) (batch []en
 		batch = append(batch, e)
 	}
 	return batch, read, nil
+}
+
+// frontier is the newest merge time a stream with nothing buffered may
+// still hold: the position its reads reached, or any time before its first.
+func (s *stream) frontier() int64 {
+	if s.pos.PK == "" {
+		return math.MaxInt64
+	}
+	return s.pos.At - s.shift
 }
 
 // query reads the next up to limit entries of s and returns how many the
