@@ -7,6 +7,9 @@ package browser
 import (
 	"bufio"
 	"context"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -191,7 +194,38 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Error("the attention page does not show the hostile cause as text")
 	}
 	page.noScriptRan("the attention page")
+	page.crossSitePost(base, hostileID, l)
 	t.Logf("screenshots in %s", shots)
+}
+
+// crossSitePost posts, from a page on another site, the very form the
+// console's confirmation holds for replaying id, its token included: the
+// console refuses it and the record stays dead.
+func (p *page) crossSitePost(base string, id ledger.Key, l *ledger.Ledger) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(base+"/confirm?"+url.Values{"action": {"replay"}, "source": {id.Source}, "tenant": {id.Tenant}, "id": {id.ID}}.Encode()),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	fields := get(p, chromedp.Evaluate[map[string]string](`Object.fromEntries(new FormData(document.querySelector('form[action="/act"]')))`))
+	if fields["token"] == "" || fields["id"] != id.ID {
+		p.t.Fatalf("the confirmation's form: %v", fields)
+	}
+	attack := template.Must(template.New("").Parse(`<!doctype html><form method="post" action="{{.Action}}">
+{{range $k, $v := .Fields}}<input type="hidden" name="{{$k}}" value="{{$v}}">{{end}}<button id="go">Win a prize</button></form>`))
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attack.Execute(w, map[string]any{"Action": base + "/act", "Fields": fields})
+	}))
+	p.t.Cleanup(site.Close)
+	// localhost is another site than 127.0.0.1, where the console listens.
+	other := strings.Replace(site.URL, "127.0.0.1", "localhost", 1)
+	p.run(chromedp.Navigate(other), chromedp.WaitVisible(chromedp.CSS("#go")), chromedp.Click(chromedp.CSS("#go")),
+		chromedp.WaitNotPresent(chromedp.CSS("#go")), chromedp.WaitVisible(chromedp.CSS("body")))
+	loc := get(p, chromedp.Location())
+	if got := p.text("body"); !strings.HasPrefix(loc, base+"/act") || !strings.Contains(got, "cross-origin request") {
+		p.t.Errorf("a cross-site post of the replay form: at %s the page says %q, want the console's refusal", loc, got)
+	}
+	if rec, err := l.Get(p.t.Context(), id); err != nil || rec.Status != ledger.Dead {
+		p.t.Errorf("after a cross-site post the record is %s (%v), want dead", rec.Status, err)
+	}
 }
 
 func eventPath(id ledger.Key) string {
