@@ -132,6 +132,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 	page.noScriptRan("the list")
+	page.pages(base)
 	page.run(chromedp.Navigate(base+"/?tenant=acme"), chromedp.WaitVisible(chromedp.CSS("table.events")))
 	page.screenshot(filepath.Join(shots, "console-list.png"))
 
@@ -196,6 +197,37 @@ func TestConsoleInABrowser(t *testing.T) {
 	page.noScriptRan("the attention page")
 	page.crossSitePost(base, hostileID, l)
 	t.Logf("screenshots in %s", shots)
+}
+
+// pages follows the list's next page link through one tenant's events:
+// each page holds at most a page's worth, none twice, all of them in the end.
+func (p *page) pages(base string) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(base+"/?tenant="+bulkTenant), chromedp.WaitVisible(chromedp.CSS("table.events")))
+	seen := map[string]bool{}
+	for n := 1; ; n++ {
+		ids := get(p, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.events td.id a"), a => a.textContent)`))
+		if len(ids) == 0 || len(ids) > ledger.DefaultFindLimit {
+			p.t.Fatalf("page %d of tenant %s lists %d events, want 1 to %d", n, bulkTenant, len(ids), ledger.DefaultFindLimit)
+		}
+		for _, id := range ids {
+			if seen[id] {
+				p.t.Errorf("page %d lists %s again", n, id)
+			}
+			seen[id] = true
+		}
+		next := get(p, chromedp.Evaluate[string](`document.getElementById("next")?.href ?? ""`))
+		if next == "" {
+			break
+		}
+		if n == 3 {
+			p.t.Fatalf("more than %d pages for %d events", n, bulkEvents)
+		}
+		p.run(chromedp.Navigate(next), chromedp.WaitVisible(chromedp.CSS("table.events")))
+	}
+	if len(seen) != bulkEvents {
+		p.t.Errorf("the pages of tenant %s list %d events, want %d", bulkTenant, len(seen), bulkEvents)
+	}
 }
 
 // crossSitePost posts, from a page on another site, the very form the

@@ -15,6 +15,12 @@ const (
 	imgTag    = `"><img src=x onerror="window.pwned=1">`
 )
 
+// bulkEvents of tenant bulkTenant fill more than a page of the list.
+const (
+	bulkEvents = ledger.DefaultFindLimit + 10
+	bulkTenant = "bulk"
+)
+
 // Events the test seeds, by what it looks for.
 var (
 	doneEvent      = ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1QcVnR2eZvKYlo2C0pay7Ztq"}
@@ -88,8 +94,8 @@ func invoice(id string, cents int) string {
 
 // seed writes the test's events: some done, one recovered after a crash in
 // an at-most-once step (its check answered), one crashed mid-step whose
-// lease has run out, one dead, and two carrying markup in their id, type,
-// body and error.
+// lease has run out, one dead, a page and more of another tenant's, and two
+// carrying markup in their id, type, body and error.
 func (s *seeder) seed() {
 	ctx := s.t.Context()
 	for i, ev := range []struct {
@@ -156,6 +162,12 @@ func (s *seeder) seed() {
 	lease = s.claim(deadEvent)
 	s.tick(180 * time.Millisecond)
 	s.must(s.l.Bury(ctx, lease, "permanent: notify: mailbox does not exist"))
+
+	// Older than the rest, enough for a second page of the list.
+	for i := range bulkEvents {
+		s.at(3*time.Hour - time.Duration(i)*time.Minute)
+		s.create(ledger.Key{Source: "github", Tenant: bulkTenant, ID: fmt.Sprintf("bulk-%03d", i)}, "push", "{}")
+	}
 
 	s.at(10 * time.Minute)
 	s.create(hostileID, imgTag, `{"note":"`+scriptTag+imgTag+`"}`)
