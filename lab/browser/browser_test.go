@@ -1,7 +1,8 @@
 // Package browser drives hookledger console in headless Chromium against
 // the emulator: the pages an operator uses, a replay through its
 // confirmation, and markup from a sender's id, type and body never
-// running. It saves screenshots of the list and of a timeline.
+// running. It saves screenshots of the list and of a timeline; the
+// README's come from HOOKLEDGER_SCREENSHOTS=$PWD/docs go test ./lab/browser/.
 package browser
 
 import (
