@@ -25,16 +25,26 @@ import (
 // defaultConsoleAddr is where the console listens unless --addr says.
 const defaultConsoleAddr = "127.0.0.1:8095"
 
-const consoleHelp = `Serves a web page over the ledger, on this machine, with your AWS
-credentials (or AWS_ENDPOINT_URL for the emulator): nothing is deployed.
-It shows events by source, tenant, status, type and time; one event's
-timeline (received, the wait in the queue, each run and step with its
-downstream key); the dead events and the dead-letter queue. Replaying an
-event, resolving an indeterminate step and redriving the dead-letter queue
-are hookledger replay, each behind a confirmation page.
+var consoleHelp = `Serves a web page over the ledger at http://` + defaultConsoleAddr + ` (--addr), on
+this machine only: nothing is deployed to AWS. Ctrl-C stops it.
 
-Reads HOOKLEDGER_TABLE; the actions need HOOKLEDGER_QUEUE_URL, the redrive
-HOOKLEDGER_DLQ_URL, a body in the S3 payload store HOOKLEDGER_PAYLOAD_BUCKET.
+It shows events by source, tenant, status, type and time, a page at a time
+through the ledger's indexes; one event's timeline (received, the wait in
+the queue, each run and step with its downstream key); the dead events and
+the dead-letter queue. Replaying an event, resolving an indeterminate step
+and redriving the dead-letter queue run hookledger replay, each behind a
+confirmation page.
+
+It needs:
+  AWS credentials: your own (AWS_PROFILE, the environment), allowed to read
+    the table and, for the actions, to update it and send to the queue; or
+    AWS_ENDPOINT_URL for the emulator
+  HOOKLEDGER_TABLE           the ledger table (stack output LedgerTableName;
+                             default ` + config.DefaultTable + `, as hookledger setup makes it)
+  HOOKLEDGER_QUEUE_URL       for the actions (stack output QueueUrl); without
+                             it the page only reads
+  HOOKLEDGER_DLQ_URL         for the dead-letter queue (DeadLetterQueueUrl)
+  HOOKLEDGER_PAYLOAD_BUCKET  for bodies kept in S3 (PayloadBucketName)
 
   hookledger console
   AWS_PROFILE=prod HOOKLEDGER_TABLE=hookledger-prod-LedgerTable-ABC hookledger console --addr 127.0.0.1:9000
