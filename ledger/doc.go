@@ -6,9 +6,9 @@
 //
 // Each event is two items in one table with string keys "pk" and "sk":
 //
-//   - the record (sk "r"): identity, status, lease, counters, timestamps,
-//     the body's SHA-256 and the due-index pair due_shard/due_at (kept when
-//     done, removed when dead). It stays under 1 KB, so every status change
+//   - the record (sk "r"): identity, status, lease, counters, the last
+//     runs, timestamps, the body's SHA-256 and the due-index pair
+//     due_shard/due_at (kept when done; when dead, dead_shard/dead_at). It stays under 1 KB, so every status change
 //     costs one write unit whatever the payload size.
 //   - the payload (sk "p"): the raw body, gzip-compressed when smaller,
 //     marked with its record's body digest. No status change rewrites it.
@@ -65,6 +65,10 @@
 //     (Release). Record.EarlierRun reads these counters and the steps.
 //   - reclaims: re-drives by the reclaimer, which sets its backoff.
 //
+// The record also keeps the last MaxRuns runs (Run): the claim's write
+// starts one, shifting the older down, and the write that answers it
+// ends it with its outcome and the start of its error. No write is added.
+//
 // Interruptions do not spend MaxAttempts; time bounds them. The reclaimer
 // re-drives an interrupted event, backing off up to an hour, until a day
 // before the record expires (or half the time left, when shorter). The
@@ -91,13 +95,24 @@
 // Create, due ReclaimAfter later. Every transition that leaves it for
 // someone else to finish moves due_at (Fail, Requeue, Reset, Postpone,
 // Unsent, Replay), never to before the write. Bury and BuryStale take a
-// dead record out. Done records keep their entry: removing it would cost a
-// write unit on every event's happy path (see Complete).
+// dead record out, and put it in the dead index (DeadIndex, dead_shard and
+// dead_at) in the same write; Replay takes it out of that. Done records
+// keep their due entry: removing it would cost a write unit on every
+// event's happy path (see Complete).
 //
 // The reclaimer walks each shard from its mark (DueMarks) to now
 // (DueAfter), passes what Peek shows terminal, and reads the rest again
 // consistently (GetMany) before acting: a record is judged as the table
 // holds it, never as the lagging index saw it.
+//
+// # Finding records
+//
+// Every record is in one of the two indexes, so Find lists records by
+// source, tenant, status, type and time without a scan: it merges the
+// shards of both, newest first, and reads the page's records in one
+// BatchGetItem. A page's reads are bounded (FindBudget), whatever the
+// table holds. Records buried before the dead index existed are in
+// neither; List, a scan, still finds them.
 //
 // # Limits and other items
 //
@@ -152,8 +167,8 @@
 // # Sharing the table
 //
 // Other items may live in the table under their own partition keys
-// (package idempotency uses "idem#"). The ledger never reads them: List and
-// Counts select sort key "r", and everything else reads by key.
+// (package idempotency uses "idem#"). The ledger never reads them: List,
+// Counts and Find select sort key "r", and everything else reads by key.
 //
 // SDK errors never leave the package: callers branch on the sentinel
 // errors (ErrNotFound, ErrLeaseLost, ErrLeased, ErrTerminal,

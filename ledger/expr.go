@@ -14,6 +14,15 @@ type exprParts struct {
 	remove []string
 	names  map[string]string
 	vals   map[string]types.AttributeValue
+	// ends and why: a lease holder's write that answers its run (endRun).
+	ends RunOutcome
+	why  string
+}
+
+// ending marks p as the write that ends the lease's run with outcome.
+func (p *exprParts) ending(outcome RunOutcome, why string) *exprParts {
+	p.ends, p.why = outcome, why
+	return p
 }
 
 func (p *exprParts) String() string {

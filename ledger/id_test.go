@@ -59,7 +59,7 @@ func TestExpressionKeepsSetBeforeRemove(t *testing.T) {
 	// removed; DynamoDB rejects it. Every assignment stays in the SET clause,
 	// steps included, and every removal in the one REMOVE clause.
 	p := parts([]string{"a = :a"}, []string{"b"}, nil)
-	if err := p.addSteps([]StepChange{{Name: "charge", Status: StepDone, Result: "ch_1"}, {Name: "notify"}}, time.Unix(1, 0)); err != nil {
+	if err := p.addSteps([]StepChange{{Name: "charge", Status: StepDone, Result: "ch_1"}, {Name: "notify"}}, time.Unix(1, 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	p.set = append(p.set, "ver = ver + :one")

@@ -41,6 +41,8 @@ const (
 	attrApplyStale = "apply_stale"
 	attrFormat     = "format"
 	attrRelease    = "release"
+	attrDeadShard  = "dead_shard"
+	attrDeadAt     = "dead_at"
 
 	skRecord  = "r"
 	skPayload = "p"
@@ -82,6 +84,7 @@ func decodeRecord(item map[string]types.AttributeValue) Record {
 		ApplyStale: dynamo.GetMillis(item, attrApplyStale),
 		Format:     int(dynamo.GetN(item, attrFormat)),
 		Release:    dynamo.GetS(item, attrRelease),
+		Runs:       decodeRuns(item),
 	}
 	r.Trace = dynamo.GetS(item, attrTrace)
 	// A run claimed before the counter existed and answered after takes

@@ -262,12 +262,14 @@ func (l *Ledger) claim(ctx context.Context, id Key, d time.Duration, ev *Identit
 		want = *ev
 	}
 	p := func(counters []string) *exprParts {
-		return parts(append([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", "updated_at = :now"}, counters...), nil,
+		q := parts(append([]string{"#st = :processing", "lease_owner = :tok", "lease_until = :until", "attempts = attempts + :one", "updated_at = :now"}, counters...), nil,
 			map[string]types.AttributeValue{
 				":processing": dynamo.S(string(Processing)), ":received": dynamo.S(string(Received)), ":failed": dynamo.S(string(Failed)),
 				":tok": dynamo.S(token), ":until": dynamo.Millis(now.Add(d)), ":now": dynamo.Millis(now), ":nows": dynamo.N(now.Unix()), ":zero": dynamo.N(0),
 				":sha": dynamo.S(want.BodySHA256), ":type": dynamo.S(want.Type), // identityCond's; dropped when unused
 			})
+		q.startRun(now)
+		return q
 	}
 	cond := "attribute_exists(pk) AND expires_at > :nows AND " + identityCond(ev) + "(" +
 		"(#st IN (:received, :failed) AND (attribute_not_exists(lease_until) OR lease_until <= :now)) OR " +
@@ -333,7 +335,7 @@ func (l *Ledger) SaveSteps(ctx context.Context, lease Lease, changes ...StepChan
 func (l *Ledger) Complete(ctx context.Context, lease Lease, changes ...StepChange) (Record, error) {
 	return l.owned(ctx, "complete", lease,
 		parts([]string{"#st = :done", interruptedDown, "updated_at = :now"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":done": dynamo.S(string(Done))}), changes, "")
+			map[string]types.AttributeValue{":done": dynamo.S(string(Done))}).ending(RunDone, ""), changes, "")
 }
 
 // ownerCond holds while the lease's token owns a live lease on a processing
@@ -361,8 +363,11 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 		return Record{}, fmt.Errorf("%w: empty lease token", ErrInvalid)
 	}
 	now := l.now()
-	if err := p.addSteps(changes, now); err != nil {
+	if err := p.addSteps(changes, now, lease.Record.Steps); err != nil {
 		return Record{}, err
+	}
+	if p.ends != "" {
+		p.endRun(lease.Record, p.ends, p.why, now)
 	}
 	p.vals[":processing"] = dynamo.S(string(Processing))
 	p.vals[":tok"] = dynamo.S(lease.Token)
@@ -390,7 +395,7 @@ func (l *Ledger) owned(ctx context.Context, op string, lease Lease, p *exprParts
 }
 
 // finalStatus is the status each final lease-holder write leaves.
-var finalStatus = map[string]Status{"complete": Done, "fail": Failed, "release": Failed, "bury": Dead}
+var finalStatus = map[string]Status{"complete": Done, "skip": Done, "fail": Failed, "release": Failed, "bury": Dead}
 
 // update runs one conditional UpdateItem on id's record, adding the
 // version increment. It returns the record as written, from the answer or,

@@ -331,9 +331,9 @@ func (l *Ledger) Skip(ctx context.Context, lease Lease, reason string) (Record, 
 	if reason == "" {
 		return Record{}, fmt.Errorf("%w: a skipped event needs its reason", ErrInvalid)
 	}
-	return l.owned(ctx, "complete", lease,
+	return l.owned(ctx, "skip", lease,
 		parts([]string{"#st = :done", interruptedDown, "updated_at = :now", attrSkipped + " = :why"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":done": dynamo.S(string(Done)), ":why": dynamo.S(trim(reason))}), nil, "")
+			map[string]types.AttributeValue{":done": dynamo.S(string(Done)), ":why": dynamo.S(trim(reason))}).ending(RunSkipped, reason), nil, "")
 }
 
 // ReplayApplyStale is Replay for an event to apply even if stale

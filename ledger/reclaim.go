@@ -273,10 +273,10 @@ func (l *Ledger) Requeue(ctx context.Context, rec Record, next time.Time) (Recor
 // (reclaims+1, due_at next), dropping the dead worker's lease. The steps it
 // recorded stay: the next attempt resumes after the last one done.
 func (l *Ledger) Reset(ctx context.Context, rec Record, next time.Time) (Record, error) {
-	return l.versioned(ctx, "reset", rec,
-		parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
-			map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next)), ":received": dynamo.S(string(Received)), ":processing": dynamo.S(string(Processing))}),
-		"#st = :processing AND lease_until <= :now")
+	p := parts([]string{"#st = :received", "due_at = :next", "reclaims = reclaims + :one", "updated_at = :now"}, []string{"lease_owner", "lease_until"},
+		map[string]types.AttributeValue{":next": dynamo.Millis(l.notBefore(next)), ":received": dynamo.S(string(Received)), ":processing": dynamo.S(string(Processing))})
+	p.endRun(rec, RunInterrupted, "", l.now())
+	return l.versioned(ctx, "reset", rec, p, "#st = :processing AND lease_until <= :now")
 }
 
 // Unsent takes back the reclaim a Requeue or Reset counted when SQS failed
@@ -443,12 +443,13 @@ func (l *Ledger) Postpone(ctx context.Context, rec Record, next time.Time) (Reco
 // give-up time, payload lost): Bury for the reclaimer, which holds no
 // lease.
 func (l *Ledger) BuryStale(ctx context.Context, rec Record, cause string) (Record, error) {
-	return l.versioned(ctx, "bury", rec,
-		parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err"}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
-			map[string]types.AttributeValue{
-				":dead": dynamo.S(string(Dead)), ":done": dynamo.S(string(Done)), ":processing": dynamo.S(string(Processing)), ":err": dynamo.S(trim(cause)),
-			}),
-		"NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)")
+	p := parts([]string{"#st = :dead", "updated_at = :now", "last_error = :err", deadSet}, []string{"lease_owner", "lease_until", "due_shard", "due_at"},
+		map[string]types.AttributeValue{
+			":dead": dynamo.S(string(Dead)), ":done": dynamo.S(string(Done)), ":processing": dynamo.S(string(Processing)), ":err": dynamo.S(trim(cause)),
+			":deadshard": dynamo.N(int64(shardOf(rec.PK(), l.opt.Shards))),
+		})
+	p.endRun(rec, RunInterrupted, "", l.now())
+	return l.versioned(ctx, "bury", rec, p, "NOT #st IN (:done, :dead) AND (#st <> :processing OR lease_until <= :now)")
 }
 
 // Replay is the operator's way back from dead or failed. The record
@@ -471,7 +472,7 @@ func (l *Ledger) replay(ctx context.Context, id Key, applyStale bool, changes []
 	token := dynamo.NewToken()
 	p := parts([]string{"#st = :received", "attempts = :zero", attrFailures + " = :zero", attrInterrupts + " = :zero", attrGivenBack + " = :zero", "reclaims = :zero",
 		"updated_at = :now", attrReplayed + " = :now", "due_shard = :shard", "due_at = :due", attrWriter + " = :by"},
-		[]string{"lease_owner"},
+		[]string{"lease_owner", attrDeadShard, attrDeadAt},
 		map[string]types.AttributeValue{
 			":received": dynamo.S(string(Received)), ":dead": dynamo.S(string(Dead)), ":failed": dynamo.S(string(Failed)),
 			":zero": dynamo.N(0), ":now": dynamo.Millis(now), ":nows": dynamo.N(now.Unix()), ":by": dynamo.S(token),
@@ -480,7 +481,7 @@ func (l *Ledger) replay(ctx context.Context, id Key, applyStale bool, changes []
 	if applyStale {
 		p.set = append(p.set, attrApplyStale+" = :now")
 	}
-	if err := p.addSteps(changes, now); err != nil {
+	if err := p.addSteps(changes, now, nil); err != nil {
 		return Record{}, err
 	}
 	rec, old, refused, err := l.update(ctx, "replay", id, p, "attribute_exists(pk) AND expires_at > :nows AND #st IN (:dead, :failed)",

@@ -59,6 +59,8 @@ type Record struct {
 	Version    int64     `json:"version"`         // incremented by every write
 	// Steps is what the handler recorded of its named steps (see Step).
 	Steps map[string]Step `json:"steps,omitempty"`
+	// Runs are the last few runs of the handler, oldest first (see Run).
+	Runs []Run `json:"runs,omitempty"`
 	// PayloadRef is the payload store's (S3) object key when the body is
 	// kept there, written by the receiver before answering. Empty: the
 	// payload item holds it.

@@ -27,6 +27,11 @@ type Step struct {
 	Status StepStatus `json:"status"`
 	Result string     `json:"result,omitempty"`
 	At     time.Time  `json:"at,omitzero"` // when the ledger recorded the status
+	// Started is when an at-most-once step done was recorded started: its
+	// effect ran between Started and At. Zero for other steps.
+	Started time.Time `json:"started,omitzero"`
+	// Checked: recorded done on its check's word (StepChange.Checked).
+	Checked bool `json:"checked,omitempty"`
 }
 
 // StepChange changes one step's entry. A lease holder's writes (SaveSteps,
@@ -37,6 +42,9 @@ type StepChange struct {
 	Name   string
 	Status StepStatus
 	Result string
+	// Checked says a done step is recorded on its check's word: on a
+	// retry, its check found the effect had happened, so it did not run.
+	Checked bool
 }
 
 // Limits on steps. Each step is one attribute of the record, and the record
@@ -73,8 +81,9 @@ func (c StepChange) validate() error {
 func stepAttr(name string) string { return "step#" + name }
 
 // addSteps adds the step changes to p, each under its own name placeholder
-// (#s0, #s1, ...). Changes to one name fold into the last.
-func (p *exprParts) addSteps(changes []StepChange, now time.Time) error {
+// (#s0, #s1, ...). Changes to one name fold into the last. A step done that
+// prior (the record as the writer knows it) shows started keeps that time.
+func (p *exprParts) addSteps(changes []StepChange, now time.Time, prior map[string]Step) error {
 	last := map[string]StepChange{}
 	for _, c := range changes {
 		if err := c.validate(); err != nil {
@@ -99,6 +108,12 @@ func (p *exprParts) addSteps(changes []StepChange, now time.Time) error {
 		if c.Result != "" {
 			v["r"] = dynamo.S(c.Result)
 		}
+		if was := prior[name]; c.Status == StepDone && was.Status == StepStarted && !was.At.IsZero() {
+			v["d"] = dynamo.N(max(0, now.Sub(was.At).Milliseconds())) // since started
+		}
+		if c.Checked && c.Status == StepDone {
+			v["c"] = &types.AttributeValueMemberBOOL{Value: true}
+		}
 		p.vals[":s"+strconv.Itoa(i)] = &types.AttributeValueMemberM{Value: v}
 		p.set = append(p.set, ph+" = :s"+strconv.Itoa(i))
 	}
@@ -118,6 +133,12 @@ func decodeSteps(item map[string]types.AttributeValue) map[string]Step {
 			continue
 		}
 		st := Step{Status: StepStatus(dynamo.GetS(m.Value, "s")), Result: dynamo.GetS(m.Value, "r"), At: dynamo.GetMillis(m.Value, "t")}
+		if d, ok := m.Value["d"]; ok && d != nil {
+			st.Started = st.At.Add(-time.Duration(dynamo.GetN(m.Value, "d")) * time.Millisecond)
+		}
+		if c, ok := m.Value["c"].(*types.AttributeValueMemberBOOL); ok {
+			st.Checked = c.Value
+		}
 		if out == nil {
 			out = map[string]Step{}
 		}

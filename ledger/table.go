@@ -14,8 +14,9 @@ import (
 const DueIndex = "due"
 
 // TableInput is the table's schema, the same as template.yaml declares: on
-// demand, string keys pk/sk, the sparse KEYS_ONLY due index on
-// due_shard (N) / due_at (N), server-side encryption. TTL on expires_at is
+// demand, string keys pk/sk, the sparse KEYS_ONLY indexes due (due_shard
+// N / due_at N) and dead (dead_shard N / dead_at N), server-side
+// encryption. TTL on expires_at is
 // enabled separately (CreateTable does both).
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
@@ -26,6 +27,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrDueShard), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(attrDueAt), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(attrDeadShard), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(attrDeadAt), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
@@ -36,6 +39,13 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(attrDueShard), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}, {
+			IndexName: aws.String(DeadIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrDeadShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrDeadAt), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},

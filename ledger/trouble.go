@@ -64,12 +64,16 @@ func (l *Ledger) fail(ctx context.Context, op string, lease Lease, cause string,
 		} else {
 			guard = "ver = :seen"
 		}
+		outcome := RunFailed
+		if op == "release" {
+			outcome = RunGivenBack
+		}
 		rec, err := l.owned(ctx, op, lease,
 			parts(append([]string(nil), set...), remove,
 				map[string]types.AttributeValue{
 					":failed": dynamo.S(string(Failed)), ":err": dynamo.S(trim(cause)), ":seen": dynamo.N(lease.Record.Version),
 					":shard": dynamo.N(int64(shardOf(lease.ID.PK(), l.opt.Shards))), ":due": dynamo.Millis(due),
-				}), changes, guard)
+				}).ending(outcome, cause), changes, guard)
 		var se *StateError
 		if guard != "" && errors.As(err, &se) && errors.Is(err, ErrLeaseLost) &&
 			se.Record.Status == Processing && se.Record.LeaseOwner == lease.Token && se.Record.LeaseUntil.After(now) {
@@ -114,8 +118,9 @@ func (l *Ledger) Bury(ctx context.Context, lease Lease, cause string, changes ..
 		remove = []string{"lease_owner", "due_shard", "due_at"}
 	}
 	return l.owned(ctx, "bury", lease,
-		parts([]string{"#st = :dead", failuresUp, interruptedDown, "updated_at = :now", "last_error = :err"}, remove,
-			map[string]types.AttributeValue{":dead": dynamo.S(string(Dead)), ":err": dynamo.S(trim(cause))}), changes, "")
+		parts([]string{"#st = :dead", failuresUp, interruptedDown, "updated_at = :now", "last_error = :err", deadSet}, remove,
+			map[string]types.AttributeValue{":dead": dynamo.S(string(Dead)), ":err": dynamo.S(trim(cause)),
+				":deadshard": dynamo.N(int64(shardOf(lease.ID.PK(), l.opt.Shards)))}).ending(RunDead, cause), changes, "")
 }
 
 // Extend keeps a live lease for at least d more from now and returns the
@@ -139,13 +144,8 @@ func (l *Ledger) Extend(ctx context.Context, lease Lease, d time.Duration) (Leas
 	return lease, nil
 }
 
-func trim(s string) string {
-	const max = 1024
-	if len(s) > max {
-		s = s[:max]
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+// trim cuts an error or reason to the 1 KB the record keeps of it.
+func trim(s string) string { return trimTo(s, 1024) }
 
 // EarlierRun says what the record shows of earlier runs that may have
 // reached the handler, and so applied some effects: steps recorded, runs

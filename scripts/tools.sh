@@ -8,6 +8,8 @@
 #              so the two cannot share one environment.
 #   .venv/checkov  checkov (template security checks); its own pins again.
 #   .tools/bin staticcheck, built from its pinned module version with the project's Go.
+#   chromium   the browser the console's test drives (lab/browser), from the distribution's
+#              packages (apt-get install chromium) when none is on PATH.
 #
 # Idempotent: a stamp file records the pins each environment was built with; a run whose pins
 # match does nothing. Needs python3 (3.9+) with venv, and PyPI.
@@ -16,6 +18,7 @@
 #   scripts/tools.sh emulator    only .venv (enough for tests against MiniStack; skips the rest)
 #   scripts/tools.sh deploy      .venv and .venv/sam: what a deploy into the emulator runs
 #                                (make demo, make e2e), without the linters
+#   scripts/tools.sh browser     only chromium
 #   scripts/tools.sh -v          everything, then print the installed versions
 #
 # HOOKLEDGER_TOOLS_ROOT puts .venv and .tools in another folder than this repository: a
@@ -65,6 +68,31 @@ ensure() { # ensure DIR PIN...
   printf '%s\n' "$want" > "$stamp"
 }
 
+# ensure_browser installs Chromium from the distribution's packages unless one is on PATH.
+ensure_browser() {
+  if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "tools: no chromium on PATH and no apt-get to install it: install Chromium with your system's packages (the console's browser test, lab/browser, needs it)" >&2
+    return 1
+  fi
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then
+    if ! command -v sudo >/dev/null; then
+      echo "tools: chromium is missing and installing it needs root: run as root, or sudo apt-get install -y chromium" >&2
+      return 1
+    fi
+    sudo=(sudo)
+  fi
+  echo "tools: installing chromium (apt-get)" >&2
+  "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium >/dev/null
+}
+
+if [[ "${1:-}" == "browser" ]]; then
+  ensure_browser
+  exit
+fi
 ensure "$venv" "${emu_pins[@]}"
 if [[ "${1:-}" == "emulator" ]]; then
   exit 0
@@ -74,6 +102,8 @@ if [[ "${1:-}" == "deploy" ]]; then
   exit 0
 fi
 ensure "$venv/checkov" "${checkov_pins[@]}"
+
+ensure_browser
 
 gobin="$root/.tools/bin"
 stamp="$gobin/.hookledger-tools"
@@ -93,4 +123,5 @@ if [[ "${1:-}" == "-v" ]]; then
   "$samvenv/bin/cfn-lint" --version
   "$venv/checkov/bin/checkov" --version
   "$gobin/staticcheck" -version
+  chromium --version 2>/dev/null || chromium-browser --version
 fi

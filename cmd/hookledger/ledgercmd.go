@@ -17,6 +17,8 @@ import (
 	"github.com/hookledger/hookledger/internal/blob"
 	"github.com/hookledger/hookledger/internal/cli"
 	"github.com/hookledger/hookledger/internal/config"
+	"github.com/hookledger/hookledger/internal/console"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/processor"
 	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/reclaimer"
@@ -65,9 +67,10 @@ func payloadStore(c config.Config, cfg aws.Config) *blob.Store {
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] ID", stderr)
+	fs := cli.NewFlags("hookledger", "inspect", "inspect [--source stripe] [--tenant acme] [--body] ID", stderr)
 	src := fs.String("source", "stripe", "the event's source")
 	tenant := fs.String("tenant", "acme", "the event's tenant")
+	withBody := fs.Bool("body", false, fmt.Sprintf("also print the stored body, as text (at most %d KB; it is the sender's data, treat it as untrusted)", console.BodyCap>>10))
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
@@ -104,6 +107,30 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "inspect: the record is format %d, newer than this hookledger (%s) reads: its counts may be wrong; use hookledger %s or later\n",
 			rec.Format, version.Version, rec.Release)
 	}
+	out := inspection(rec)
+	body, err := blob.Body(ctx, l, store, rec)
+	if err == nil {
+		out["payload_bytes"] = len(body)
+	} else {
+		out["payload_error"] = err.Error()
+	}
+	if *withBody && err == nil {
+		text, cut := console.BodyText(body)
+		out["body"] = text
+		if cut {
+			out["body_truncated"] = true
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(out)
+	return 0
+}
+
+// inspection is what inspect prints of a record, one key a line: the
+// record, its run counters in words, each step's downstream key, and
+// when the reclaimer gives up.
+func inspection(rec ledger.Record) map[string]any {
 	out := map[string]any{"record": rec, "runs": runsLine(rec)}
 	if rec.Skipped != "" {
 		// Skipped as stale: never ran, or after a run that may have applied it.
@@ -116,15 +143,15 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		// When the reclaimer marks it dead, should its runs keep being interrupted.
 		out["gives_up_at"] = until
 	}
-	if body, err := blob.Body(ctx, l, store, rec); err == nil {
-		out["payload_bytes"] = len(body)
-	} else {
-		out["payload_error"] = err.Error()
+	if len(rec.Steps) > 0 {
+		// What each step passed downstream: check it there before resolving an indeterminate step.
+		keys := map[string]string{}
+		for name := range rec.Steps {
+			keys[name] = engine.DownstreamKey(rec.Source, rec.Tenant, rec.ID, name)
+		}
+		out["downstream_keys"] = keys
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	enc.Encode(out)
-	return 0
+	return out
 }
 
 // runsLine says in words what a record's run counters mean.
@@ -145,14 +172,37 @@ func runsLine(r ledger.Record) string {
 	return line
 }
 
+const listHelp = `Lists ledger records, newest first (by when each was received, last
+retried or buried), through the ledger's indexes: no scan of the table, a
+bounded read per page however large it is. --since and --until select by the time
+the event was received, in RFC 3339 (2026-01-02T15:04:05Z) or as a
+duration ago (90m, 24h).
+
+  hookledger list --status dead
+  hookledger list --source stripe --tenant acme --since 2h
+  hookledger list --type invoice.paid --status failed --limit 0
+`
+
 func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlags("hookledger", "list", "list [--status received|processing|done|failed|dead] [--limit 50]", stderr)
+	fs := cli.NewFlags("hookledger", "list", "list [--source S] [--tenant T] [--status received|processing|done|failed|dead] [--type T] [--since T] [--until T] [--limit 50]", stderr)
+	var q ledger.Query
+	fs.StringVar(&q.Source, "source", "", "only events of this source")
+	fs.StringVar(&q.Tenant, "tenant", "", "only events of this tenant")
 	status := fs.String("status", "", "only records in this status")
+	fs.StringVar(&q.Type, "type", "", "only events of this type")
+	since := fs.String("since", "", "only events received at or after this time")
+	until := fs.String("until", "", "only events received before this time")
 	limit := fs.Int("limit", 50, "at most this many records (0: all)")
+	synopsis := fs.Usage
+	fs.Usage = func() {
+		synopsis()
+		fmt.Fprint(fs.Output(), "\n"+listHelp)
+	}
 	if code := cli.Parse(fs, args, stdout); code >= 0 {
 		return code
 	}
-	if s := ledger.Status(*status); s != "" && !s.Valid() {
+	q.Status = ledger.Status(*status)
+	if q.Status != "" && !q.Status.Valid() {
 		fmt.Fprintf(stderr, "list: unknown status %q; want received, processing, done, failed or dead\n", *status)
 		return 2
 	}
@@ -164,24 +214,56 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "list: unexpected argument %q; list takes only flags (to see one event: hookledger inspect ID)\n", fs.Arg(0))
 		return 2
 	}
+	now := time.Now()
+	var err error
+	if q.Since, err = cli.ParseWhen(*since, now); err == nil {
+		q.Until, err = cli.ParseWhen(*until, now)
+	}
+	if err == nil && !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		err = errors.New("--since must be before --until")
+	}
+	if err != nil {
+		return cli.Fail(stderr, "list", 2, err)
+	}
 	l, _, ok := openLedgerAndStore(ctx, stderr, "list")
 	if !ok {
 		return 1
 	}
-	recs, err := l.List(ctx, ledger.Status(*status), *limit)
-	if err != nil {
-		fmt.Fprintf(stderr, "list: %v\n%s", err, awsHint(err, os.Getenv))
-		return 1
-	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tTENANT\tID\tTYPE\tSTATUS\tATTEMPTS\tFAILED\tINTERRUPTED\tRECLAIMS\tUPDATED\tLAST ERROR")
-	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.ID, r.EventType, r.Status,
-			r.Attempts, r.Failures, r.Interrupted, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), r.LastError)
+	shown := 0
+	for {
+		q.Limit = ledger.MaxFindLimit
+		if *limit > 0 {
+			q.Limit = min(q.Limit, *limit-shown)
+		}
+		page, err := l.Find(ctx, q)
+		if err != nil {
+			tw.Flush()
+			fmt.Fprintf(stderr, "list: %v\n%s", err, awsHint(err, os.Getenv))
+			return 1
+		}
+		for _, r := range page.Records {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Source, r.Tenant, r.ID, r.EventType, r.Status,
+				r.Attempts, r.Failures, r.Interrupted, r.Reclaims, r.UpdatedAt.Format(time.RFC3339), oneLine(r.LastError))
+		}
+		shown += len(page.Records)
+		if page.Next == "" {
+			break
+		}
+		if *limit > 0 && shown >= *limit {
+			tw.Flush()
+			fmt.Fprintf(stderr, "list: more records match; raise --limit (0: all), or narrow with --since, --until or --status\n")
+			return 0
+		}
+		q.After = page.Next
 	}
 	tw.Flush()
 	return 0
 }
+
+// oneLine keeps a table row on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func runSetup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("hookledger", "setup", "setup [--table hookledger] [--queue hookledger] [--visibility 180] [--max-receives 5]", stderr)

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/console"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/reclaimer"
 	"github.com/hookledger/hookledger/ledger"
 	"github.com/hookledger/hookledger/version"
@@ -26,6 +28,9 @@ func TestLedgerCommandsRefuseBadInput(t *testing.T) {
 	checkUsage(t, []usageCase{
 		{[]string{"list", "--limit", "-5"}, "--limit -5: want a positive number of records, or 0 for all"},
 		{[]string{"list", "dead"}, "unexpected argument"},
+		{[]string{"list", "--status", "gone"}, `unknown status "gone"`},
+		{[]string{"list", "--since", "yesterday"}, `time "yesterday": want RFC 3339`},
+		{[]string{"list", "--since", "1h", "--until", "2h"}, "--since must be before --until"},
 		{[]string{"inspect", "--source", "", "evt_1"}, "--source is empty"},
 		{[]string{"inspect", "--tenant", "", "evt_1"}, "--tenant is empty"},
 		{[]string{"inspect", ""}, "ID is empty"},
@@ -50,7 +55,7 @@ func TestListWithoutAWSSaysWhatToSet(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr %q", code, errb.String())
 	}
 	s := errb.String()
-	if !strings.HasPrefix(s, "list: scan table hookledger for all records: ") || strings.Contains(s, "list :") || strings.Count(s, "list") != 1 {
+	if !strings.HasPrefix(s, "list: find in table hookledger: due index shard 0: ") || strings.Contains(s, "list :") || strings.Count(s, "list") != 1 {
 		t.Errorf("stderr %q: want one list: prefix", s)
 	}
 	if !strings.Contains(s, "export AWS_ENDPOINT_URL=http://localhost:4566") || !strings.Contains(s, "AWS credentials") {
@@ -148,6 +153,133 @@ func TestInspectAndListShowTheRunCounters(t *testing.T) {
 	}
 	if want := got.Record.ExpiresAt.Add(-reclaimer.ExpiryMargin); !got.GivesUpAt.Equal(want) {
 		t.Errorf("gives_up_at %v, want a day before the expiry (%v)", got.GivesUpAt, want)
+	}
+}
+
+// TestListFindsThroughTheIndex: list's filters select what they say, newest
+// first, and --limit stops with a hint when more match.
+func TestListFindsThroughTheIndex(t *testing.T) {
+	cfg := awstest.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := awstest.Table(t, cfg)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", table)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	ctx := t.Context()
+	at := time.Now().Add(-time.Hour)
+	l, _ := ledger.New(db, ledger.Options{Table: table, Now: func() time.Time { return at }})
+	seed := func(src, tenant, id, typ string, dead bool) {
+		t.Helper()
+		key := ledger.Key{Source: src, Tenant: tenant, ID: id}
+		if _, _, err := l.Create(ctx, ledger.NewEvent{Key: key, Type: typ, BodySHA256: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if dead {
+			lease, err := l.Claim(ctx, key, time.Minute)
+			if err == nil {
+				_, err = l.Bury(ctx, lease, "permanent: card declined\nat line 2")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		at = at.Add(time.Minute)
+	}
+	seed("stripe", "acme", "evt_1", "invoice.paid", false)
+	seed("stripe", "acme", "evt_2", "invoice.paid", true)
+	seed("stripe", "zeta", "evt_3", "charge.refunded", true)
+	seed("github", "acme", "gh_4", "push", false)
+	ids := func(args ...string) ([]string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(ctx, append([]string{"list"}, args...), &out, &errb); code != 0 {
+			t.Fatalf("list %v: exit %d: %s", args, code, errb.String())
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+			got = append(got, strings.Fields(line)[2])
+		}
+		return got, errb.String()
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "gh_4 evt_3 evt_2 evt_1"},
+		{[]string{"--source", "stripe", "--status", "dead"}, "evt_3 evt_2"},
+		{[]string{"--tenant", "acme", "--type", "invoice.paid"}, "evt_2 evt_1"},
+		{[]string{"--since", "59m30s", "--until", "57m30s"}, "evt_3 evt_2"},
+		{[]string{"--source", "nobody"}, ""},
+	} {
+		if got, _ := ids(tc.args...); strings.Join(got, " ") != tc.want {
+			t.Errorf("list %v: %v, want %s", tc.args, got, tc.want)
+		}
+	}
+	got, hint := ids("--limit", "2")
+	if strings.Join(got, " ") != "gh_4 evt_3" || !strings.Contains(hint, "more records match; raise --limit") {
+		t.Errorf("list --limit 2: %v, stderr %q", got, hint)
+	}
+}
+
+// TestInspectShowsDownstreamKeysRunsAndBody: inspect names each step's
+// downstream key (what a user had to compute to resolve an indeterminate
+// step), keeps the run history in the record, and prints the body as text
+// only with --body, cut at its cap.
+func TestInspectShowsDownstreamKeysRunsAndBody(t *testing.T) {
+	cfg := awstest.Config(t)
+	db := dynamodb.NewFromConfig(cfg)
+	table := awstest.Table(t, cfg)
+	t.Setenv("AWS_ENDPOINT_URL", awstest.Endpoint(t))
+	t.Setenv("HOOKLEDGER_TABLE", table)
+	t.Setenv("HOOKLEDGER_PAYLOAD_BUCKET", "")
+	ctx := t.Context()
+	l, _ := ledger.New(db, ledger.Options{Table: table})
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_steps"}
+	body := []byte(`{"note":"<script>x</script>` + strings.Repeat("a", console.BodyCap) + `"}`)
+	if _, _, err := l.Create(ctx, ledger.NewEvent{Key: id, Type: "invoice.paid", BodySHA256: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutPayload(ctx, id, body, "x"); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.Claim(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SaveSteps(ctx, lease, ledger.StepChange{Name: "charge", Status: ledger.StepStarted}); err != nil {
+		t.Fatal(err)
+	}
+	inspect := func(args ...string) map[string]json.RawMessage {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(ctx, append([]string{"inspect"}, append(args, "evt_steps")...), &out, &errb); code != 0 {
+			t.Fatalf("inspect: exit %d: %s", code, errb.String())
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("inspect output %s: %v", out.String(), err)
+		}
+		return got
+	}
+	got := inspect()
+	var keys map[string]string
+	json.Unmarshal(got["downstream_keys"], &keys)
+	if want := engine.DownstreamKey("stripe", "acme", "evt_steps", "charge"); keys["charge"] != want {
+		t.Errorf("downstream_keys %v, want charge: %s", keys, want)
+	}
+	var rec ledger.Record
+	json.Unmarshal(got["record"], &rec)
+	if len(rec.Runs) != 1 || rec.Runs[0].Start.IsZero() || !rec.Runs[0].End.IsZero() {
+		t.Errorf("record runs %+v: want the one run, begun and not ended", rec.Runs)
+	}
+	if _, ok := got["body"]; ok {
+		t.Error("inspect printed the body without --body")
+	}
+	got = inspect("--body")
+	var text string
+	json.Unmarshal(got["body"], &text)
+	if len(text) != console.BodyCap || !strings.HasPrefix(text, `{"note":"<script>x</script>aaa`) || string(got["body_truncated"]) != "true" {
+		t.Errorf("--body: %d bytes starting %.40q, truncated %s; want the first %d bytes as text, truncated", len(text), text, got["body_truncated"], console.BodyCap)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Command hookledger is the operator and developer CLI of hookledger: run
 // the whole pipeline locally (dev), send signed webhooks (send, sign), verify
-// a delivery (verify), read the ledger (inspect, list), replay dead events
+// a delivery (verify), read the ledger (inspect, list, console), replay dead events
 // (replay), show or reset a resource's order (order), recover events a
 // sender gave up on (reconcile) and create local resources (setup). The proof tooling (demo,
 // chaos, bench, stubs) is a separate program, lab/cmd/hooklab.
@@ -23,7 +23,8 @@ func commands() map[string]cli.Command {
 		"sign":      {Summary: "print the headers a sender would send for a body", Run: plain(runSign)},
 		"verify":    {Summary: "verify a delivery's signature and print its idempotency key", Run: plain(runVerify)},
 		"inspect":   {Summary: "show one event's ledger record", Run: runInspect},
-		"list":      {Summary: "list ledger records, optionally by status", Run: runList},
+		"list":      {Summary: "list ledger records by source, tenant, status, type and time", Run: runList},
+		"console":   {Summary: "serve a local web page over the ledger: events, timelines, what needs an operator, replays", Run: runConsole},
 		"setup":     {Summary: "create the ledger table and queues in the emulator (or account) AWS_ENDPOINT_URL points at", Run: runSetup},
 		"replay":    {Summary: "replay dead or failed events (by key, status or time range), or redrive a dead-letter queue", Run: runReplay},
 		"order":     {Summary: "show or reset the position an InOrder route keeps for one resource", Run: runOrder},

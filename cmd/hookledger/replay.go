@@ -80,7 +80,7 @@ type replayOptions struct {
 // replayLedger is the slice of the ledger replay calls.
 type replayLedger interface {
 	Get(ctx context.Context, id ledger.Key) (ledger.Record, error)
-	List(ctx context.Context, status ledger.Status, limit int) ([]ledger.Record, error)
+	Find(ctx context.Context, q ledger.Query) (ledger.Page, error)
 	PayloadOf(ctx context.Context, rec ledger.Record) ([]byte, error)
 	Replay(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
 	ReplayApplyStale(ctx context.Context, id ledger.Key, changes ...ledger.StepChange) (ledger.Record, error)
@@ -149,8 +149,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	now := time.Now()
 	var err error
-	if o.since, err = parseWhen(*since, now); err == nil {
-		o.until, err = parseWhen(*until, now)
+	if o.since, err = cli.ParseWhen(*since, now); err == nil {
+		o.until, err = cli.ParseWhen(*until, now)
 	}
 	if err != nil {
 		return cli.Fail(stderr, "replay", 2, err)
@@ -224,21 +224,6 @@ func (o replayOptions) validate() error {
 	return nil
 }
 
-// parseWhen reads an RFC 3339 time or a duration before now.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
-}
-
 // run replays what o selects; it returns 1 unless all of it was (or would be) replayed.
 func (r *replayer) run(ctx context.Context, o replayOptions) int {
 	if o.dlq != "" {
@@ -261,17 +246,17 @@ func (r *replayer) run(ctx context.Context, o replayOptions) int {
 		}
 		recs = []ledger.Record{rec}
 	} else {
-		all, err := r.ledger.List(ctx, o.status, 0)
-		if err != nil {
-			fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
-			return 1
-		}
-		for _, rec := range all {
-			if o.source != "" && rec.Source != o.source || o.tenant != "" && rec.Tenant != o.tenant ||
-				!o.since.IsZero() && rec.CreatedAt.Before(o.since) || !o.until.IsZero() && !rec.CreatedAt.Before(o.until) {
-				continue
+		q := ledger.Query{Status: o.status, Source: o.source, Tenant: o.tenant, Since: o.since, Until: o.until, Limit: ledger.MaxFindLimit}
+		for {
+			page, err := r.ledger.Find(ctx, q)
+			if err != nil {
+				fmt.Fprintf(r.stderr, "replay: %v\n%s", err, awsHint(err, os.Getenv))
+				return 1
 			}
-			recs = append(recs, rec)
+			recs = append(recs, page.Records...)
+			if q.After = page.Next; q.After == "" {
+				break
+			}
 		}
 		sort.Slice(recs, func(i, j int) bool { return recs[i].CreatedAt.Before(recs[j].CreatedAt) })
 	}

@@ -53,6 +53,23 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
 	return -1
 }
 
+// ParseWhen reads a time given on a command line or in a form: RFC 3339
+// (2026-01-02T15:04:05Z), or a positive duration before now (90m, 24h).
+// "" is the zero time.
+func ParseWhen(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2026-01-02T15:04:05Z) or a positive duration ago (90m, 24h)", s)
+}
+
 // RandomHex returns n random hex characters.
 func RandomHex(n int) string {
 	b := make([]byte, (n+1)/2)

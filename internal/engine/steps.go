@@ -69,6 +69,8 @@ type Change struct {
 	Name   string
 	Status Status
 	Result string
+	// Checked: done on its check's word; its function did not run.
+	Checked bool
 }
 
 // Check asks downstream whether a step's effect happened: the result and
@@ -186,7 +188,7 @@ func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error
 		res, err := spec.Check(ctx, key)
 		switch {
 		case err == nil:
-			return r.complete(spec.Name, res)
+			return r.completeChecked(spec.Name, res, true)
 		case errors.Is(err, ErrIndeterminate):
 			return "", r.indeterminate(spec.Name, err)
 		case !errors.Is(err, ErrNotDone):
@@ -214,7 +216,7 @@ func (r *Run) Step(ctx context.Context, spec Spec, fn Func) (_ string, err error
 			// recorded. Ask before repeating it (at-least-once may repeat,
 			// but need not).
 			if res, err := spec.Check(ctx, key); err == nil {
-				return r.complete(spec.Name, res)
+				return r.completeChecked(spec.Name, res, true)
 			}
 		}
 	}
@@ -306,7 +308,10 @@ func (r *Run) state(name string) State {
 }
 
 // complete records a step done with its result, in the next write.
-func (r *Run) complete(name, res string) (string, error) {
+func (r *Run) complete(name, res string) (string, error) { return r.completeChecked(name, res, false) }
+
+// completeChecked is complete, saying whether a check answered for it.
+func (r *Run) completeChecked(name, res string, checked bool) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(res) > MaxResultBytes {
@@ -319,7 +324,7 @@ func (r *Run) complete(name, res string) (string, error) {
 		return "", PermanentError{fmt.Errorf("step %s: its name and %d-byte result would bring the event's step names and results to %d bytes, over %d; use shorter step names, return ids rather than documents, or fewer steps (one per batch, not one per item); taken by %s",
 			name, len(res), used+len(name)+len(res), MaxTotalBytes, r.usageLocked(name))}
 	}
-	r.pending = append(r.pending, Change{Name: name, Status: Done, Result: res})
+	r.pending = append(r.pending, Change{Name: name, Status: Done, Result: res, Checked: checked})
 	r.recorded[name] = State{Status: Done, Result: res}
 	return res, nil
 }

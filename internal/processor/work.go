@@ -101,7 +101,7 @@ func recorded(in map[string]ledger.Step) map[string]engine.State {
 func ledgerChanges(in []engine.Change) []ledger.StepChange {
 	out := make([]ledger.StepChange, len(in))
 	for i, c := range in {
-		out[i] = ledger.StepChange{Name: c.Name, Status: ledger.StepStatus(c.Status), Result: c.Result}
+		out[i] = ledger.StepChange{Name: c.Name, Status: ledger.StepStatus(c.Status), Result: c.Result, Checked: c.Checked}
 	}
 	return out
 }

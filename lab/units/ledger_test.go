@@ -2,6 +2,7 @@ package units_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/hookledger/hookledger/internal/awstest"
+	"github.com/hookledger/hookledger/internal/engine"
 	"github.com/hookledger/hookledger/internal/fakeclock"
 	"github.com/hookledger/hookledger/lab/units"
 	"github.com/hookledger/hookledger/ledger"
@@ -84,12 +86,13 @@ func running(t *testing.T, f fixture, key string) ledger.Lease {
 // and keeps its entry when it is done (Complete moves no index key), so
 // claim and complete cost one table write unit each and nothing on the
 // index. Regression: Complete removed due_shard/due_at, an index delete
-// billed like the put (1 WCU more per event).
+// billed like the put (1 WCU more per event). The run history (the claim
+// starts a run, Complete ends it) and the dead index add no request and
+// no unit: three writes, 3 table + 1 index WCU, as before them.
 func TestCompleteLeavesTheDueIndexAlone(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	acc := &units.Accountant{Raw: f.db, Tables: map[string]units.TableSpec{f.table: {Keys: []string{"pk", "sk"},
-		Indexes: []units.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}}}
+	acc := &units.Accountant{Raw: f.db, Tables: map[string]units.TableSpec{f.table: units.LedgerTable}}
 	cfg := awstest.Config(t, acc.APIOption)
 	l, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Options{Table: f.table, Shards: 4, ReclaimAfter: time.Minute, Now: f.clock.Now})
 	if err != nil {
@@ -111,8 +114,15 @@ func TestCompleteLeavesTheDueIndexAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := acc.Take(); u.WCU != 2 || u.IndexWCU != 0 {
+	u := acc.Take()
+	if u.WCU != 2 || u.IndexWCU != 0 {
 		t.Fatalf("claim + complete: %v table + %v index WCU, want 2 + 0", u.WCU, u.IndexWCU)
+	}
+	if len(u.Written) != 2 || u.Written[1] >= 1024 {
+		t.Fatalf("claim + complete left records of %v bytes, want two writes under 1 KB", u.Written)
+	}
+	if len(done.Runs) != 1 || done.Runs[0].Outcome != ledger.RunDone {
+		t.Fatalf("done record's runs: %+v, want the one run, done", done.Runs)
 	}
 	if done.Status != ledger.Done || !done.DueAt.Equal(created.DueAt) || done.DueShard != created.DueShard {
 		t.Fatalf("done record %+v: want its due entry as Create made it (%v, shard %d)", done, created.DueAt, created.DueShard)
@@ -202,9 +212,9 @@ func TestPeekIsGetManyAtHalfThePrice(t *testing.T) {
 	}
 }
 
-// TestRecordWithStepsStaysUnderOneKB: three steps with id-sized results
-// keep the record under 1 KB, so every status change still costs one
-// write unit.
+// TestRecordWithStepsStaysUnderOneKB: three steps with id-sized results,
+// and the run that recorded them, keep the record under 1 KB, so every
+// status change still costs one write unit.
 func TestRecordWithStepsStaysUnderOneKB(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -228,5 +238,99 @@ func TestRecordWithStepsStaysUnderOneKB(t *testing.T) {
 		t.Fatalf("record with three steps is %d bytes: status changes would cost %v write units", size, units.WriteUnits(size))
 	} else {
 		t.Logf("record with three steps: %d bytes", size)
+	}
+}
+
+// TestBurialAndReplayIndexCosts: a burial moves the record from the due
+// index to the dead index in its one write (an index delete and an index
+// put), and a replay moves it back the same way. Burials are rare; the
+// happy path never touches the dead index (TestCompleteLeavesTheDueIndexAlone).
+func TestBurialAndReplayIndexCosts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	acc := &units.Accountant{Raw: f.db, Tables: map[string]units.TableSpec{f.table: units.LedgerTable}}
+	l, err := ledger.New(dynamodb.NewFromConfig(awstest.Config(t, acc.APIOption)), ledger.Options{Table: f.table, Shards: 4, ReclaimAfter: time.Minute, Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newID(t)
+	create(t, f, id)
+	lease := claimed(t, f, id, time.Minute)
+	acc.Take()
+	if _, err := l.Bury(t.Context(), lease, "permanent: no such customer"); err != nil {
+		t.Fatal(err)
+	}
+	if u := acc.Take(); u.WCU != 1 || u.IndexWCU != 2 {
+		t.Errorf("bury: %v table + %v index WCU, want 1 + 2 (out of due, into dead)", u.WCU, u.IndexWCU)
+	}
+	if _, err := l.Replay(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if u := acc.Take(); u.WCU != 1 || u.IndexWCU != 2 {
+		t.Errorf("replay: %v table + %v index WCU, want 1 + 2 (out of dead, into due)", u.WCU, u.IndexWCU)
+	}
+}
+
+// TestRecordSizeWorstCase measures the largest record the step limits
+// allow: 16 at-most-once steps (each keeps its start) whose names and
+// results take the 512 bytes the engine allows, every run slot filled,
+// the last with an error of MaxRunError bytes, under an id, type and digest
+// of real size. It fits two write units. (Under 1 KB holds for handlers
+// that record a few steps, TestRecordWithStepsStaysUnderOneKB: sixteen
+// steps' own overhead, about 36 bytes each, is past it on its own.)
+func TestRecordSizeWorstCase(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	id := ledger.Key{Source: "stripe", Tenant: "acme", ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy"}
+	if _, _, err := f.l.Create(ctx, ledger.NewEvent{Key: id, Type: "customer.subscription.updated", BodySHA256: strings.Repeat("a", 64)}); err != nil {
+		t.Fatal(err)
+	}
+	cause := strings.Repeat("e", ledger.MaxRunError)
+	for range ledger.MaxRuns - 1 {
+		if _, err := f.l.Fail(ctx, claimed(t, f, id, time.Minute), cause, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease := claimed(t, f, id, time.Minute)
+	var started, done []ledger.StepChange
+	for i := range engine.MaxSteps {
+		name := fmt.Sprintf("step%02d", i)
+		started = append(started, ledger.StepChange{Name: name, Status: ledger.StepStarted})
+		done = append(done, ledger.StepChange{Name: name, Status: ledger.StepDone, Result: strings.Repeat("r", engine.MaxTotalBytes/engine.MaxSteps-len(name))})
+	}
+	rec, err := f.l.SaveSteps(ctx, lease, started...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Record = rec
+	f.clock.Advance(time.Second)
+	rec, err = f.l.Fail(ctx, lease, cause, 0, done...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Runs) != ledger.MaxRuns || len(rec.Steps) != engine.MaxSteps || rec.Steps["step00"].Started.IsZero() {
+		t.Fatalf("record %+v: want every run slot and step filled, steps with their starts", rec)
+	}
+	out, err := f.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &f.table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: id.PK()}, "sk": &types.AttributeValueMemberS{Value: "r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]int{}
+	for name, v := range out.Item {
+		part := "the rest"
+		switch {
+		case strings.HasPrefix(name, "step#"):
+			part = "steps"
+		case strings.HasPrefix(name, "run"):
+			part = "runs"
+		}
+		parts[part] += units.ItemSize(map[string]types.AttributeValue{name: v})
+	}
+	size := units.ItemSize(out.Item)
+	t.Logf("worst-case record: %d bytes (%v), %v write units a status change", size, parts, units.WriteUnits(size))
+	if units.WriteUnits(size) > 2 {
+		t.Fatalf("worst-case record is %d bytes (%v): %v write units a status change, want at most 2", size, parts, units.WriteUnits(size))
 	}
 }

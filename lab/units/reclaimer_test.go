@@ -196,4 +196,4 @@ func TestEntriesReadAgainCostNoSecondReadInAWarmProcess(t *testing.T) {
 }
 
 // ledgerSpec is the ledger table's shape for the unit accountant.
-var ledgerSpec = units.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []units.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
+var ledgerSpec = units.LedgerTable

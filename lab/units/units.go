@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/hookledger/hookledger/ledger"
 )
 
 // ItemSize is the size DynamoDB bills for item: for each attribute, its
@@ -116,6 +117,13 @@ type TableSpec struct {
 	Keys    []string    // the table's key attributes
 	Indexes []IndexSpec // KEYS_ONLY global secondary indexes
 }
+
+// LedgerTable is the ledger table's shape: its keys and its two sparse
+// KEYS_ONLY indexes (ledger.TableInput).
+var LedgerTable = TableSpec{Keys: []string{"pk", "sk"}, Indexes: []IndexSpec{
+	{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"},
+	{Name: ledger.DeadIndex, Hash: "dead_shard", Range: "dead_at"},
+}}
 
 // Write is the units of one write.
 type Write struct {

@@ -325,7 +325,7 @@ func (b *benchRun) newEnv(ctx context.Context, name string, reclaimAfter string)
 }
 
 // ledgerTable is the ledger table's shape for the unit rules.
-var ledgerTable = units.TableSpec{Keys: []string{"pk", "sk"}, Indexes: []units.IndexSpec{{Name: ledger.DueIndex, Hash: "due_shard", Range: "due_at"}}}
+var ledgerTable = units.LedgerTable
 
 // logCounter counts the bytes and the processed events the handlers log.
 type logCounter struct {
