@@ -88,8 +88,37 @@ func upgradeStack(t *testing.T, prev, cur release) {
 		"until the next release is deployed: it meets the work as it was left. Deliveries to the receiver go on throughout.")
 	h.baseline(t)
 	h.transition(t, "upgrade", prev, cur)
+	h.reindex(t)
 	h.transition(t, "rollback", cur, prev)
 	h.summary(t)
+}
+
+// reindex takes the upgrade's step (CHANGELOG.md) and checks that list
+// --status dead then shows every dead event, the earlier release's too.
+func (h *harness) reindex(t *testing.T) {
+	t.Helper()
+	env := h.s.env("HOOKLEDGER_TABLE=" + h.s.out["TABLE"])
+	out, err := command(h.s.root, env, h.cli, "reindex")
+	if err != nil {
+		t.Fatalf("hookledger reindex: %v", err)
+	}
+	fmt.Printf("upgrade: hookledger reindex: %s\n", strings.TrimSpace(out))
+	list, err := command(h.s.root, env, h.cli, "list", "--status", "dead", "--limit", "0")
+	if err != nil {
+		t.Fatalf("hookledger list --status dead: %v", err)
+	}
+	dead := 0
+	for _, e := range h.send.sent() {
+		if rec, ok := h.record(t, e); ok && rec.Status == ledger.Dead {
+			dead++
+			if !strings.Contains(list, e.ID) {
+				t.Errorf("dead event %s (%s) is not in list --status dead after reindex", e.ID, e.Kind)
+			}
+		}
+	}
+	if dead == 0 {
+		t.Error("no dead event to look for: the in-flight cases should have left some")
+	}
 }
 
 // baseline runs a few events through the previous release before anything
