@@ -26,7 +26,7 @@ import (
 
 // The budgets. Raising one is a commit that says why.
 const (
-	maxProductLines  = 23300 // non-test Go of the root module, without the lab and idempotency
+	maxProductLines  = 26000 // non-test Go of the root module, without the lab and idempotency
 	maxReadingPath   = 3000  // lines of the files docs/design.md lists as one event's path
 	maxFileLines     = 700   // any product file
 	maxLongFuncs     = 8     // product functions over longFunc lines
