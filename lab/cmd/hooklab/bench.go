@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/hookledger/hookledger/internal/awstest"
 	"github.com/hookledger/hookledger/internal/config"
@@ -407,7 +408,7 @@ func benchRequest(body []byte) events.APIGatewayV2HTTPRequest {
 // mapping would, and deletes it.
 func receiveOne(ctx context.Context, sq *sqs.Client, queueURL string) (events.SQSEvent, error) {
 	for i := 0; i < 5; i++ {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: esmAttributes})
 		if err != nil {
 			return events.SQSEvent{}, err
 		}
@@ -416,9 +417,18 @@ func receiveOne(ctx context.Context, sq *sqs.Client, queueURL string) (events.SQ
 		}
 		m := out.Messages[0]
 		sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle})
-		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), ReceiptHandle: aws.ToString(m.ReceiptHandle)}}}, nil
+		return events.SQSEvent{Records: []events.SQSMessage{esmMessage(m)}}, nil
 	}
 	return events.SQSEvent{}, errors.New("no message on the queue")
+}
+
+// esmAttributes are the system attributes the event source mapping hands
+// the processor; the trace header among them puts trace_id on its lines.
+var esmAttributes = []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAWSTraceHeader}
+
+// esmMessage is m as the event source mapping hands it to the processor.
+func esmMessage(m sqstypes.Message) events.SQSMessage {
+	return events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), ReceiptHandle: aws.ToString(m.ReceiptHandle), Attributes: m.Attributes}
 }
 
 // step is one accounted step: its requests by operation and its units.

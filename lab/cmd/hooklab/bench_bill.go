@@ -45,9 +45,6 @@ type billSize struct {
 	size                int
 	needs               string // what the size needs beyond the defaults
 	newEv, dup, dupRecv bench.Profile
-	// newLines and dupLines are the log lines (not metric lines) a new
-	// event and a duplicate write: each would carry a trace id.
-	newLines, dupLines float64
 }
 
 // billIdle is one reclaimer run with nothing to do.
@@ -86,13 +83,10 @@ var billSizes = []struct {
 }
 
 // splitLogs counts the bytes of the handlers' log lines and of their metric
-// (EMF) lines apart, the log lines, and the metric names.
+// (EMF) lines apart, and the metric names.
 type splitLogs struct {
 	logs, metrics int64
-	lines         int64
 	names         map[string]bool
-	// taken is the log lines the last take counted.
-	taken float64
 }
 
 var emfName = regexp.MustCompile(`\{"Name":"([A-Za-z]+)","Unit"`)
@@ -113,15 +107,13 @@ func (s *splitLogs) Write(p []byte) (int, error) {
 			continue
 		}
 		s.logs += int64(len(line))
-		s.lines++
 	}
 	return len(p), nil
 }
 
 func (s *splitLogs) take() (logs, metrics float64) {
 	l, m := float64(s.logs), float64(s.metrics)
-	s.taken = float64(s.lines)
-	s.logs, s.metrics, s.lines = 0, 0, 0
+	s.logs, s.metrics = 0, 0
 	return l, m
 }
 
@@ -325,7 +317,6 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 	}
 	newCalls, uNew := m.Snapshot(), acc.Take()
 	logNew, metNew := h.logs.take()
-	linesNew := h.logs.taken
 	if resp, _ := h.rcv.Handle(ctx, req); resp.Headers["X-Hookledger-Result"] != string(receiver.Duplicate) {
 		return billSize{}, fmt.Errorf("duplicate of a received event answered %d %s", resp.StatusCode, resp.Headers["X-Hookledger-Result"])
 	}
@@ -343,13 +334,11 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 	}
 	procCalls, uProc := m.Snapshot(), acc.Take()
 	logProc, metProc := h.logs.take()
-	linesNew += h.logs.taken
 	if resp, _ := h.rcv.Handle(ctx, req); resp.Headers["X-Hookledger-Result"] != string(receiver.Duplicate) {
 		return billSize{}, fmt.Errorf("duplicate answered %d %s", resp.StatusCode, resp.Headers["X-Hookledger-Result"])
 	}
 	uDup := acc.Take()
 	logDup, metDup := h.logs.take()
-	linesDup := h.logs.taken
 	table := 0.0
 	if n := len(uProc.Written); n > 0 {
 		table += float64(uProc.Written[n-1]) + 100 // the record as complete left it
@@ -357,7 +346,7 @@ func (b *benchRun) measureSize(ctx context.Context, h *billHandlers, sq *sqs.Cli
 	for _, w := range uNew.Written[min(1, len(uNew.Written)):] {
 		table += float64(w) + 100 // a payload item, if the new event wrote one
 	}
-	s := billSize{newLines: linesNew, dupLines: linesDup}
+	var s billSize
 	s.newEv = bench.Profile{
 		WCU: uNew.WCU + uNew.IndexWCU + uProc.WCU + uProc.IndexWCU, RCU: uNew.RCU + uProc.RCU,
 		SQSSend: uNew.SQS, SQSChunks: units.SQSRequests(msg),
@@ -471,7 +460,7 @@ func (b *benchRun) queueBatch(ctx context.Context, h *billHandlers, sq *sqs.Clie
 	var batch events.SQSEvent
 	seen := map[string]bool{}
 	for tries := 0; len(batch.Records) < n && tries < 20; tries++ {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: int32(n - len(batch.Records)), WaitTimeSeconds: 1})
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: int32(n - len(batch.Records)), WaitTimeSeconds: 1, MessageSystemAttributeNames: esmAttributes})
 		if err != nil {
 			return batch, err
 		}
@@ -482,7 +471,7 @@ func (b *benchRun) queueBatch(ctx context.Context, h *billHandlers, sq *sqs.Clie
 				continue
 			}
 			seen[m.ID] = true
-			batch.Records = append(batch.Records, events.SQSMessage{MessageId: aws.ToString(msg.MessageId), Body: aws.ToString(msg.Body), ReceiptHandle: aws.ToString(msg.ReceiptHandle)})
+			batch.Records = append(batch.Records, esmMessage(msg))
 		}
 	}
 	if len(batch.Records) < n {

@@ -123,10 +123,6 @@ func (b *benchRun) printLevers(st bench.Stack, bm *billMeasures) {
 	lv.Print(b.out)
 }
 
-// traceIDBytes is what a trace id adds to a log line: `,"trace_id":"..."`
-// with an X-Ray trace id (35 characters, 1-5759e988-bd862e3fe1be46a994272793).
-const traceIDBytes = len(`,"trace_id":""`) + 35
-
 // The targets: variable at 10 events/s, all-in at 1M deliveries a month,
 // idle, and the handler start delay at 0.3 events/s.
 const (
@@ -141,29 +137,17 @@ const (
 
 func (b *benchRun) printTargets(st bench.Stack, bm *billMeasures) {
 	const dup = 0.3
-	costs := func(traced bool) [5]float64 {
-		saved := bm.sizes
-		if traced { // a trace id on every log line of each delivery, as measured
-			bm.sizes = append([]billSize(nil), saved...)
-			for i := range bm.sizes {
-				bm.sizes[i].newEv.LogBytes += bm.sizes[i].newLines * float64(traceIDBytes)
-				bm.sizes[i].dup.LogBytes += bm.sizes[i].dupLines * float64(traceIDBytes)
-			}
-		}
-		defer func() { bm.sizes = saved }()
-		h, _ := b.variable(st, bm, "3 KB", dup, 1, targetRate, false)
-		u, _ := b.variable(st, bm, "3 KB", dup, 1, targetRate, true)
-		ah, _, _, _, _ := b.allIn(st, bm, 1e6, dup, "HTTP API")
-		au, _, _, _, _ := b.allIn(st, bm, 1e6, dup, "function URL")
-		return [5]float64{h.Total(), u.Total(), ah, au, bench.BillTotal(b.fixedBill(st, bm, "HTTP API"))}
-	}
+	h, _ := b.variable(st, bm, "3 KB", dup, 1, targetRate, false)
+	u, _ := b.variable(st, bm, "3 KB", dup, 1, targetRate, true)
+	ah, _, _, _, _ := b.allIn(st, bm, 1e6, dup, "HTTP API")
+	au, _, _, _, _ := b.allIn(st, bm, 1e6, dup, "function URL")
+	got := [5]float64{h.Total(), u.Total(), ah, au, bench.BillTotal(b.fixedBill(st, bm, "HTTP API"))}
 	verdict := func(got, target float64) string {
 		if got > target {
 			return "NOT met"
 		}
 		return "met"
 	}
-	got, traced := costs(false), costs(true)
 	targets := [5]float64{targetVariableHTTP, targetVariableURL, targetAllInHTTP, targetAllInURL, targetIdle}
 	busy := fmt.Sprintf("BatchWindowSeconds %d (performance.md's setting from %g events/s), the rest as shipped", int(windowAt(targetRate, st)/time.Second), busyRate)
 	what := [5]string{
@@ -183,13 +167,4 @@ func (b *benchRun) printTargets(st bench.Stack, bm *billMeasures) {
 	}
 	fmt.Fprintf(b.out, "Target: handler start delay p50 at %g events/s on the queue, shipped defaults%s: %.2f s (target %.2f s): %s\n",
 		targetDelayRate, src, p50/1000, targetDelayP50, verdict(p50/1000, targetDelayP50))
-	s := bm.size("3 KB")
-	fmt.Fprintf(b.out, "\nWith a trace id on each log line of a delivery (+%d B each; a new event writes %g at info, a duplicate %g): ", traceIDBytes, s.newLines, s.dupLines)
-	for i := range traced {
-		sep := ", "
-		if i == len(traced)-1 {
-			sep = ".\n"
-		}
-		fmt.Fprintf(b.out, "$%.3f (target $%.2f, margin $%.3f; without it $%.3f)%s", traced[i], targets[i], targets[i]-traced[i], targets[i]-got[i], sep)
-	}
 }

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/hookledger/hookledger/internal/queue"
 	"github.com/hookledger/hookledger/internal/testbody"
 )
 
@@ -61,19 +64,33 @@ func TestAVJSONDecodesBoto3Items(t *testing.T) {
 	}
 }
 
-// The targets price a trace id on every log line a delivery writes, so the
-// bill counts the lines, apart from the metric lines (which carry none).
-// Regression: it assumed two lines a new event, after the receiver's
-// accepted line had gone to debug.
-func TestSplitLogsCountsTheLogLines(t *testing.T) {
+// The bill prices the handlers' log lines and their metric (EMF) lines
+// apart, and each take starts from zero.
+func TestSplitLogsSeparatesMetricLines(t *testing.T) {
 	t.Parallel()
 	var s splitLogs
-	s.Write([]byte(`{"level":"INFO","msg":"event"}` + "\n" + `{"Dead":1,"_aws":{}}` + "\n"))
-	s.Write([]byte(`{"level":"INFO","msg":"webhook"}` + "\n"))
-	if logs, metrics := s.take(); s.taken != 2 || logs == 0 || metrics == 0 {
-		t.Fatalf("took %v log bytes, %v metric bytes, %v lines; want 2 log lines and both kinds of bytes", logs, metrics, s.taken)
+	logLine, metricLine, other := `{"level":"INFO","msg":"event"}`+"\n", `{"Dead":1,"_aws":{}}`+"\n", `{"level":"INFO","msg":"webhook"}`+"\n"
+	s.Write([]byte(logLine + metricLine))
+	s.Write([]byte(other))
+	if logs, metrics := s.take(); logs != float64(len(logLine)+len(other)) || metrics != float64(len(metricLine)) {
+		t.Fatalf("took %v log bytes, %v metric bytes; want %d and %d", logs, metrics, len(logLine)+len(other), len(metricLine))
 	}
-	if s.take(); s.taken != 0 {
-		t.Errorf("a second take counted %v lines, want 0", s.taken)
+	if logs, metrics := s.take(); logs != 0 || metrics != 0 {
+		t.Errorf("a second take counted %v and %v bytes, want none", logs, metrics)
+	}
+}
+
+// The processor's lines carry the trace id its message's AWSTraceHeader
+// names, so the bench hands it the header as the event source mapping
+// does; without it the bill priced lines shorter than Lambda writes.
+func TestESMMessageCarriesTheTraceHeader(t *testing.T) {
+	t.Parallel()
+	h := "Root=1-6b1161f1-9fbe27bf175039d5222eae39;Parent=53995c3f42cd8ad8;Sampled=0"
+	m := esmMessage(sqstypes.Message{MessageId: aws.String("m1"), Body: aws.String("{}"), Attributes: map[string]string{queue.TraceAttribute: h}})
+	if m.Attributes[queue.TraceAttribute] != h || m.MessageId != "m1" || m.Body != "{}" {
+		t.Errorf("esmMessage = %+v, want the message with its trace header", m)
+	}
+	if len(esmAttributes) != 1 || string(esmAttributes[0]) != queue.TraceAttribute {
+		t.Errorf("the bench asks SQS for %v, want the trace header", esmAttributes)
 	}
 }
