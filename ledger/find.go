@@ -257,7 +257,7 @@ func (w *walker) take(ctx context.Context, l *Ledger, n, budget int) (batch []en
 			if read >= budget {
 				return batch, read, nil
 			}
-			got, err := l.query(ctx, w.q, behind, min(chunk, budget-read))
+			got, err := l.readShard(ctx, w.q, behind, min(chunk, budget-read))
 			read += got
 			if err != nil {
 				return batch, read, err
@@ -291,9 +291,9 @@ func (s *stream) frontier() int64 {
 	return s.pos.At - s.shift
 }
 
-// query reads the next up to limit entries of s and returns how many the
+// readShard reads the next up to limit entries of s and returns how many the
 // index evaluated.
-func (l *Ledger) query(ctx context.Context, q Query, s *stream, limit int) (int, error) {
+func (l *Ledger) readShard(ctx context.Context, q Query, s *stream, limit int) (int, error) {
 	in := &dynamodb.QueryInput{
 		TableName: &l.opt.Table, IndexName: aws.String(s.index),
 		KeyConditionExpression:    aws.String("#h = :h"),
