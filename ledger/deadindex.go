@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -66,13 +65,9 @@ func (l *Ledger) indexDead(ctx context.Context, it map[string]types.AttributeVal
 		ExpressionAttributeNames:  map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": dynamo.N(int64(shardOf(pk, l.opt.Shards))), ":at": at, ":dead": dynamo.S(string(Dead))},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ccf):
-		return false, nil
-	default:
+	wrote, err := written(err)
+	if err != nil {
 		return false, fmt.Errorf("index dead record %s: %w: %v", pk, ErrUnavailable, err)
 	}
+	return wrote, nil
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -60,4 +61,17 @@ func uses(expr, p string) bool {
 
 func isWord(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// written reads a conditional write's answer: true when it wrote, false
+// when its condition refused it, or the write's error.
+func written(err error) (bool, error) {
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
+		return false, nil
+	}
+	return false, err
 }

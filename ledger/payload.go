@@ -150,14 +150,11 @@ func (l *Ledger) PutPayloadIfAbsent(ctx context.Context, id Key, body []byte, di
 		TableName: &l.opt.Table, Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ccf):
-		return false, nil
+	wrote, err := written(err)
+	if err != nil {
+		return false, unavailable("put payload if absent", id, err)
 	}
-	return false, unavailable("put payload if absent", id, err)
+	return wrote, nil
 }
 
 // EnsurePayload stores body as the payload of id's record unless the
@@ -236,12 +233,9 @@ func (l *Ledger) EnsurePayload(ctx context.Context, id Key, body []byte, ev Iden
 		ExpressionAttributeNames:  map[string]string{"#b": attrBody},
 		ExpressionAttributeValues: vals,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &ccf):
-		return false, nil
+	wrote, err := written(err)
+	if err != nil {
+		return false, unavailable("ensure payload", id, err)
 	}
-	return false, unavailable("ensure payload", id, err)
+	return wrote, nil
 }
